@@ -1,0 +1,38 @@
+"""The project's exceptions: one root, one subclass per kind of trouble.
+
+Messages name the offending value so a user can act on them without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SquallError(Exception):
+    """Root of every error Squall raises on purpose."""
+
+
+class ConfigError(SquallError):
+    """A setting is missing or out of range."""
+
+
+class WireFormatError(SquallError):
+    """A payload on an internal topic cannot be decoded.
+
+    Callers catch this one type, dead-letter the record and go on: a malformed
+    payload must never take a process down.
+    """
+
+
+class LedgerError(SquallError):
+    """A record cannot be applied to the acker ledger (e.g. a spout task out of range)."""
+
+
+class OffsetError(SquallError):
+    """An offset-manager call that contradicts its state (e.g. acking an unknown offset)."""
+
+
+class TopologyError(SquallError):
+    """An invalid topology spec; the message names the component or field."""
+
+
+class StackError(SquallError):
+    """The embedded development stack could not start or stop."""

@@ -1,0 +1,165 @@
+"""Acker records and acker results, scalar and columnar.
+
+A record is what bolts and spouts send the acker (``init``, ``ack``, ``fail``,
+``reset``); a result is what the acker sends back to a spout task. The
+columnar forms are what the ledger applies and the wire formats carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+#: Spout task ids share a 16-bit column with two flag bits in the ledger.
+MAX_TASK = (1 << 14) - 1
+
+
+class RecordKind(IntEnum):
+    INIT = 1
+    ACK = 2
+    FAIL = 3
+    RESET = 4
+
+
+class Outcome(IntEnum):
+    ACKED = 1
+    FAILED = 2
+    TIMED_OUT = 3
+    RESET = 4
+
+
+@dataclass(frozen=True, slots=True)
+class AckerRecord:
+    """One record for the acker. ``value`` matters for init and ack, ``task`` for init."""
+
+    kind: RecordKind
+    root: int
+    value: int = 0
+    task: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One tree decided by the acker, for spout task ``task``."""
+
+    root: int
+    task: int
+    outcome: Outcome
+    latency_ms: int = 0
+
+
+@dataclass(frozen=True)
+class AckerBatch:
+    """Records as parallel arrays: what one or more Kafka messages carried."""
+
+    roots: npt.NDArray[np.uint64]
+    values: npt.NDArray[np.uint64]
+    kinds: npt.NDArray[np.uint8]
+    tasks: npt.NDArray[np.uint16]
+    ts_ms: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.roots.shape[0])
+
+    @classmethod
+    def empty(cls) -> AckerBatch:
+        return cls(
+            np.empty(0, np.uint64),
+            np.empty(0, np.uint64),
+            np.empty(0, np.uint8),
+            np.empty(0, np.uint16),
+            np.empty(0, np.int64),
+        )
+
+    @classmethod
+    def from_records(cls, records: Sequence[AckerRecord], ts_ms: int) -> AckerBatch:
+        n = len(records)
+        return cls(
+            np.fromiter((r.root for r in records), np.uint64, n),
+            np.fromiter((r.value if r.kind <= RecordKind.ACK else 0 for r in records),
+                        np.uint64, n),
+            np.fromiter((int(r.kind) for r in records), np.uint8, n),
+            np.fromiter((r.task for r in records), np.uint16, n),
+            np.full(n, ts_ms, np.int64),
+        )
+
+    @classmethod
+    def concat(cls, batches: Iterable[AckerBatch]) -> AckerBatch:
+        bs = [b for b in batches if len(b)]
+        if not bs:
+            return cls.empty()
+        if len(bs) == 1:
+            return bs[0]
+        return cls(
+            np.concatenate([b.roots for b in bs]),
+            np.concatenate([b.values for b in bs]),
+            np.concatenate([b.kinds for b in bs]),
+            np.concatenate([b.tasks for b in bs]),
+            np.concatenate([b.ts_ms for b in bs]),
+        )
+
+    def records(self) -> list[AckerRecord]:
+        return [
+            AckerRecord(RecordKind(int(k)), int(r), int(v), int(t))
+            for r, v, k, t in zip(self.roots, self.values, self.kinds, self.tasks, strict=True)
+        ]
+
+
+@dataclass(frozen=True)
+class Results:
+    """Decided trees as parallel arrays."""
+
+    roots: npt.NDArray[np.uint64]
+    tasks: npt.NDArray[np.uint16]
+    outcomes: npt.NDArray[np.uint8]
+    latency_ms: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.roots.shape[0])
+
+    @classmethod
+    def empty(cls) -> Results:
+        return cls(np.empty(0, np.uint64), np.empty(0, np.uint16), np.empty(0, np.uint8),
+                   np.empty(0, np.int64))
+
+    @classmethod
+    def from_results(cls, results: Sequence[Result]) -> Results:
+        n = len(results)
+        return cls(
+            np.fromiter((r.root for r in results), np.uint64, n),
+            np.fromiter((r.task for r in results), np.uint16, n),
+            np.fromiter((int(r.outcome) for r in results), np.uint8, n),
+            np.fromiter((r.latency_ms for r in results), np.int64, n),
+        )
+
+    @classmethod
+    def concat(cls, parts: Iterable[Results]) -> Results:
+        ps = [p for p in parts if len(p)]
+        if not ps:
+            return cls.empty()
+        if len(ps) == 1:
+            return ps[0]
+        return cls(
+            np.concatenate([p.roots for p in ps]),
+            np.concatenate([p.tasks for p in ps]),
+            np.concatenate([p.outcomes for p in ps]),
+            np.concatenate([p.latency_ms for p in ps]),
+        )
+
+    def select(self, mask: npt.NDArray[np.bool_]) -> Results:
+        return Results(self.roots[mask], self.tasks[mask], self.outcomes[mask],
+                       self.latency_ms[mask])
+
+    def results(self) -> list[Result]:
+        return [
+            Result(int(r), int(t), Outcome(int(o)), int(lat))
+            for r, t, o, lat in zip(self.roots, self.tasks, self.outcomes, self.latency_ms,
+                                    strict=True)
+        ]
+
+    def by_root(self) -> dict[int, Outcome]:
+        return {int(r): Outcome(int(o)) for r, o in zip(self.roots, self.outcomes, strict=True)}

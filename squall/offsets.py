@@ -144,11 +144,9 @@ class OffsetManager:
     # ----- effects -------------------------------------------------------
 
     def emitted(self, offset: int) -> None:
+        if offset < self._committed:
+            raise OffsetError(f"offset {offset} is below the committed offset {self._committed}")
         if offset >= self._end:
-            if offset < self._committed:
-                raise OffsetError(
-                    f"offset {offset} is below the committed offset {self._committed}"
-                )
             self._order.append(offset)
             self._entries[offset] = _Entry(State.PENDING)
             self._end = offset + 1

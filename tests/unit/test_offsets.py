@@ -1,0 +1,246 @@
+"""Storm's OffsetManagerTest scenarios, plus retries, dead letters and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from squall.errors import OffsetError
+from squall.offsets import DeadLetter, OffsetManager, Retry, State
+from squall.retry import RetrySchedule
+
+
+def emit_and_ack(m: OffsetManager, *offsets: int) -> None:
+    for o in offsets:
+        m.emitted(o)
+    for o in offsets:
+        m.acked(o)
+
+
+def test_skip_missing_offsets_when_finding_next_commit_offset_with_gap_in_middle_of_acked() -> None:
+    m = OffsetManager(0)
+    for o in (0, 1, 2, 5, 6):  # 3 and 4 compacted away
+        m.emitted(o)
+    for o in (0, 1, 2, 6):
+        m.acked(o)
+    assert m.next_commit_offset() == 5  # 5 still pending; 3-4 do not exist
+    m.acked(5)
+    assert m.next_commit_offset() == 7
+
+
+def test_skip_missing_offsets_when_finding_next_commit_offset_with_gap_before_acked() -> None:
+    m = OffsetManager(0)
+    m.emitted(5)  # 0-4 compacted away
+    m.emitted(6)
+    m.acked(6)
+    assert m.next_commit_offset() is None  # 5 is still pending
+    m.acked(5)
+    assert m.next_commit_offset() == 7
+
+
+def test_find_next_committed_offset_with_no_acks() -> None:
+    m = OffsetManager(0)
+    assert m.next_commit_offset() is None
+    m.emitted(0)
+    assert m.next_commit_offset() is None
+
+
+def test_find_next_commit_offset_with_one_ack() -> None:
+    m = OffsetManager(0)
+    emit_and_ack(m, 0)
+    assert m.next_commit_offset() == 1  # last processed + 1, as commitSync wants
+
+
+def test_find_next_commit_offset_with_multiple_out_of_order_acks() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    m.emitted(1)
+    m.acked(1)
+    assert m.next_commit_offset() is None
+    m.acked(0)
+    assert m.next_commit_offset() == 2
+
+
+def test_find_next_commit_offset_with_acked_offset_gap() -> None:
+    m = OffsetManager(0)
+    for o in (0, 1, 2):
+        m.emitted(o)
+    m.acked(2)
+    m.acked(0)
+    assert m.next_commit_offset() == 1
+
+
+def test_find_next_offset_with_acked_but_not_emitted_offset_gap() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    m.emitted(2)  # 1 never came from Kafka: compacted
+    m.acked(2)
+    m.acked(0)
+    assert m.next_commit_offset() == 3
+
+
+def test_find_next_commit_offset_with_unacked_offset_gap() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    m.emitted(1)
+    m.acked(0)
+    assert m.next_commit_offset() == 1
+
+
+def test_find_next_commit_offset_when_too_low_offset_is_acked() -> None:
+    m = OffsetManager(10)
+    assert m.acked(0) is False
+    assert m.next_commit_offset() is None
+    with pytest.raises(OffsetError, match="below the committed offset 10"):
+        m.emitted(3)
+
+
+def test_commit() -> None:
+    m = OffsetManager(0)
+    emit_and_ack(m, 0, 1, 2)
+    m.committed(2)
+    assert m.committed_offset == 2
+    assert m.num_uncommitted == 1
+    assert m.next_commit_offset() == 3
+    m.committed(3)
+    assert m.num_uncommitted == 0
+    assert m.next_commit_offset() is None
+
+
+def test_commit_never_passes_an_unfinished_offset() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    m.emitted(1)
+    m.acked(1)
+    with pytest.raises(OffsetError, match="passes offset 0, which is not done"):
+        m.committed(2)
+    assert m.committed_offset == 0  # nothing applied by the refused commit
+
+
+def test_commit_past_the_end_is_refused() -> None:
+    m = OffsetManager(0)
+    with pytest.raises(OffsetError, match="past the end"):
+        m.committed(5)
+
+
+def test_failed_offset_is_retried_by_the_backoff_schedule() -> None:
+    m = OffsetManager(0, RetrySchedule(initial_delay_ms=100, multiplier=2, max_delay_ms=1000,
+                                       max_retries=3))
+    for o in (0, 1, 2):
+        m.emitted(o)
+    m.acked(0)
+    m.acked(2)
+    assert m.failed(1, now_ms=1000) == Retry(1, 1100, 1)
+    assert m.state(1) is State.FAILED
+    assert m.next_commit_offset() == 1  # a failed offset blocks the commit
+    assert m.retry_due(1099) is None
+    assert m.retry_due(1100) == 1
+    assert m.next_retry_ms() == 1100
+    # After seeking back, only the due failed offset is emitted again.
+    assert [o for o in (0, 1, 2) if m.should_emit(o, 1100)] == [1]
+    assert m.should_emit(3, 1100)
+    m.emitted(1)
+    assert m.state(1) is State.PENDING
+    assert m.retry_due(10_000) is None
+    assert m.failed(1, 2000) == Retry(1, 2200, 2)
+    m.emitted(1)
+    assert m.failed(1, 3000) == Retry(1, 3400, 3)
+    m.emitted(1)
+    assert m.failed(1, 4000) == DeadLetter(1, 4)
+    assert m.state(1) is State.DEAD_LETTERING
+    assert not m.should_emit(1, 10**9)
+    assert m.next_commit_offset() == 1  # not done until the dead letter is confirmed
+    assert m.acked(1)
+    assert m.next_commit_offset() == 3
+
+
+def test_stale_results_are_ignored() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    assert m.acked(0)
+    assert m.acked(0) is False
+    assert m.failed(0, 0) is None
+    assert m.failed(99, 0) is None
+
+
+def test_only_failed_offsets_are_reemitted() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    with pytest.raises(OffsetError, match="offset 0 is pending"):
+        m.emitted(0)
+    m.acked(0)
+    with pytest.raises(OffsetError, match="offset 0 is done"):
+        m.emitted(0)
+
+
+def test_max_uncommitted_offsets_caps_emission() -> None:
+    m = OffsetManager(0, max_uncommitted=3)
+    for o in range(3):
+        assert not m.at_capacity()
+        m.emitted(o)
+    assert m.at_capacity()
+    emit_done = [m.acked(o) for o in range(3)]
+    assert all(emit_done)
+    assert m.at_capacity()  # done but not yet committed still counts
+    m.committed(m.next_commit_offset() or 0)
+    assert not m.at_capacity()
+
+
+def test_compaction_of_the_order_list_keeps_answers() -> None:
+    m = OffsetManager(0)
+    for o in range(5000):
+        m.emitted(o)
+        m.acked(o)
+        if o % 700 == 0:
+            nxt = m.next_commit_offset()
+            assert nxt == o + 1
+            m.committed(nxt)
+    m.emitted(5000)
+    assert m.next_commit_offset() == 5000
+    m.committed(5000)
+    assert m.num_uncommitted == 1
+
+
+@st.composite
+def partition_runs(draw: st.DrawFn) -> tuple[list[int], list[tuple[str, int]]]:
+    n = draw(st.integers(1, 40))
+    gaps = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    offsets = [i for i, g in enumerate(gaps) if not g] or [0]
+    events = [(kind, o) for o in offsets for kind in draw(
+        st.lists(st.sampled_from(["ack", "fail"]), min_size=1, max_size=3))]
+    events = draw(st.permutations(events))
+    return offsets, events
+
+
+@settings(max_examples=300, deadline=None)
+@given(partition_runs())
+def test_never_commits_past_an_unfinished_offset_and_commits_all_once_done(
+    run: tuple[list[int], list[tuple[str, int]]],
+) -> None:
+    offsets, events = run
+    m = OffsetManager(0, RetrySchedule(initial_delay_ms=0, max_retries=None))
+    for o in offsets:
+        m.emitted(o)
+    now = 0
+    for kind, o in events:
+        if kind == "ack":
+            m.acked(o)
+        elif m.failed(o, now) is not None:
+            m.emitted(o)  # the replay
+        nxt = m.next_commit_offset()
+        if nxt is not None:
+            unfinished = [x for x in offsets if x < nxt and m.state(x) is not State.DONE]
+            assert not unfinished, f"commit {nxt} would pass {unfinished}"
+            if now % 2:
+                m.committed(nxt)
+        now += 1
+    for o in offsets:
+        if m.state(o) is State.FAILED:
+            m.emitted(o)
+        m.acked(o)
+    final = m.next_commit_offset()
+    if final is not None:
+        m.committed(final)
+    assert m.committed_offset == offsets[-1] + 1
+    assert m.num_uncommitted == 0

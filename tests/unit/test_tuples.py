@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from squall.records import AckerRecord, RecordKind
+from squall.tuples import Anchoring, Tuple, coalesce
+
+F = ("word", "n")
+
+
+def counter_ids() -> Anchoring:
+    it = itertools.count(1)
+    return Anchoring(lambda: 1 << (next(it) % 64))  # distinct bits make the XOR readable
+
+
+def test_spout_emit_inits_with_the_xor_of_its_edges() -> None:
+    a = counter_ids()
+    e = a.spout_emit(spout_task=5, n_targets=3)
+    edges = [anc[e.root] for anc in e.anchors]
+    assert len(set(edges)) == 3
+    assert e.init == AckerRecord(RecordKind.INIT, e.root, edges[0] ^ edges[1] ^ edges[2], 5)
+
+
+def test_ack_record_is_own_edge_xor_children_edges() -> None:
+    a = counter_ids()
+    e = a.spout_emit(0, 1)
+    t = Tuple(["hi", 1], F, e.anchors[0])
+    kids = a.emit([t], n_targets=2)
+    child_edges = [k[e.root] for k in kids]
+    (rec,) = a.ack(t)
+    assert rec == AckerRecord(RecordKind.ACK, e.root, e.anchors[0][e.root] ^ child_edges[0]
+                              ^ child_edges[1])
+
+
+def test_multi_anchored_child_belongs_to_every_root() -> None:
+    a = counter_ids()
+    x, y = a.spout_emit(0, 1), a.spout_emit(0, 1)
+    tx = Tuple(["a", 1], F, x.anchors[0])
+    ty = Tuple(["b", 2], F, y.anchors[0])
+    (child,) = a.emit([tx, ty])
+    assert set(child) == {x.root, y.root}
+    recs = a.ack(tx) + a.ack(ty)
+    assert {r.root for r in recs} == {x.root, y.root}
+
+
+def test_unanchored_emit_and_untracked_tuples_send_nothing() -> None:
+    a = counter_ids()
+    assert a.emit([], 2) == [{}, {}]
+    t = Tuple(["x", 0], F)
+    assert not t.tracked
+    assert a.ack(t) == []
+    assert a.fail(t) == []
+
+
+def test_second_ack_or_fail_sends_nothing() -> None:
+    a = counter_ids()
+    e = a.spout_emit(0, 1)
+    t = Tuple(["x", 0], F, e.anchors[0])
+    assert len(a.ack(t)) == 1
+    assert a.ack(t) == []
+    assert a.fail(t) == []
+    assert a.reset_timeout(t) == []
+    with pytest.raises(ValueError, match="already acked"):
+        a.emit([t])
+
+
+def test_fail_and_reset_name_every_root() -> None:
+    a = counter_ids()
+    x, y = a.spout_emit(0, 1), a.spout_emit(0, 1)
+    (child,) = a.emit([Tuple(["a", 1], F, x.anchors[0]), Tuple(["b", 2], F, y.anchors[0])])
+    t = Tuple(["c", 3], F, child)
+    assert {r.root for r in a.reset_timeout(t)} == {x.root, y.root}
+    assert {(r.kind, r.root) for r in a.fail(t)} == {(RecordKind.FAIL, x.root),
+                                                     (RecordKind.FAIL, y.root)}
+
+
+def test_field_access() -> None:
+    t = Tuple(["hi", 3], F)
+    assert t["word"] == "hi"
+    assert t[1] == 3
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        t["nope"]
+    with pytest.raises(ValueError, match="2 values"):
+        Tuple(["a", 1], ("one",))
+
+
+def test_coalesce_xors_acks_per_root_and_keeps_the_rest() -> None:
+    recs = [
+        AckerRecord(RecordKind.INIT, 1, 9, 2),
+        AckerRecord(RecordKind.ACK, 1, 3),
+        AckerRecord(RecordKind.ACK, 2, 4),
+        AckerRecord(RecordKind.ACK, 1, 5),
+        AckerRecord(RecordKind.FAIL, 2),
+        AckerRecord(RecordKind.FAIL, 2),
+    ]
+    assert coalesce(recs) == [
+        AckerRecord(RecordKind.INIT, 1, 9, 2),
+        AckerRecord(RecordKind.ACK, 1, 3 ^ 5),
+        AckerRecord(RecordKind.ACK, 2, 4),
+        AckerRecord(RecordKind.FAIL, 2),
+    ]

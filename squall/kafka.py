@@ -1,0 +1,42 @@
+"""Small confluent-kafka helpers shared by the services, the dev stack and the tests."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from squall.errors import SquallError
+
+
+class KafkaUnavailable(SquallError):
+    """The broker did not answer, or refused an admin request."""
+
+
+def quiet_logger(name: str) -> logging.Logger:
+    """A logger that swallows librdkafka chatter (e.g. refused connections while probing)."""
+    log = logging.getLogger(f"squall.quiet.{name}")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
+
+
+def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 10.0,
+                  quiet: bool = False) -> None:
+    """Create ``{topic: partitions}``; topics that exist already are fine."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    conf: dict[str, object] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000}
+    if quiet:
+        conf["logger"] = quiet_logger("admin")
+    admin = AdminClient(conf)
+    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()],
+                                  operation_timeout=timeout_s, request_timeout=timeout_s)
+    for topic, fut in futures.items():
+        try:
+            fut.result(timeout=timeout_s)
+        except Exception as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            raise KafkaUnavailable(f"could not create topic {topic!r} on {bootstrap}: {e}") from e

@@ -1,0 +1,164 @@
+"""The embedded stack itself: real Tansu, real ZooKeeper, the CLI, and its failure modes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kazoo.client import KazooClient
+
+from squall.dev.smoke import run_smoke
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, pid_alive
+from squall.errors import StackError
+from squall.kafka import ensure_topics
+from squall.tuples import Tuple
+from squall.wire import TupleBatch, decode_tuples, encode_tuples
+
+pytestmark = pytest.mark.integration
+
+
+def consume_all(bootstrap: str, topic: str, n: int, timeout_s: float = 20) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: list[bytes] = []
+    try:
+        for _ in range(int(timeout_s / 0.5)):
+            out += [m.value() for m in c.consume(100, 0.5) if not m.error()]
+            if len(out) >= n:
+                break
+    finally:
+        c.close()
+    return out
+
+
+def test_tuple_batches_cross_the_real_broker(bootstrap: str) -> None:
+    topic = f"squall.t-{uuid.uuid4().hex[:6]}.edge.split.default.count"
+    ensure_topics(bootstrap, {topic: 1})
+    tuples = [Tuple([f"w{i}", i], ("word", "n"), {i + 1: i + 100}) for i in range(500)]
+    p = Producer({"bootstrap.servers": bootstrap})
+    p.produce(topic, encode_tuples(TupleBatch.from_tuples(tuples, ("word", "n"), source="split")),
+              partition=0)
+    assert p.flush(10) == 0
+    (raw,) = consume_all(bootstrap, topic, 1)
+    back = decode_tuples(raw).tuples()
+    assert [t.values for t in back] == [t.values for t in tuples]
+    assert [t.anchors for t in back] == [t.anchors for t in tuples]
+
+
+def test_zookeeper_holds_a_session_and_data(zookeeper: str) -> None:
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(timeout=10)
+    try:
+        path = f"/squall-test/{uuid.uuid4().hex}"
+        zk.create(path, b"hello", makepath=True, ephemeral=True)
+        assert zk.get(path)[0] == b"hello"
+    finally:
+        zk.stop()
+
+
+def test_smoke_completes_every_tree(bootstrap: str) -> None:
+    report = run_smoke(bootstrap, trees=3_000)
+    assert report.completed == 3_000
+    assert report.records == 3_000 * 12
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "squall", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
+    home = str(tmp_path / "dev")
+    up = run_cli("dev", "up", "--home", home)
+    assert up.returncode == 0, up.stderr
+    assert "kafka" in up.stdout
+    assert "zookeeper" in up.stdout
+    state = StackInfo.from_json((Path(home) / "stack.json").read_text())
+    pids = [p.pid for p in state.processes]
+    try:
+        st = run_cli("dev", "status", "--home", home)
+        assert st.returncode == 0, st.stdout
+        assert st.stdout.count("running") == 2
+        again = run_cli("dev", "up", "--home", home)
+        assert again.returncode == 2
+        assert "already running" in again.stderr
+        smoke = run_cli("dev", "smoke", "--home", home, "--trees", "500")
+        assert smoke.returncode == 0, smoke.stderr
+        assert '"completed": 500' in smoke.stdout
+    finally:
+        down = run_cli("dev", "down", "--home", home)
+    assert down.returncode == 0, down.stderr
+    assert not any(pid_alive(p) for p in pids)
+    assert run_cli("dev", "status", "--home", home).returncode == 1
+
+
+def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(StackError, match=f"Kafka port {port} on 127.0.0.1 is taken"):
+            EmbeddedStack(StackSettings(home=tmp_path, kafka_port=port)).start()
+    assert not (tmp_path / "stack.json").exists()
+
+
+def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
+    r = run_cli("dev", "up", "--home", str(tmp_path), "--java", "/nonexistent/java")
+    assert r.returncode == 2
+    assert "Java not found (tried /nonexistent/java)" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_process_dying_at_start_shows_its_log_and_stops_the_rest(tmp_path: Path) -> None:
+    fake = tmp_path / "java"
+    fake.write_text("#!/bin/sh\necho 'Error: could not reserve enough space for heap' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    stack = EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake), start_timeout_s=30))
+    with pytest.raises(StackError) as e:
+        stack.start()
+    msg = str(e.value)
+    assert "ZooKeeper on 127.0.0.1:" in msg
+    assert "exited during start-up" in msg
+    assert "could not reserve enough space for heap" in msg
+    # Tansu had started before ZooKeeper failed: it must be gone too.
+    log = tmp_path / "dev" / "kafka" / "tansu.log"
+    assert log.exists()
+    assert not (tmp_path / "dev" / "stack.json").exists()
+    out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert out.stdout.strip() == "", f"orphans: {out.stdout}"
+
+
+def test_fixture_processes_die_with_their_parent(tmp_path: Path) -> None:
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from squall.dev.stack import EmbeddedStack, StackSettings\n"
+        f"info = EmbeddedStack(StackSettings(home=Path({str(tmp_path)!r}))).start()\n"
+        "print(' '.join(str(p.pid) for p in info.processes), flush=True)\n"
+        "os._exit(9)  # no cleanup: the kernel must take the children down\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    pids = [int(p) for p in r.stdout.split()]
+    assert len(pids) == 2, r.stderr
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_exists(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_exists(p) for p in pids)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from squall.errors import SquallError
 
@@ -24,9 +25,9 @@ def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 
                   quiet: bool = False) -> None:
     """Create ``{topic: partitions}``; topics that exist already are fine."""
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    conf: dict[str, object] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000}
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000}
     if quiet:
         conf["logger"] = quiet_logger("admin")
     admin = AdminClient(conf)

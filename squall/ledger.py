@@ -254,7 +254,8 @@ class Ledger:
 
     def _live_mask(self) -> npt.NDArray[np.bool_]:
         k = self._keys
-        return (k != _ZERO) & (k != _TOMB)
+        live: npt.NDArray[np.bool_] = (k != _ZERO) & (k != _TOMB)
+        return live
 
     def _home(self, roots: npt.NDArray[np.uint64]) -> I64:
         # Fibonacci hashing: the high bits of root * golden ratio.
@@ -278,10 +279,11 @@ class Ledger:
 
     def _rehash(self, capacity: int) -> None:
         live = self._live_mask()
-        cols = [c[live] for c in self._columns()]
+        keys = self._keys[live]
+        cols = [c[live] for c in self._columns()[1:]]
         self._alloc(capacity)
-        slots, _ = self._find_or_insert(cols[0])
-        for dst, src in zip(self._columns()[1:], cols[1:], strict=True):
+        slots, _ = self._find_or_insert(keys)
+        for dst, src in zip(self._columns()[1:], cols, strict=True):
             dst[slots] = src
 
     def _delete(self, slots: I64) -> None:

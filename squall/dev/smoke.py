@@ -74,9 +74,10 @@ def run_smoke(bootstrap: str, trees: int = 10_000, batch: int = 2_000,
         seq = 0
         while applied < len(records) and time.monotonic() < deadline:
             for msg in consumer.consume(100, 0.5):
-                if msg.error():
+                raw = msg.value()
+                if msg.error() or raw is None:
                     continue
-                b = decode_acker_batch(msg.value())
+                b = decode_acker_batch(raw)
                 applied += len(b)
                 now = int(time.time() * 1000)
                 res = ledger.apply(b, now, seq)
@@ -88,8 +89,9 @@ def run_smoke(bootstrap: str, trees: int = 10_000, batch: int = 2_000,
         completed = 0
         while completed < trees and time.monotonic() < deadline:
             for msg in consumer.consume(100, 0.5):
-                if not msg.error():
-                    res = decode_results(msg.value())
+                raw = msg.value()
+                if not msg.error() and raw is not None:
+                    res = decode_results(raw)
                     completed += int((res.outcomes == Outcome.ACKED).sum())
     finally:
         consumer.close()

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from squall.errors import StackError
 from squall.kafka import ensure_topics, quiet_logger
@@ -181,7 +182,9 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
     last: Exception | None = None
     while time.monotonic() < deadline:
         if alive is not None and not alive():
-            raise StackError(f"{what} exited during start-up. Last lines of {log}:\n{tail(log or '')}")
+            raise StackError(
+                f"{what} exited during start-up. Last lines of {log}:\n{tail(log or '')}"
+            )
         try:
             if check():
                 return
@@ -203,11 +206,16 @@ def kafka_round_trip(bootstrap: str, timeout_s: float = 10.0) -> bool:
 
     ensure_topics(bootstrap, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
     token = uuid.uuid4().bytes
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": int(timeout_s * 1000),
+    producer = Producer({"bootstrap.servers": bootstrap,
+                         "message.timeout.ms": int(timeout_s * 1000),
                          "logger": quiet_logger("probe")})
     delivered: list[int] = []
-    producer.produce(HEALTH_TOPIC, token, partition=0,
-                     on_delivery=lambda err, msg: delivered.append(msg.offset()) if not err else None)
+
+    def on_delivery(err: object, msg: Any) -> None:
+        if not err:
+            delivered.append(int(msg.offset()))
+
+    producer.produce(HEALTH_TOPIC, token, partition=0, on_delivery=on_delivery)
     producer.flush(timeout_s)
     if not delivered:
         return False

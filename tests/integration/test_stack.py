@@ -31,7 +31,7 @@ def consume_all(bootstrap: str, topic: str, n: int, timeout_s: float = 20) -> li
     out: list[bytes] = []
     try:
         for _ in range(int(timeout_s / 0.5)):
-            out += [m.value() for m in c.consume(100, 0.5) if not m.error()]
+            out += [v for m in c.consume(100, 0.5) if not m.error() and (v := m.value())]
             if len(out) >= n:
                 break
     finally:
@@ -119,7 +119,9 @@ def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_process_dying_at_start_shows_its_log_and_stops_the_rest(tmp_path: Path) -> None:
     fake = tmp_path / "java"
-    fake.write_text("#!/bin/sh\necho 'Error: could not reserve enough space for heap' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'Error: could not reserve enough space for heap' >&2\nexit 1\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     stack = EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake), start_timeout_s=30))
     with pytest.raises(StackError) as e:

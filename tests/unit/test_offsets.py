@@ -222,8 +222,7 @@ def test_never_commits_past_an_unfinished_offset_and_commits_all_once_done(
     m = OffsetManager(0, RetrySchedule(initial_delay_ms=0, max_retries=None))
     for o in offsets:
         m.emitted(o)
-    now = 0
-    for kind, o in events:
+    for now, (kind, o) in enumerate(events):
         if kind == "ack":
             m.acked(o)
         elif m.failed(o, now) is not None:
@@ -234,7 +233,6 @@ def test_never_commits_past_an_unfinished_offset_and_commits_all_once_done(
             assert not unfinished, f"commit {nxt} would pass {unfinished}"
             if now % 2:
                 m.committed(nxt)
-        now += 1
     for o in offsets:
         if m.state(o) is State.FAILED:
             m.emitted(o)

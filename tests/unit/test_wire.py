@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import numpy as np
@@ -83,10 +84,8 @@ def test_tuple_batch_carries_arrow_types_through() -> None:
 @given(st.binary(max_size=200))
 def test_garbage_raises_only_wire_format_error(payload: bytes) -> None:
     for decode in (decode_acker_batch, decode_results, decode_tuples):
-        try:
-            decode(payload)  # type: ignore[operator]
-        except WireFormatError:
-            pass
+        with contextlib.suppress(WireFormatError):
+            decode(payload)
 
 
 @settings(max_examples=200, deadline=None)
@@ -99,10 +98,8 @@ def test_corrupted_acker_batches_raise_only_wire_format_error(
     raw[i] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(raw)))
     for payload in (bytes(raw), bytes(raw[:cut])):
-        try:
+        with contextlib.suppress(WireFormatError):
             decode_acker_batch(payload)
-        except WireFormatError:
-            pass
 
 
 def one_ack() -> bytes:
@@ -147,7 +144,7 @@ def test_reserved_field_names_are_refused() -> None:
 def test_dead_letter_headers_round_trip() -> None:
     d = DeadLetter("timeout", "sentences", 3, 1234, attempts=6, component="spout")
     assert DeadLetter.from_headers(d.headers()) == d
-    with pytest.raises(WireFormatError, match="squall.reason"):
+    with pytest.raises(WireFormatError, match=r"squall\.reason"):
         DeadLetter.from_headers([])
 
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up from nothing: a virtualenv in .venv with Squall and its dev tools.
+# Re-running is cheap: pip runs again only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for c in python3.11 python3; do
+    if command -v "$c" >/dev/null 2>&1; then PY=$c; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "setup: no python3.11 or python3 on PATH" >&2; exit 1; }
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || { echo "setup: Python 3.11+ is needed, $PY is $("$PY" --version 2>&1)" >&2; exit 1; }
+
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing a JDK (ZooKeeper and Spark need Java 17)" >&2
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "setup: Java 17 is needed (ZooKeeper, Spark): install it or set JAVA_HOME" >&2
+    exit 1
+  fi
+fi
+
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+stamp=.venv/.squall-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing Squall and its dependencies into .venv (first time: a few minutes)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+  touch "$stamp"
+fi

@@ -1,0 +1,1 @@
+"""Squall's services: thin processes around the pure core in :mod:`squall`."""

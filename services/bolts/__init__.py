@@ -1,0 +1,1 @@
+"""Bolts as Spark Structured Streaming jobs (issue #5)."""

@@ -125,10 +125,21 @@ def build_parser() -> argparse.ArgumentParser:
     stack_opts(sm)
     sm.add_argument("--trees", type=int, default=10_000, help="tuple trees to send")
     sm.set_defaults(func=cmd_dev_smoke)
+    sub.add_parser("acker", help="run acker tasks (see: squall acker --help)", add_help=False)
     return p
 
 
+# Service commands parse their own flags (and env); `squall acker --help` shows them.
+_SERVICES = {"acker": "services.acker.__main__"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _SERVICES:
+        import importlib
+
+        service_main = importlib.import_module(_SERVICES[argv[0]]).main
+        return int(service_main(argv[1:]))
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

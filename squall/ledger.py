@@ -134,8 +134,13 @@ class Ledger:
 
     # ----- effects -------------------------------------------------------
 
-    def apply(self, batch: AckerBatch, now_ms: int, seq: int = 0) -> Results:
-        """Apply a batch of records; return the trees it decided (and resets of known trees)."""
+    def apply(self, batch: AckerBatch, now_ms: int,
+              seq: int | npt.NDArray[np.int64] = 0) -> Results:
+        """Apply a batch of records; return the trees it decided (and resets of known trees).
+
+        ``seq`` tags the trees this batch creates (see :meth:`low_seq`): one
+        number, or one per record (a tree takes the smallest of its records').
+        """
         n = len(batch)
         if n == 0:
             return Results.empty()
@@ -159,8 +164,7 @@ class Ledger:
         got_init = np.logical_or.reduceat(is_init[order], starts)
         got_fail = np.logical_or.reduceat(is_fail[order], starts)
         got_reset = np.logical_or.reduceat(is_reset[order], starts)
-        ts = batch.ts_ms[order]
-        ts_min = np.minimum.reduceat(ts, starts)
+        ts_min = np.minimum.reduceat(batch.ts_ms[order], starts)
         task = np.maximum.reduceat(np.where(is_init, batch.tasks, 0)[order], starts)
 
         # 2. Find or create a slot for every root.
@@ -173,7 +177,11 @@ class Ledger:
             born = (ts_min[is_new] & _LOW32).astype(np.uint32)
             self._born[fresh] = born
             self._touched[fresh] = born
-            self._seq[fresh] = np.uint32(seq & _LOW32)
+            if isinstance(seq, np.ndarray):
+                first_seq = np.minimum.reduceat(seq[order], starts)[is_new]
+                self._seq[fresh] = (first_seq & _LOW32).astype(np.uint32)
+            else:
+                self._seq[fresh] = np.uint32(seq & _LOW32)
 
         # 3. Fold the coalesced rows in.
         self._vals[slots] ^= xor
@@ -209,12 +217,15 @@ class Ledger:
         return results
 
     def expire(self, now_ms: int) -> Results:
-        """Rotate if a rotation is due: time out trees untouched for ``timeout_ms``."""
-        if self.timeout_ms == 0 or now_ms < self._next_rotation:
+        """Rotate if a rotation is due: time out trees untouched for ``timeout_ms``.
+
+        The clock may be event time (a backlog being re-read) and so may be
+        behind the last call's: a clock that moved back re-anchors the schedule.
+        """
+        behind = now_ms < self._next_rotation - self.rotation_ms
+        if self.timeout_ms == 0 or (now_ms < self._next_rotation and not behind):
             return Results.empty()
-        # Skip rotations missed while idle instead of running them one by one.
-        missed = (now_ms - self._next_rotation) // self.rotation_ms + 1
-        self._next_rotation += missed * self.rotation_ms
+        self._next_rotation = now_ms + self.rotation_ms
         if self._live == 0:
             return Results.empty()
         live = np.flatnonzero(self._live_mask())
@@ -234,6 +245,18 @@ class Ledger:
         )
         self._delete(gone)
         return results
+
+    def rebase_seq(self, delta: int) -> None:
+        """Subtract ``delta`` from every pending tree's seq (clamped at 0).
+
+        Seqs are 32-bit: a caller whose sequence numbers grow past 2**31
+        rebases instead of wrapping.
+        """
+        if delta <= 0:
+            return
+        live = self._live_mask()
+        seq = self._seq[live].astype(np.int64) - delta
+        self._seq[live] = np.maximum(seq, 0).astype(np.uint32)
 
     # ----- the table -----------------------------------------------------
 

@@ -154,6 +154,10 @@ class Results:
         return Results(self.roots[mask], self.tasks[mask], self.outcomes[mask],
                        self.latency_ms[mask])
 
+    def slice(self, lo: int, hi: int) -> Results:
+        return Results(self.roots[lo:hi], self.tasks[lo:hi], self.outcomes[lo:hi],
+                       self.latency_ms[lo:hi])
+
     def results(self) -> list[Result]:
         return [
             Result(int(r), int(t), Outcome(int(o)), int(lat))

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
 from squall.dev.smoke import run_smoke
@@ -20,23 +20,9 @@ from squall.errors import StackError
 from squall.kafka import ensure_topics
 from squall.tuples import Tuple
 from squall.wire import TupleBatch, decode_tuples, encode_tuples
+from tests.integration.helpers import consume
 
 pytestmark = pytest.mark.integration
-
-
-def consume_all(bootstrap: str, topic: str, n: int, timeout_s: float = 20) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list[bytes] = []
-    try:
-        for _ in range(int(timeout_s / 0.5)):
-            out += [v for m in c.consume(100, 0.5) if not m.error() and (v := m.value())]
-            if len(out) >= n:
-                break
-    finally:
-        c.close()
-    return out
 
 
 def test_tuple_batches_cross_the_real_broker(bootstrap: str) -> None:
@@ -47,7 +33,8 @@ def test_tuple_batches_cross_the_real_broker(bootstrap: str) -> None:
     p.produce(topic, encode_tuples(TupleBatch.from_tuples(tuples, ("word", "n"), source="split")),
               partition=0)
     assert p.flush(10) == 0
-    (raw,) = consume_all(bootstrap, topic, 1)
+    (msg,) = consume(bootstrap, topic, 1)
+    raw = msg.value()
     back = decode_tuples(raw).tuples()
     assert [t.values for t in back] == [t.values for t in tuples]
     assert [t.anchors for t in back] == [t.anchors for t in tuples]

@@ -238,6 +238,14 @@ def test_low_seq_is_the_oldest_batch_a_pending_tree_needs() -> None:
     assert led.low_seq() == 11
 
 
+def test_per_record_seq_tags_each_tree_with_its_first_record() -> None:
+    led = Ledger(T)
+    recs = [AckerRecord(RecordKind.INIT, 1, 7, 2), AckerRecord(RecordKind.ACK, 2, 8),
+            AckerRecord(RecordKind.INIT, 2, 3, 2), AckerRecord(RecordKind.INIT, 3, 9, 2)]
+    led.apply(AckerBatch.from_records(recs, 0), 0, seq=np.array([40, 41, 42, 43], np.int64))
+    assert [led.get(r).seq for r in (1, 2, 3)] == [40, 41, 43]  # type: ignore[union-attr]
+
+
 def test_task_out_of_range_is_refused() -> None:
     led = Ledger(T)
     batch = AckerBatch(np.array([1], np.uint64), np.array([1], np.uint64),

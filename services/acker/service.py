@@ -1,0 +1,188 @@
+"""The acker service: Kafka in, results out, around :class:`AckerTask`.
+
+One process runs one or more acker tasks; task i owns partition i of
+``squall.<topo>.acker`` (assigned, not group-subscribed, so it never moves
+under a rebalance). Results go to ``squall.<topo>.results``, partition = the
+spout task. The committed offset of an acker partition is its watermark,
+committed only after the results produced so far are confirmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from services.acker.metrics import AckerMetrics
+from services.acker.settings import AckerSettings
+from services.acker.task import AckerTask, Applied, BadRecord, Message
+from squall.clock import Clock, SystemClock
+from squall.kafka import ensure_topics
+from squall.records import Outcome, Results
+from squall.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
+from squall.wire import DeadLetter, encode_results
+
+log = logging.getLogger("squall.acker")
+
+#: Results per Kafka message: keeps messages well under the broker's size limit.
+_RESULTS_PER_MESSAGE = 20_000
+_OUTCOME_LABEL = {Outcome.ACKED: "acked", Outcome.FAILED: "failed",
+                  Outcome.TIMED_OUT: "timed_out"}
+
+
+class AckerService:
+    def __init__(self, settings: AckerSettings, metrics: AckerMetrics,
+                 clock: Clock | None = None) -> None:
+        self.s = settings
+        self.metrics = metrics
+        self.clock = clock or SystemClock()
+        self.topic = acker_topic(settings.topology)
+        self.results_topic = results_topic(settings.topology)
+        self.dlq = settings.dlq_topic or dlq_topic(settings.topology)
+        self.tasks: dict[int, AckerTask] = {}
+        self.ready = threading.Event()
+
+    # ----- the loop ------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        from confluent_kafka import Consumer, Producer, TopicPartition
+
+        s = self.s
+        if s.create_topics:
+            ensure_topics(s.bootstrap_servers, {self.topic: s.num_ackers, self.dlq: 1}, 30)
+        conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
+        consumer = Consumer({
+            **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
+            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 20,
+        })
+        self.producer = Producer({**conf, "linger.ms": 2, "enable.idempotence": True})
+        now = self.clock.now_ms()
+        committed = consumer.committed([TopicPartition(self.topic, t) for t in s.tasks],
+                                       timeout=30)
+        for tp in committed:
+            start = tp.offset if tp.offset >= 0 else 0
+            self.tasks[tp.partition] = AckerTask(tp.partition, s.timeout_ms, start, now)
+            log.info("acker task %d starts at offset %d of %s", tp.partition, start, self.topic)
+        consumer.assign([TopicPartition(self.topic, t.task, t.next_offset)
+                         for t in self.tasks.values()])
+        self.ready.set()
+        last_commit = now
+        try:
+            while not stop.is_set():
+                msgs = consumer.consume(s.max_poll_messages, 0.05)
+                now = self.clock.now_ms()
+                by_part: dict[int, list[Message]] = defaultdict(list)
+                for m in msgs:
+                    if m.error():
+                        log.warning("consume error on %s: %s", self.topic, m.error())
+                        continue
+                    by_part[m.partition() or 0].append(Message(m.offset() or 0, m.value()))
+                self.metrics.messages.labels(s.topology).inc(len(msgs))
+                for p, batch in by_part.items():
+                    self._handle(self.tasks[p], batch, now)
+                for task in self.tasks.values():
+                    self._publish(task.expire(self._expiry_clock(consumer, task, now)))
+                self.producer.poll(0)
+                if now - last_commit >= s.commit_interval_s * 1000:
+                    self._commit(consumer)
+                    last_commit = now
+        finally:
+            log.info("acker stopping: flushing results and committing watermarks")
+            self._commit(consumer)
+            consumer.close()
+
+    def _handle(self, task: AckerTask, batch: list[Message], now: int) -> None:
+        applied: Applied = task.apply(batch, now)
+        self.metrics.count_records(applied.kinds.tolist())
+        for bad in applied.bad:
+            self._dead_letter(task.task, bad, batch)
+        self._publish(applied.results)
+
+    def _expiry_clock(self, consumer: Any, task: AckerTask, now: int) -> int:
+        """Wall time once caught up; while re-reading a backlog, the records' own time.
+
+        A tree whose last ack is still in the backlog must not time out
+        because the acker was down: time advances as the records do.
+        """
+        from confluent_kafka import TopicPartition
+
+        _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, task.task),
+                                                 cached=True)
+        behind = high is not None and high >= 0 and task.next_offset < high
+        return min(now, task.event_time_ms) if behind else now
+
+    # ----- outputs ------------------------------------------------------
+
+    def _publish(self, results: Results) -> None:
+        n = len(results)
+        if not n:
+            return
+        topo = self.s.topology
+        decided = results.outcomes != Outcome.RESET
+        for o, label in _OUTCOME_LABEL.items():
+            c = int((results.outcomes == o).sum())
+            if c:
+                self.metrics.trees.labels(topo, label).inc(c)
+        resets = n - int(decided.sum())
+        if resets:
+            self.metrics.resets.labels(topo).inc(resets)
+        self.metrics.latency.observe_many(results.latency_ms[decided] / 1000.0, topo)
+        now = self.clock.now_ms()
+        for task in np.unique(results.tasks).tolist():
+            part = results.select(results.tasks == task)
+            for lo in range(0, len(part), _RESULTS_PER_MESSAGE):
+                chunk = part.slice(lo, lo + _RESULTS_PER_MESSAGE)
+                self._produce(self.results_topic, encode_results(chunk, now), partition=task)
+
+    def _dead_letter(self, task: int, bad: BadRecord, batch: list[Message]) -> None:
+        log.warning("bad record at %s[%d]@%d: %s (dead-lettered to %s)", self.topic, task,
+                    bad.offset, bad.reason, self.dlq)
+        self.metrics.bad.labels(self.s.topology).inc()
+        payload = next((m.payload for m in batch if m.offset == bad.offset), None)
+        letter = DeadLetter(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
+        self._produce(self.dlq, payload or b"", headers=letter.headers())
+
+    def _produce(self, topic: str, value: bytes, **kw: Any) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value, on_delivery=self._delivered, **kw)
+                return
+            except BufferError:
+                self.producer.poll(0.05)  # local queue full: let deliveries drain
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.metrics.delivery_errors.labels(self.s.topology).inc()
+            log.error("could not deliver to %s[%s]: %s", msg.topic(), msg.partition(), err)
+
+    def _commit(self, consumer: Any) -> None:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        # Results first: a watermark may pass a completed tree only once its result is out.
+        wm = {t: task.watermark() for t, task in self.tasks.items()}
+        left = self.producer.flush(10)
+        if left:
+            log.warning("%d results not yet confirmed; watermark commit postponed", left)
+            return
+        try:
+            consumer.commit(offsets=[TopicPartition(self.topic, t, o) for t, o in wm.items()],
+                            asynchronous=False)
+        except KafkaException as e:
+            log.warning("watermark commit failed (will retry): %s", e)
+            return
+        topo = self.s.topology
+        for t, task in self.tasks.items():
+            self.metrics.watermark.labels(topo, str(t)).set(wm[t])
+            self.metrics.pending.labels(topo, str(t)).set(len(task.ledger))
+            self.metrics.pending_bytes.labels(topo, str(t)).set(task.ledger.nbytes)
+            self.metrics.orphans.labels(topo).inc(task.take_orphans())
+            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, t), cached=True)
+            if high is not None and high >= 0:
+                self.metrics.lag.labels(topo, str(t)).set(max(0, high - task.next_offset))
+
+    def _kafka_error(self, err: Any) -> None:
+        log.error("Kafka: %s", err)

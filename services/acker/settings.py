@@ -1,0 +1,87 @@
+"""The acker service's settings: env (``SQUALL_ACKER_*``) and flags, validated once."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from squall.errors import ConfigError
+from squall.topics import check_name
+
+
+class AckerSettings(BaseSettings):
+    """One acker process: which tasks (partitions of ``squall.<topo>.acker``) it runs."""
+
+    model_config = SettingsConfigDict(env_prefix="SQUALL_ACKER_", frozen=True, extra="forbid")
+
+    topology: str
+    tasks: tuple[int, ...] = Field(description="acker task ids = acker topic partitions")
+    num_ackers: int = Field(ge=1, description="partitions of the acker topic")
+    message_timeout_s: float = Field(30.0, gt=0, le=86_400)
+    bootstrap_servers: str = "127.0.0.1:9092"
+    metrics_port: int = Field(0, ge=0, le=65535, description="0: no metrics server")
+    metrics_host: str = "0.0.0.0"
+    dlq_topic: str | None = None
+    commit_interval_s: float = Field(1.0, gt=0)
+    max_poll_messages: int = Field(500, ge=1)
+    create_topics: bool = True
+
+    @field_validator("topology")
+    @classmethod
+    def _topology(cls, v: str) -> str:
+        return check_name("topology", v)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, v: object) -> object:
+        if isinstance(v, str):
+            return tuple(int(x) for x in v.replace(",", " ").split())
+        return v
+
+    @model_validator(mode="after")
+    def _tasks_in_range(self) -> AckerSettings:
+        if not self.tasks:
+            raise ValueError("at least one acker task is needed")
+        bad = [t for t in self.tasks if not 0 <= t < self.num_ackers]
+        if bad:
+            raise ValueError(f"acker tasks {bad} are outside 0..{self.num_ackers - 1}")
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ValueError(f"acker tasks {list(self.tasks)} repeat")
+        return self
+
+    @property
+    def timeout_ms(self) -> int:
+        return int(self.message_timeout_s * 1000)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
+    p = argparse.ArgumentParser(
+        prog="squall acker",
+        description="Run acker tasks: track tuple trees, send ack / fail results to the spouts. "
+        "Every flag can also be set as SQUALL_ACKER_<NAME> in the environment.",
+    )
+    p.add_argument("--topology", help="topology id")
+    p.add_argument("--tasks", help="acker task ids this process runs, e.g. 0,1")
+    p.add_argument("--num-ackers", type=int, help="number of acker tasks in the topology")
+    p.add_argument("--message-timeout-s", type=float, help="topology.message.timeout.secs")
+    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
+    p.add_argument("--dlq-topic", help="dead-letter topic (default squall.<topology>.dlq)")
+    p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
+    args = vars(p.parse_args(argv))
+    given = {k: v for k, v in args.items() if v is not None}
+    try:
+        return AckerSettings(**given)
+    except ValidationError as e:
+        raise ConfigError(_explain(e)) from None
+
+
+def _explain(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "settings"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid acker settings: " + "; ".join(parts)

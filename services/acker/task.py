@@ -1,0 +1,117 @@
+"""One acker task: the ledger of one acker partition, fed Kafka messages, no Kafka in sight.
+
+Beyond Storm: the task knows the earliest offset of its partition that a
+pending tree still needs (its *watermark*). The service commits it; after a
+crash the task is rebuilt by re-reading from there, so trees in flight
+survive an acker restart instead of all timing out and replaying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from squall.errors import WireFormatError
+from squall.ledger import Ledger
+from squall.records import AckerBatch, Results
+from squall.wire import decode_acker_batch
+
+# Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
+_REBASE_AT = 1 << 31
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One Kafka message of the acker partition."""
+
+    offset: int
+    payload: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class BadRecord:
+    offset: int
+    reason: str
+
+
+@dataclass
+class Applied:
+    """What one call to :meth:`AckerTask.apply` did."""
+
+    results: Results
+    bad: list[BadRecord] = field(default_factory=list)
+    #: records applied, by kind (index = RecordKind value; 0 unused)
+    kinds: np.ndarray = field(default_factory=lambda: np.zeros(5, np.int64))
+
+
+class AckerTask:
+    """The ledger of acker partition ``task``, and where reading must resume."""
+
+    def __init__(self, task: int, timeout_ms: int, start_offset: int, now_ms: int,
+                 rotation_ms: int | None = None) -> None:
+        self.task = task
+        self.ledger = Ledger(timeout_ms, rotation_ms=rotation_ms, now_ms=now_ms)
+        self._base = start_offset
+        self._next = start_offset
+        self._event_ms = 0
+        self._orphans_reported = 0
+
+    @property
+    def next_offset(self) -> int:
+        """One past the last message applied."""
+        return self._next
+
+    @property
+    def event_time_ms(self) -> int:
+        """The newest record timestamp applied: the partition's own clock."""
+        return self._event_ms
+
+    def watermark(self) -> int:
+        """The earliest offset a pending tree still needs (commit this)."""
+        low = self.ledger.low_seq()
+        return self._next if low is None else self._base + low
+
+    def apply(self, messages: Sequence[Message], now_ms: int) -> Applied:
+        """Decode and apply messages in offset order; bad payloads are reported, not raised."""
+        if not messages:
+            return Applied(Results.empty())
+        batches: list[AckerBatch] = []
+        offsets: list[int] = []
+        bad: list[BadRecord] = []
+        for m in messages:
+            if m.payload is None:
+                bad.append(BadRecord(m.offset, "empty message (no value)"))
+                continue
+            try:
+                batches.append(decode_acker_batch(m.payload))
+                offsets.append(m.offset)
+            except WireFormatError as e:
+                bad.append(BadRecord(m.offset, str(e)))
+        first = messages[0].offset
+        self._next = messages[-1].offset + 1
+        batch = AckerBatch.concat(batches)
+        kinds = np.bincount(batch.kinds, minlength=5).astype(np.int64)
+        if not len(batch):
+            return Applied(Results.empty(), bad, kinds)
+        self._event_ms = max(self._event_ms, int(batch.ts_ms.max()))
+        if first - self._base >= _REBASE_AT:
+            low = self.ledger.low_seq()
+            delta = first - self._base if low is None else low
+            self.ledger.rebase_seq(delta)
+            self._base += delta
+        # Each record is tagged with its own message's offset, so the watermark
+        # stays exact however many messages one poll returns.
+        seq = np.repeat(np.asarray(offsets, np.int64) - self._base, [len(b) for b in batches])
+        results = self.ledger.apply(batch, now_ms, seq=seq)
+        return Applied(results, bad, kinds)
+
+    def expire(self, now_ms: int) -> Results:
+        return self.ledger.expire(now_ms)
+
+    def take_orphans(self) -> int:
+        """Orphans expired since the last call (for a counter)."""
+        n = self.ledger.orphans_expired - self._orphans_reported
+        self._orphans_reported = self.ledger.orphans_expired
+        return n

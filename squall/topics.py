@@ -1,0 +1,37 @@
+"""Names of a topology's internal topics (DESIGN.md, "Contract: topics")."""
+
+from __future__ import annotations
+
+import re
+
+from squall.errors import ConfigError
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+ACKER_COMPONENT = "__acker"
+
+
+def check_name(kind: str, name: str) -> str:
+    """Topology, component and stream names become parts of Kafka topic names."""
+    if not _NAME.fullmatch(name):
+        raise ConfigError(
+            f"{kind} name {name!r} must be letters, digits, '_' or '-' (it is part of topic names)"
+        )
+    return name
+
+
+def acker_topic(topology: str) -> str:
+    return f"squall.{check_name('topology', topology)}.acker"
+
+
+def results_topic(topology: str) -> str:
+    return f"squall.{check_name('topology', topology)}.results"
+
+
+def dlq_topic(topology: str) -> str:
+    return f"squall.{check_name('topology', topology)}.dlq"
+
+
+def edge_topic(topology: str, source: str, stream: str, target: str) -> str:
+    parts = (check_name("topology", topology), check_name("component", source),
+             check_name("stream", stream), check_name("component", target))
+    return "squall.{}.edge.{}.{}.{}".format(*parts)

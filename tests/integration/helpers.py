@@ -1,0 +1,194 @@
+"""Helpers for tests on the real stack: service processes, producing records, reading results."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from squall.dev.stack import free_port
+from squall.ids import acker_partition
+from squall.records import AckerBatch, AckerRecord, Result
+from squall.wire import decode_results, encode_acker_batch
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.05) -> None:
+    """Poll ``cond`` until true; fail the test naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+class ServiceProcess:
+    """A service run as a real process (``python -m <module> ...``) with a metrics port."""
+
+    def __init__(self, module: str, args: Sequence[str], log: Path,
+                 env: dict[str, str] | None = None) -> None:
+        self.module = module
+        self.metrics_port = free_port()
+        self.args = [*args, "--metrics-port", str(self.metrics_port)]
+        self.log = log
+        self.env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ServiceProcess:
+        out = open(self.log, "ab")  # noqa: SIM115 - handed to the child, closed on stop
+        self.proc = subprocess.Popen([sys.executable, "-m", self.module, *self.args],
+                                     stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        wait_for(lambda: self._metrics_up() or not self.alive(), 60,
+                 f"{self.module} metrics on port {self.metrics_port}")
+        assert self.alive(), f"{self.module} died at start:\n{self.log_tail()}"
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _metrics_up(self) -> bool:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=1)
+            return True
+        except OSError:
+            return False
+
+    def metrics(self) -> dict[str, float]:
+        """Samples by ``name{label=value,...}`` (labels sorted), from a real scrape."""
+        body = urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        out: dict[str, float] = {}
+        for fam in text_string_to_metric_families(body):
+            for s in fam.samples:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+                out[f"{s.name}{{{labels}}}"] = s.value
+        return out
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout_s: float = 30) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout_s)
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self) -> None:
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.wait(20)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.wait(10)
+
+    def __enter__(self) -> ServiceProcess:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def produce_acker_records(bootstrap: str, topic: str, n_ackers: int,
+                          records: Iterable[AckerRecord], batch: int = 100,
+                          ts_ms: int | None = None) -> int:
+    """Pack records into acker batches on partition ``root mod N``; returns messages sent."""
+    per_part: dict[int, list[AckerRecord]] = {}
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    sent = 0
+
+    def flush_part(part: int) -> None:
+        nonlocal sent
+        recs = per_part.pop(part, [])
+        if recs:
+            ts = int(time.time() * 1000) if ts_ms is None else ts_ms
+            p.produce(topic, encode_acker_batch(AckerBatch.from_records(recs, ts), ts),
+                      partition=part)
+            sent += 1
+
+    for r in records:
+        part = acker_partition(r.root, n_ackers)
+        per_part.setdefault(part, []).append(r)
+        if len(per_part[part]) >= batch:
+            flush_part(part)
+    for part in list(per_part):
+        flush_part(part)
+    assert p.flush(30) == 0
+    return sent
+
+
+class ResultReader:
+    """Reads every partition of a results topic, accumulating results."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                           "enable.auto.commit": False})
+        self.c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        self.results: list[tuple[int, Result]] = []  # (partition, result)
+
+    def poll(self) -> list[Result]:
+        new: list[Result] = []
+        for m in self.c.consume(500, 0.1):
+            raw = m.value()
+            if m.error() or raw is None:
+                continue
+            got = decode_results(raw).results()
+            self.results += [(m.partition() or 0, r) for r in got]
+            new += got
+        return new
+
+    def roots(self) -> dict[int, list[Result]]:
+        out: dict[int, list[Result]] = {}
+        for _, r in self.results:
+            out.setdefault(r.root, []).append(r)
+        return out
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def consume(bootstrap: str, topic: str, n: int, partition: int = 0,
+            timeout_s: float = 20) -> list[Any]:
+    """The first ``n`` messages of a partition (fewer if they do not come in time)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, partition, 0)])
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            out += [m for m in c.consume(100, 0.2) if not m.error()]
+    finally:
+        c.close()
+    return out
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False})
+    try:
+        return [tp.offset for tp in c.committed(
+            [TopicPartition(topic, p) for p in range(partitions)], timeout=10)]
+    finally:
+        c.close()
+
+
+def shuffled(items: Sequence[AckerRecord], seed: int) -> list[AckerRecord]:
+    out = list(items)
+    random.Random(seed).shuffle(out)
+    return out

@@ -61,3 +61,39 @@ def acker_partitions(roots: U64Array, n_ackers: int) -> npt.NDArray[np.int64]:
     if n_ackers <= 0:
         raise ValueError(f"n_ackers must be positive, got {n_ackers}")
     return (roots % np.uint64(n_ackers)).astype(np.int64)
+
+
+def new_salt() -> int:
+    """A random 64-bit key for :func:`derive_roots` (one per spout incarnation)."""
+    return random.getrandbits(64)
+
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def derive_roots(salt: int, source: int, offsets: npt.ArrayLike,
+                 attempts: npt.ArrayLike) -> U64Array:
+    """Root ids of source messages: a keyed mix of (source partition, offset, attempt).
+
+    splitmix64's finalizer is a bijection of 64 bits, so roots differ whenever
+    ``salt ^ pack(source, attempt, offset)`` differ: distinct for offsets below
+    2**40, sources below 2**16 and attempts below 2**8. Under a random salt
+    they look random to the XOR ledger, and a replay (new attempt) or a new
+    spout incarnation (new salt) gets a new root. A spout that knows its old
+    salts can recompute the roots it emitted: this is how a restarted spout
+    recognises offsets whose trees were acked before it could commit them.
+    """
+    off = np.asarray(offsets, np.uint64)
+    att = np.asarray(attempts, np.uint64)
+    packed = (np.uint64(source & 0xFFFF) << np.uint64(48)) | \
+             ((att & np.uint64(0xFF)) << np.uint64(40)) | (off & np.uint64((1 << 40) - 1))
+    z = (packed ^ np.uint64(salt)) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    # Keep clear of the two reserved values (0 and 2**64-1); a clash is 2**-63 likely.
+    z[z == np.uint64(0)] = np.uint64(1)
+    z[z == np.uint64(TOMBSTONE)] = np.uint64(MAX_ID)
+    return z

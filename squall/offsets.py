@@ -183,6 +183,14 @@ class OffsetManager:
         self._failed[offset] = e.due_ms
         return Retry(offset, e.due_ms, e.failures)
 
+    def give_up(self, offset: int) -> DeadLetter:
+        """A pending offset that will never succeed (e.g. undecodable): dead-letter it now."""
+        e = self._entries.get(offset)
+        if e is None or e.state is not State.PENDING:
+            raise OffsetError(f"offset {offset} is not pending; only a pending one is given up")
+        e.state = State.DEAD_LETTERING
+        return DeadLetter(offset, e.failures)
+
     def committed(self, offset: int) -> None:
         """Kafka confirmed a commit of ``offset``: forget everything below it."""
         if offset <= self._committed:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from squall.errors import WireFormatError
@@ -99,6 +100,31 @@ class TupleBatch:
         cols = {f: [t.values[i] for t in tuples] for i, f in enumerate(fields)}
         return cls.from_columns(cols, [t.anchors for t in tuples], stream=stream, source=source,
                                 source_task=source_task)
+
+    @classmethod
+    def single_anchored(
+        cls,
+        columns: Mapping[str, pa.Array],
+        roots: npt.NDArray[np.uint64] | None,
+        ids: npt.NDArray[np.uint64] | None,
+        *,
+        stream: str = DEFAULT_STREAM,
+        source: str = "",
+        source_task: int = 0,
+    ) -> TupleBatch:
+        """Tuples with one anchor each (spout tuples) straight from arrays; None: untracked."""
+        n = len(next(iter(columns.values()))) if columns else (0 if roots is None else len(roots))
+        if roots is None or ids is None:
+            off = pa.array(np.zeros(n + 1, np.int32))
+            empty = pa.array(np.empty(0, np.uint64))
+            r = i = pa.ListArray.from_arrays(off, empty)
+        else:
+            off = pa.array(np.arange(n + 1, dtype=np.int32))
+            r = pa.ListArray.from_arrays(off, pa.array(roots, pa.uint64()))
+            i = pa.ListArray.from_arrays(off, pa.array(ids, pa.uint64()))
+        data = pa.RecordBatch.from_arrays([*columns.values(), r, i],
+                                          names=[*columns, ROOTS_COL, IDS_COL])
+        return cls(data, stream, source, source_task)
 
     def anchors(self) -> list[dict[int, int]]:
         roots = self.data.column(ROOTS_COL).to_pylist()

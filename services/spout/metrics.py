@@ -1,0 +1,42 @@
+"""The spout's Prometheus metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from squall.metrics import BulkHistogram
+
+
+class SpoutMetrics:
+    def __init__(self, registry: CollectorRegistry, topology: str, component: str) -> None:
+        self.labels = (topology, component)
+        base = ["topology", "component"]
+
+        def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, doc, [*base, *extra], registry=registry)
+
+        self.emitted = counter("squall_spout_emitted_total", "Source messages emitted as tuples")
+        self.acked = counter("squall_spout_acked_total", "Source messages whose tree completed")
+        self.failed = counter("squall_spout_failed_total", "Trees failed or timed out", ("reason",))
+        self.replayed = counter("squall_spout_replayed_total", "Source messages emitted again")
+        self.dead_lettered = counter("squall_spout_dead_lettered_total",
+                                     "Source messages sent to the dead-letter topic")
+        self.bad = counter("squall_spout_bad_records_total",
+                           "Source messages the scheme could not decode")
+        self.recovered = counter("squall_spout_recovered_total",
+                                 "Offsets acked before a restart, not emitted again")
+        self.stale = counter("squall_spout_stale_results_total",
+                             "Results for roots no longer pending (duplicates)")
+        self.paused = counter("squall_spout_paused_seconds_total",
+                              "Time partitions spent paused by backpressure", ("task",))
+        self.pending = Gauge("squall_spout_pending", "Trees pending", [*base, "task"],
+                             registry=registry)
+        self.committed = Gauge("squall_spout_committed_offset", "Committed offset",
+                               [*base, "topic", "partition"], registry=registry)
+        self.lag = Gauge("squall_spout_lag", "High watermark minus committed offset",
+                         [*base, "topic", "partition"], registry=registry)
+        self.latency = BulkHistogram("squall_spout_complete_latency_seconds",
+                                     "From emit to the tree's completion", base, registry=registry)
+        for c in (self.emitted, self.acked, self.replayed, self.dead_lettered, self.bad,
+                  self.recovered, self.stale):
+            c.labels(*self.labels)

@@ -1,0 +1,348 @@
+"""The spout service: Kafka in and out around :class:`SpoutTask`.
+
+One consumer per process reads the source partitions assigned to its tasks
+(partition i of the sorted source partitions goes to task ``i mod N``, as
+storm-kafka-client assigns them; never a group subscription) and each task's
+results partition. Offsets are committed with the task's root salts in the
+commit metadata, so a restarted spout can recognise trees acked before it
+could commit them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from services.spout.metrics import SpoutMetrics
+from services.spout.settings import SpoutSettings
+from services.spout.task import Emission, Guarantee, Letter, Record, Settled, SpoutConfig, SpoutTask
+from squall.clock import Clock, SystemClock
+from squall.errors import ConfigError, WireFormatError
+from squall.ids import acker_partitions, new_salt
+from squall.kafka import ensure_topics
+from squall.records import AckerBatch, Outcome
+from squall.scheme import load_scheme
+from squall.topics import acker_topic, dlq_topic, results_topic
+from squall.wire import DeadLetter, decode_results, encode_acker_batch, encode_tuples
+
+log = logging.getLogger("squall.spout")
+TP = tuple[str, int]
+_MAX_SALTS = 4
+
+
+@dataclass
+class TaskIO:
+    """A task and what the service keeps for it: its partitions and commit metadata."""
+
+    task: SpoutTask
+    sources: list[TP]
+    salts_meta: str
+    results_start: int
+
+
+def salts_from_metadata(meta: str | None) -> list[int]:
+    try:
+        return [int(s, 16) for s in json.loads(meta or "{}").get("salts", [])]
+    except (ValueError, AttributeError, TypeError):
+        return []
+
+
+class SpoutService:
+    def __init__(self, settings: SpoutSettings, metrics: SpoutMetrics,
+                 clock: Clock | None = None) -> None:
+        self.s = settings
+        self.metrics = metrics
+        self.clock = clock or SystemClock()
+        self.results = results_topic(settings.topology)
+        self.acker = acker_topic(settings.topology)
+        self.dlq = settings.dlq_topic or dlq_topic(settings.topology)
+        self.io: dict[int, TaskIO] = {}
+        self._route: dict[TP, tuple[SpoutTask, int]] = {}
+        self._paused: dict[tuple[int, int], float] = {}
+        self._letters_to_retry: list[tuple[SpoutTask, Letter]] = []
+
+    # ----- start-up -----------------------------------------------------
+
+    def _setup(self, consumer: Any) -> None:
+        from confluent_kafka import TopicPartition
+
+        s = self.s
+        edges = s.edge_list()
+        if s.create_topics:
+            topics = {e.topic: e.partitions for e in edges}
+            topics |= {self.results: s.num_tasks, self.dlq: 1}
+            if s.num_ackers:
+                topics[self.acker] = s.num_ackers
+            ensure_topics(s.bootstrap_servers, topics, 30)
+        md = consumer.list_topics(timeout=30)
+        missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
+        if missing:
+            raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")
+        all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)
+        scheme = load_scheme(s.scheme, s.fields)
+        assignment = []
+        for task_id in s.tasks:
+            sources = [tp for i, tp in enumerate(all_tps) if i % s.num_tasks == task_id]
+            res_tp = TopicPartition(self.results, task_id)
+            got = consumer.committed([TopicPartition(t, p) for t, p in sources] + [res_tp],
+                                     timeout=30)
+            committed = [max(c.offset, 0) for c in got[:-1]]
+            old = list(dict.fromkeys(x for c in got[:-1] for x in salts_from_metadata(c.metadata)))
+            salt = new_salt()
+            res_start = max(got[-1].offset, 0)
+            recovered, res_end = (self._scan_results(task_id, res_start) if old
+                                  else (set(), res_start))
+            cfg = SpoutConfig(task_id, s.component, scheme, edges, s.num_ackers, s.timeout_ms,
+                              s.retry(), s.max_spout_pending, s.max_uncommitted_offsets,
+                              s.guarantee)
+            task = SpoutTask(cfg, committed, salt, old, recovered)
+            meta = json.dumps({"salts": [f"{x:x}" for x in [salt, *old][:_MAX_SALTS]]})
+            self.io[task_id] = TaskIO(task, sources, meta, res_start)
+            for i, tp in enumerate(sources):
+                self._route[tp] = (task, i)
+            # Record this incarnation's salt before emitting anything under it.
+            consumer.commit(offsets=[TopicPartition(t, p, o, metadata=meta)
+                                     for (t, p), o in zip(sources, committed, strict=True)]
+                            + [TopicPartition(self.results, task_id, res_start)],
+                            asynchronous=False)
+            assignment += [TopicPartition(t, p, o) for (t, p), o in
+                           zip(sources, committed, strict=True)]
+            assignment.append(TopicPartition(self.results, task_id, res_end))
+            log.info("spout task %d reads %s from %s; %d trees acked before the restart",
+                     task_id, sources, committed, len(recovered))
+        consumer.assign(assignment)
+
+    def _scan_results(self, task_id: int, start: int) -> tuple[set[int], int]:
+        """Roots acked in this task's results partition from ``start`` to its end."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers, "group.id": "squall-scan",
+                      "enable.auto.commit": False, "enable.partition.eof": True})
+        c.assign([TopicPartition(self.results, task_id, start)])
+        acked: set[int] = set()
+        end = start
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                msgs = c.consume(1000, 1.0)
+                if not msgs:
+                    continue
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            return acked, end
+                        continue
+                    end = (m.offset() or 0) + 1
+                    try:
+                        res = decode_results(m.value() or b"")
+                    except WireFormatError:
+                        continue
+                    acked.update(res.roots[res.outcomes == Outcome.ACKED].tolist())
+        finally:
+            c.close()
+        log.warning("results scan of task %d did not reach the end; recovered what it read",
+                    task_id)
+        return acked, end
+
+    # ----- the loop ------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        s = self.s
+        conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
+        consumer = Consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "fetch.wait.max.ms": 20, "max.partition.fetch.bytes": 8 << 20})
+        self.producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True,
+                                  "queue.buffering.max.kbytes": 1 << 20})
+        self.consumer = consumer
+        self._setup(consumer)
+        last_commit = self.clock.now_ms()
+        try:
+            while not stop.is_set():
+                self._step(consumer, emit=True)
+                now = self.clock.now_ms()
+                if now - last_commit >= s.commit_interval_s * 1000:
+                    self._commit()
+                    last_commit = now
+            self._drain(consumer)
+        finally:
+            self._commit()
+            consumer.close()
+
+    def _step(self, consumer: Any, emit: bool) -> None:
+        msgs = consumer.consume(self.s.max_poll_records, 0.05)
+        now = self.clock.now_ms()
+        batches: dict[TP, list[Record]] = defaultdict(list)
+        for m in msgs:
+            if m.error():
+                log.warning("consume error: %s", m.error())
+                continue
+            topic, part, off = m.topic(), m.partition(), m.offset()
+            if topic == self.results:
+                self._on_results(self.io[part].task, m.value(), off, now)
+            elif emit:
+                task, src = self._route[(topic, part)]
+                batches[(topic, part)].append(Record(src, off, m.key(), m.value(), m.headers()))
+        for tp, recs in batches.items():
+            task, _ = self._route[tp]
+            self._emitted(task, task.on_records(recs, now))
+        for io in self.io.values():
+            self._settled(io.task, io.task.expire(now))
+        for task, letter in self._letters_to_retry:
+            self._dead_letter(task, letter)
+        self._letters_to_retry = []
+        if emit:
+            self._backpressure(consumer, now)
+        self.producer.poll(0)
+
+    def _drain(self, consumer: Any) -> None:
+        """Deactivate: emit nothing more, let the trees in flight complete (bounded)."""
+        from confluent_kafka import TopicPartition
+
+        consumer.pause([TopicPartition(t, p) for io in self.io.values() for t, p in io.sources])
+        self.producer.flush(10)
+        deadline = time.monotonic() + min(self.s.message_timeout_s, 10.0)
+        log.info("spout draining: %d trees in flight",
+                 sum(io.task.pending for io in self.io.values()))
+        while any(io.task.pending for io in self.io.values()) and time.monotonic() < deadline:
+            self._step(consumer, emit=False)
+
+    # ----- effects ------------------------------------------------------
+
+    def _on_results(self, task: SpoutTask, raw: bytes | None, offset: int, now: int) -> None:
+        try:
+            res = decode_results(raw or b"")
+        except WireFormatError as e:
+            log.error("bad result batch at %s[%d]@%d: %s", self.results, task.cfg.task, offset, e)
+            return
+        self._settled(task, task.on_results(res, now, offset))
+
+    def _emitted(self, task: SpoutTask, e: Emission) -> None:
+        m, lab = self.metrics, self.metrics.labels
+        if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
+            self._commit([task])  # commit before emit: a crash loses, never repeats
+        for topic, part, batch in e.tuples:
+            self._produce(topic, encode_tuples(batch), partition=part)
+        if len(e.inits):
+            owner = acker_partitions(e.inits.roots, self.s.num_ackers)
+            for p in np.unique(owner).tolist():
+                sel = owner == p
+                b = AckerBatch(e.inits.roots[sel], e.inits.values[sel], e.inits.kinds[sel],
+                               e.inits.tasks[sel], e.inits.ts_ms[sel])
+                self._produce(self.acker, encode_acker_batch(b, int(b.ts_ms[0])), partition=p)
+        for letter in e.letters:
+            m.bad.labels(*lab).inc()
+            self._dead_letter(task, letter)
+        m.emitted.labels(*lab).inc(e.emitted)
+        m.replayed.labels(*lab).inc(e.replayed)
+        m.recovered.labels(*lab).inc(e.recovered)
+        m.pending.labels(*lab, str(task.cfg.task)).set(task.pending)
+
+    def _settled(self, task: SpoutTask, st: Settled) -> None:
+        m, lab = self.metrics, self.metrics.labels
+        if st.acked:
+            m.acked.labels(*lab).inc(st.acked)
+            m.latency.observe_many(np.asarray(st.latencies_ms) / 1000.0, *lab)
+        for reason, n in st.failed.items():
+            m.failed.labels(*lab, reason).inc(n)
+        if st.stale:
+            m.stale.labels(*lab).inc(st.stale)
+        for letter in st.letters:
+            self._dead_letter(task, letter)
+
+    def _dead_letter(self, task: SpoutTask, letter: Letter) -> None:
+        t, p = self.io[task.cfg.task].sources[letter.record.source]
+        meta = DeadLetter(letter.reason, t, p, letter.record.offset, letter.attempts,
+                          self.s.component)
+        headers = list(letter.record.headers or []) + meta.headers()
+        log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.record.offset, letter.reason)
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is None:
+                task.dead_lettered(letter)
+                self.metrics.dead_lettered.labels(*self.metrics.labels).inc()
+            else:
+                log.error("dead letter for %s[%d]@%d not delivered (%s); retrying", t, p,
+                          letter.record.offset, err)
+                self._letters_to_retry.append((task, letter))
+
+        self._produce(self.dlq, letter.record.value, key=letter.record.key, headers=headers,
+                      on_delivery=delivered)
+
+    def _produce(self, topic: str, value: bytes | None, **kw: Any) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value, **kw)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _backpressure(self, consumer: Any, now: int) -> None:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        for task_id, io in self.io.items():
+            task, sources = io.task, io.sources
+            for src, off in task.take_seeks(now).items():
+                t, p = sources[src]
+                try:
+                    consumer.seek(TopicPartition(t, p, off))
+                except KafkaException as e:
+                    log.warning("seek %s[%d] to %d failed (%s); will retry", t, p, off, e)
+                    task.request_seek(src, off)
+            blocked = task.blocked(now)
+            want = {(task_id, s) for s in blocked}
+            have = {k for k in self._paused if k[0] == task_id}
+            if want - have:
+                consumer.pause([TopicPartition(*sources[s]) for _, s in want - have])
+                for k in want - have:
+                    self._paused[k] = time.monotonic()
+            if have - want:
+                consumer.resume([TopicPartition(*sources[s]) for _, s in have - want])
+                for k in have - want:
+                    self.metrics.paused.labels(*self.metrics.labels, str(task_id)).inc(
+                        time.monotonic() - self._paused.pop(k))
+
+    def _commit(self, tasks: list[SpoutTask] | None = None) -> None:
+        """Commit the done prefixes, after everything produced so far is confirmed."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        consumer = self.consumer
+        left = self.producer.flush(10)
+        if left:
+            log.warning("%d messages not yet confirmed; commit postponed", left)
+            return
+        offsets, done = [], []
+        for task in tasks or [io.task for io in self.io.values()]:
+            io = self.io[task.cfg.task]
+            for src, off in task.commits().items():
+                t, p = io.sources[src]
+                offsets.append(TopicPartition(t, p, off, metadata=io.salts_meta))
+                done.append((task, src, off))
+            pos = consumer.position([TopicPartition(self.results, task.cfg.task)])[0].offset
+            offsets.append(TopicPartition(self.results, task.cfg.task, task.results_position(
+                pos if pos >= 0 else io.results_start)))
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as e:
+            log.warning("offset commit failed (will retry): %s", e)
+            return
+        for task, src, off in done:
+            task.committed(src, off)
+            t, p = self.io[task.cfg.task].sources[src]
+            self.metrics.committed.labels(*self.metrics.labels, t, str(p)).set(off)
+            _, high = consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
+            if high is not None and high >= 0:
+                self.metrics.lag.labels(*self.metrics.labels, t, str(p)).set(max(0, high - off))
+
+    def _kafka_error(self, err: Any) -> None:
+        log.error("Kafka: %s", err)

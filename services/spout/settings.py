@@ -1,0 +1,148 @@
+"""The spout service's settings: env (``SQUALL_SPOUT_*``) and flags, validated once."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.spout.task import Guarantee
+from squall.errors import ConfigError, TopologyError
+from squall.grouping import Edge, Grouping
+from squall.retry import RetrySchedule
+from squall.topics import check_name, edge_topic
+
+
+def parse_edge(spec: str, topology: str, component: str) -> Edge:
+    """``target:partitions[:grouping[:field,field]][@stream]``, e.g. ``count:4:fields:word``."""
+    body, _, stream = spec.partition("@")
+    parts = body.split(":")
+    if len(parts) < 2:
+        raise TopologyError(f"edge {spec!r}: expected target:partitions[:grouping[:fields]]")
+    target, n = parts[0], parts[1]
+    try:
+        partitions = int(n)
+    except ValueError:
+        raise TopologyError(f"edge {spec!r}: partitions {n!r} is not a number") from None
+    try:
+        grouping = Grouping(parts[2]) if len(parts) > 2 else Grouping.SHUFFLE
+    except ValueError:
+        raise TopologyError(f"edge {spec!r}: unknown grouping {parts[2]!r} "
+                            f"(one of {', '.join(g.value for g in Grouping)})") from None
+    fields = tuple(f for f in parts[3].split(",") if f) if len(parts) > 3 else ()
+    stream = stream or "default"
+    return Edge(target, edge_topic(topology, component, stream, target), partitions, grouping,
+                fields, stream)
+
+
+class SpoutSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_SPOUT_", frozen=True, extra="forbid")
+
+    topology: str
+    component: str = "spout"
+    topics: tuple[str, ...] = Field(description="source topics")
+    tasks: tuple[int, ...] = Field(description="spout task ids this process runs")
+    num_tasks: int = Field(ge=1, description="spout parallelism")
+    num_ackers: int = Field(1, ge=0, description="0: every tuple is acked at once")
+    edges: tuple[str, ...] = ()
+    scheme: str = "text"
+    fields: tuple[str, ...] = ()
+    guarantee: Guarantee = Guarantee.AT_LEAST_ONCE
+    message_timeout_s: float = Field(30.0, gt=0, le=86_400)
+    max_spout_pending: int | None = Field(10_000, ge=1)
+    max_uncommitted_offsets: int | None = Field(100_000, ge=1)
+    retry_initial_ms: int = Field(100, ge=0)
+    retry_multiplier: float = Field(2.0, ge=1)
+    retry_max_ms: int = Field(10_000, ge=0)
+    max_retries: int | None = Field(5, ge=0)
+    bootstrap_servers: str = "127.0.0.1:9092"
+    metrics_port: int = Field(0, ge=0, le=65535)
+    metrics_host: str = "0.0.0.0"
+    dlq_topic: str | None = None
+    commit_interval_s: float = Field(1.0, gt=0)
+    max_poll_records: int = Field(5_000, ge=1)
+    create_topics: bool = True
+
+    @field_validator("topics", "fields", "edges", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        if isinstance(v, str):
+            return tuple(x for x in v.replace(" ", ",").split(",") if x) if "," in v or " " in v \
+                else (v,)
+        return v
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks(cls, v: object) -> object:
+        if isinstance(v, str):
+            return tuple(int(x) for x in v.replace(",", " ").split())
+        return v
+
+    @field_validator("topology", "component")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        return check_name("topology or component", v)
+
+    @model_validator(mode="after")
+    def _check(self) -> SpoutSettings:
+        if not self.topics:
+            raise ValueError("at least one source topic is needed")
+        bad = [t for t in self.tasks if not 0 <= t < self.num_tasks]
+        if not self.tasks or bad:
+            raise ValueError(
+                f"spout tasks {list(self.tasks)} must be within 0..{self.num_tasks - 1}")
+        self.edge_list()
+        self.retry()
+        return self
+
+    @property
+    def timeout_ms(self) -> int:
+        return int(self.message_timeout_s * 1000)
+
+    def edge_list(self) -> tuple[Edge, ...]:
+        return tuple(parse_edge(e, self.topology, self.component) for e in self.edges)
+
+    def retry(self) -> RetrySchedule:
+        return RetrySchedule(self.retry_initial_ms, self.retry_multiplier, self.retry_max_ms,
+                             self.max_retries)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
+    p = argparse.ArgumentParser(
+        prog="squall spout",
+        description="Run spout tasks: read source partitions, emit tuples, commit offsets once "
+        "their trees complete. Every flag can also be set as SQUALL_SPOUT_<NAME>.",
+    )
+    p.add_argument("--topology", help="topology id")
+    p.add_argument("--component", help="spout component name (default spout)")
+    p.add_argument("--topics", help="source topics, comma separated")
+    p.add_argument("--tasks", help="spout task ids this process runs, e.g. 0,1")
+    p.add_argument("--num-tasks", type=int, help="spout parallelism")
+    p.add_argument("--num-ackers", type=int, help="acker tasks (0: ack at once)")
+    p.add_argument("--edge", dest="edges", action="append",
+                   help="subscriber target:partitions[:grouping[:fields]][@stream] (repeatable)")
+    p.add_argument("--scheme", help="raw, text, json or module:Class")
+    p.add_argument("--fields", help="declared output fields (json scheme)")
+    p.add_argument("--guarantee", choices=[g.value for g in Guarantee])
+    p.add_argument("--message-timeout-s", type=float)
+    p.add_argument("--max-spout-pending", type=int)
+    p.add_argument("--max-uncommitted-offsets", type=int)
+    p.add_argument("--max-retries", type=int)
+    p.add_argument("--retry-initial-ms", type=int)
+    p.add_argument("--retry-max-ms", type=int)
+    p.add_argument("--bootstrap-servers")
+    p.add_argument("--metrics-port", type=int)
+    p.add_argument("--dlq-topic")
+    p.add_argument("--commit-interval-s", type=float)
+    args = vars(p.parse_args(argv))
+    given = {k: v for k, v in args.items() if v is not None}
+    try:
+        return SpoutSettings(**given)
+    except ValidationError as e:
+        raise ConfigError("invalid spout settings: " + "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'settings'}: {err['msg']}"
+            for err in e.errors())) from None
+    except TopologyError as e:
+        raise ConfigError(f"invalid spout settings: {e}") from None

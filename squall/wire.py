@@ -270,6 +270,24 @@ def decode_results(payload: bytes) -> Results:
     return Results(roots, tasks, outcomes, lat)
 
 
+# ----- salt markers ---------------------------------------------------------
+# A spout task writes the salt its roots are derived from into its own results
+# partition, so that after a crash it can recognise the roots acked there.
+
+_SALT_MAGIC = b"SQSL"
+
+
+def encode_salt_marker(salt: int, ts_ms: int) -> bytes:
+    return _HEADER.pack(_SALT_MAGIC, _VERSION, 0, 0, 1, ts_ms, 0) + struct.pack("<Q", salt)
+
+
+def decode_salt_marker(payload: bytes) -> int | None:
+    """The salt, if ``payload`` is a salt marker; None for anything else."""
+    if len(payload) != _HEADER.size + 8 or payload[:4] != _SALT_MAGIC:
+        return None
+    return int(struct.unpack_from("<Q", payload, _HEADER.size)[0])
+
+
 # ----- dead letters --------------------------------------------------------
 
 

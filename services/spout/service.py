@@ -10,7 +10,6 @@ could commit them.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -30,7 +29,14 @@ from squall.kafka import ensure_topics
 from squall.records import AckerBatch, Outcome
 from squall.scheme import load_scheme
 from squall.topics import acker_topic, dlq_topic, results_topic
-from squall.wire import DeadLetter, decode_results, encode_acker_batch, encode_tuples
+from squall.wire import (
+    DeadLetter,
+    decode_results,
+    decode_salt_marker,
+    encode_acker_batch,
+    encode_salt_marker,
+    encode_tuples,
+)
 
 log = logging.getLogger("squall.spout")
 TP = tuple[str, int]
@@ -43,15 +49,7 @@ class TaskIO:
 
     task: SpoutTask
     sources: list[TP]
-    salts_meta: str
     results_start: int
-
-
-def salts_from_metadata(meta: str | None) -> list[int]:
-    try:
-        return [int(s, 16) for s in json.loads(meta or "{}").get("salts", [])]
-    except (ValueError, AttributeError, TypeError):
-        return []
 
 
 class SpoutService:
@@ -85,6 +83,12 @@ class SpoutService:
         missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
         if missing:
             raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")
+        if s.num_ackers and self.acker in md.topics:
+            have = len(md.topics[self.acker].partitions)
+            if have != s.num_ackers:
+                raise ConfigError(
+                    f"num_ackers is {s.num_ackers} but {self.acker} has {have} partitions: "
+                    "inits would reach the wrong acker tasks")
         all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)
         scheme = load_scheme(s.scheme, s.fields)
         assignment = []
@@ -94,24 +98,18 @@ class SpoutService:
             got = consumer.committed([TopicPartition(t, p) for t, p in sources] + [res_tp],
                                      timeout=30)
             committed = [max(c.offset, 0) for c in got[:-1]]
-            old = list(dict.fromkeys(x for c in got[:-1] for x in salts_from_metadata(c.metadata)))
-            salt = new_salt()
             res_start = max(got[-1].offset, 0)
-            recovered, res_end = (self._scan_results(task_id, res_start) if old
-                                  else (set(), res_start))
+            recovered, old, res_end = self._scan_results(task_id, res_start)
+            salt = new_salt()
+            # This incarnation's salt is in the results partition before any root derived from it.
+            self._mark_salt(task_id, salt)
             cfg = SpoutConfig(task_id, s.component, scheme, edges, s.num_ackers, s.timeout_ms,
                               s.retry(), s.max_spout_pending, s.max_uncommitted_offsets,
                               s.guarantee)
             task = SpoutTask(cfg, committed, salt, old, recovered)
-            meta = json.dumps({"salts": [f"{x:x}" for x in [salt, *old][:_MAX_SALTS]]})
-            self.io[task_id] = TaskIO(task, sources, meta, res_start)
+            self.io[task_id] = TaskIO(task, sources, res_start)
             for i, tp in enumerate(sources):
                 self._route[tp] = (task, i)
-            # Record this incarnation's salt before emitting anything under it.
-            consumer.commit(offsets=[TopicPartition(t, p, o, metadata=meta)
-                                     for (t, p), o in zip(sources, committed, strict=True)]
-                            + [TopicPartition(self.results, task_id, res_start)],
-                            asynchronous=False)
             assignment += [TopicPartition(t, p, o) for (t, p), o in
                            zip(sources, committed, strict=True)]
             assignment.append(TopicPartition(self.results, task_id, res_end))
@@ -119,14 +117,19 @@ class SpoutService:
                      task_id, sources, committed, len(recovered))
         consumer.assign(assignment)
 
-    def _scan_results(self, task_id: int, start: int) -> tuple[set[int], int]:
-        """Roots acked in this task's results partition from ``start`` to its end."""
+    def _mark_salt(self, task_id: int, salt: int) -> None:
+        self._produce(self.results, encode_salt_marker(salt, self.clock.now_ms()),
+                      partition=task_id)
+
+    def _scan_results(self, task_id: int, start: int) -> tuple[set[int], list[int], int]:
+        """Roots acked and salts marked in this task's results partition, ``start`` to end."""
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         c = Consumer({"bootstrap.servers": self.s.bootstrap_servers, "group.id": "squall-scan",
                       "enable.auto.commit": False, "enable.partition.eof": True})
         c.assign([TopicPartition(self.results, task_id, start)])
         acked: set[int] = set()
+        salts: list[int] = []
         end = start
         deadline = time.monotonic() + 60
         try:
@@ -138,11 +141,16 @@ class SpoutService:
                     err = m.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            return acked, end
+                            return acked, salts[-_MAX_SALTS:], end
                         continue
                     end = (m.offset() or 0) + 1
+                    raw = m.value() or b""
+                    marked = decode_salt_marker(raw)
+                    if marked is not None:
+                        salts.append(marked)
+                        continue
                     try:
-                        res = decode_results(m.value() or b"")
+                        res = decode_results(raw)
                     except WireFormatError:
                         continue
                     acked.update(res.roots[res.outcomes == Outcome.ACKED].tolist())
@@ -150,7 +158,7 @@ class SpoutService:
             c.close()
         log.warning("results scan of task %d did not reach the end; recovered what it read",
                     task_id)
-        return acked, end
+        return acked, salts[-_MAX_SALTS:], end
 
     # ----- the loop ------------------------------------------------------
 
@@ -166,6 +174,7 @@ class SpoutService:
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
         self._setup(consumer)
+        self.producer.flush(30)
         last_commit = self.clock.now_ms()
         try:
             while not stop.is_set():
@@ -220,6 +229,8 @@ class SpoutService:
     # ----- effects ------------------------------------------------------
 
     def _on_results(self, task: SpoutTask, raw: bytes | None, offset: int, now: int) -> None:
+        if decode_salt_marker(raw or b"") is not None:
+            return  # our own marker
         try:
             res = decode_results(raw or b"")
         except WireFormatError as e:
@@ -317,16 +328,20 @@ class SpoutService:
         from confluent_kafka import KafkaException, TopicPartition
 
         consumer = self.consumer
+        chosen = tasks or [io.task for io in self.io.values()]
+        for task in chosen:
+            # A restart scans results from the committed position: keep a salt marker past it.
+            self._mark_salt(task.cfg.task, task.salt)
         left = self.producer.flush(10)
         if left:
             log.warning("%d messages not yet confirmed; commit postponed", left)
             return
         offsets, done = [], []
-        for task in tasks or [io.task for io in self.io.values()]:
+        for task in chosen:
             io = self.io[task.cfg.task]
             for src, off in task.commits().items():
                 t, p = io.sources[src]
-                offsets.append(TopicPartition(t, p, off, metadata=io.salts_meta))
+                offsets.append(TopicPartition(t, p, off))
                 done.append((task, src, off))
             pos = consumer.position([TopicPartition(self.results, task.cfg.task)])[0].offset
             offsets.append(TopicPartition(self.results, task.cfg.task, task.results_position(

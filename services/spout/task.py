@@ -189,11 +189,13 @@ class SpoutTask:
         rows: list[tuple[Any, ...]] = []
         chosen: list[tuple[Record, int]] = []  # (record, attempt)
         recovered = self._recovered_offsets(src, records)
+        room = (self.cfg.max_pending - len(self._pending)) if self.cfg.max_pending else None
         for r in records:
             if not om.should_emit(r.offset, now_ms):
                 continue
             new = r.offset >= om.fetched_end
-            if self.at_max_pending() or (new and om.at_capacity()):
+            full = room is not None and self.cfg.tracked and len(chosen) >= room
+            if full or (new and om.at_capacity()):
                 self.request_seek(src, r.offset)
                 break
             attempt = om.failures(r.offset)

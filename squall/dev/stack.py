@@ -158,7 +158,8 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """For ``preexec_fn``: the child gets SIGKILL when its parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -344,7 +345,7 @@ class EmbeddedStack:
             proc = subprocess.Popen(
                 argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=None if self.settings.detached else _die_with_parent,
+                preexec_fn=None if self.settings.detached else die_with_parent,
             )
         self.info.processes.append(ProcessInfo(name, proc.pid, port, str(log)))
 

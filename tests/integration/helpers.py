@@ -18,9 +18,9 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from squall.dev.stack import free_port
+from squall.dev.stack import die_with_parent, free_port
 from squall.ids import acker_partition
-from squall.records import AckerBatch, AckerRecord, Result
+from squall.records import AckerBatch, AckerRecord, RecordKind, Result
 from squall.wire import decode_results, encode_acker_batch
 
 
@@ -49,7 +49,8 @@ class ServiceProcess:
     def start(self) -> ServiceProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - handed to the child, closed on stop
         self.proc = subprocess.Popen([sys.executable, "-m", self.module, *self.args],
-                                     stdout=out, stderr=subprocess.STDOUT, env=self.env)
+                                     stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                     preexec_fn=die_with_parent)
         wait_for(lambda: self._metrics_up() or not self.alive(), 60,
                  f"{self.module} metrics on port {self.metrics_port}")
         assert self.alive(), f"{self.module} died at start:\n{self.log_tail()}"
@@ -192,3 +193,86 @@ def shuffled(items: Sequence[AckerRecord], seed: int) -> list[AckerRecord]:
     out = list(items)
     random.Random(seed).shuffle(out)
     return out
+
+
+class ScriptedBolt:
+    """Stands in for a bolt: reads tuple batches from an edge topic, acks or fails by rule.
+
+    ``rule(value, delivery)`` returns "ack", "fail" or a delay in seconds before acking;
+    ``delivery`` counts how often that value was seen (1 = first time).
+    """
+
+    def __init__(self, bootstrap: str, edge_topic: str, partitions: int, acker: str,
+                 n_ackers: int, rule: Callable[[Any, int], Any]) -> None:
+        import threading
+
+        self.bootstrap, self.acker, self.n_ackers, self.rule = bootstrap, acker, n_ackers, rule
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                           "enable.auto.commit": False})
+        self.c.assign([TopicPartition(edge_topic, p, 0) for p in range(partitions)])
+        self.seen: dict[Any, int] = {}
+        self.acked: set[Any] = set()
+        self.untracked = 0
+        self._held: list[tuple[float, Any, list[AckerRecord]]] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ScriptedBolt:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.c.close()
+
+    def acked_snapshot(self) -> set[Any]:
+        with self._lock:
+            return set(self.acked)
+
+    def _run(self) -> None:
+        from squall.wire import decode_tuples
+
+        while not self._stop.is_set():
+            out: list[AckerRecord] = []
+            for m in self.c.consume(500, 0.05):
+                raw = m.value()
+                if m.error() or raw is None:
+                    continue
+                for t in decode_tuples(raw).tuples():
+                    value = t.values[0]
+                    with self._lock:
+                        self.seen[value] = self.seen.get(value, 0) + 1
+                    if not t.tracked:
+                        self.untracked += 1
+                        continue
+                    verdict = self.rule(value, self.seen[value])
+                    if verdict == "fail":
+                        out += [AckerRecord(RecordKind.FAIL, r) for r in t.anchors]
+                    else:
+                        recs = [AckerRecord(RecordKind.ACK, r, e) for r, e in t.anchors.items()]
+                        delay = 0.0 if verdict == "ack" else float(verdict)
+                        self._held.append((time.monotonic() + delay, value, recs))
+            now = time.monotonic()
+            due = [h for h in self._held if h[0] <= now]
+            self._held = [h for h in self._held if h[0] > now]
+            with self._lock:
+                self.acked.update(v for _, v, _ in due)
+            out += [r for _, _, recs in due for r in recs]
+            if out:
+                produce_acker_records(self.bootstrap, self.acker, self.n_ackers, out, batch=500)
+
+
+def produce_source(bootstrap: str, topic: str, values: Sequence[bytes],
+                   partitions: int) -> list[tuple[int, int]]:
+    """Produce values round-robin over partitions; returns (partition, offset) of each."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    where: dict[int, tuple[int, int]] = {}
+    for i, v in enumerate(values):
+        def cb(err: Any, msg: Any, i: int = i) -> None:
+            assert err is None, err
+            where[i] = (msg.partition(), msg.offset())
+        p.produce(topic, v, partition=i % partitions, on_delivery=cb)
+    assert p.flush(30) == 0
+    return [where[i] for i in range(len(values))]

@@ -1,0 +1,227 @@
+"""The spout service on the real broker, with the real acker and a scripted bolt."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall.kafka import ensure_topics
+from squall.topics import acker_topic, dlq_topic, edge_topic
+from squall.wire import DeadLetter
+from tests.integration.helpers import (
+    ScriptedBolt,
+    ServiceProcess,
+    committed_offsets,
+    consume,
+    produce_source,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+PARTS = 2
+
+
+class Rig:
+    """A topology of one spout, the real acker and a scripted bolt."""
+
+    def __init__(self, bootstrap: str, tmp: Path, n: int, **spout_flags: Any) -> None:
+        self.bootstrap, self.tmp = bootstrap, tmp
+        self.topo = f"s{uuid.uuid4().hex[:8]}"
+        self.source = f"src-{self.topo}"
+        ensure_topics(bootstrap, {self.source: PARTS})
+        self.values = [f"m-{i}".encode() for i in range(n)]
+        self.where = dict(zip(self.values, produce_source(bootstrap, self.source, self.values,
+                                                          PARTS), strict=True))
+        self.edge = edge_topic(self.topo, "spout", "default", "bolt")
+        flags = {"num-ackers": "2", "scheme": "raw", "message-timeout-s": "10",
+                 "commit-interval-s": "0.2", "retry-initial-ms": "50", "retry-max-ms": "200",
+                 **{k.replace("_", "-"): str(v) for k, v in spout_flags.items()}}
+        self.spout_args = ["--topology", self.topo, "--topics", self.source, "--tasks", "0",
+                           "--num-tasks", "1", "--edge", "bolt:2:shuffle",
+                           "--bootstrap-servers", bootstrap]
+        for k, v in flags.items():
+            self.spout_args += [f"--{k}", v]
+        self.n_ackers = 0 if flags.get("num-ackers") == "0" else 2
+        self.acker = ServiceProcess("services.acker", [
+            "--topology", self.topo, "--tasks", "0,1", "--num-ackers", "2",
+            "--message-timeout-s", "10", "--bootstrap-servers", bootstrap,
+            "--commit-interval-s", "0.2"], tmp / "acker.log")
+
+    def spout(self, name: str = "spout") -> ServiceProcess:
+        return ServiceProcess("services.spout", self.spout_args, self.tmp / f"{name}.log")
+
+    def bolt(self, rule: Any) -> ScriptedBolt:
+        ensure_topics(self.bootstrap, {self.edge: 2})
+        return ScriptedBolt(self.bootstrap, self.edge, 2, acker_topic(self.topo), 2, rule)
+
+    def committed(self) -> list[int]:
+        return committed_offsets(self.bootstrap, f"squall.{self.topo}.spout", self.source, PARTS)
+
+    def all_committed(self) -> bool:
+        ends = [sum(1 for p, _ in self.where.values() if p == part) for part in range(PARTS)]
+        return self.committed() == ends
+
+
+@pytest.fixture
+def rig_factory(bootstrap: str, tmp_path: Path) -> Iterator[Any]:
+    made: list[Rig] = []
+
+    def make(n: int, **flags: Any) -> Rig:
+        r = Rig(bootstrap, tmp_path, n, **flags)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.acker.stop()
+
+
+def test_every_message_is_committed_exactly_when_its_tree_completes(rig_factory: Any) -> None:
+    rig = rig_factory(600)
+    rng = random.Random(1)
+    slow = set(rng.sample(rig.values, 120))
+    violations: list[str] = []
+    stop = threading.Event()
+
+    def monitor(bolt: ScriptedBolt) -> None:
+        # Committed offset C of a partition: every message below C must have been acked.
+        while not stop.is_set():
+            committed = rig.committed()
+            acked = bolt.acked_snapshot()
+            for v, (p, o) in rig.where.items():
+                if o < committed[p] and v not in acked:
+                    violations.append(f"{v!r} at {p}@{o} committed ({committed}) before its ack")
+            stop.wait(0.05)
+
+    with rig.acker.start(), rig.bolt(lambda v, n: 1.0 if v in slow else "ack") as bolt, \
+            rig.spout() as spout:
+        t = threading.Thread(target=monitor, args=(bolt,))
+        t.start()
+        try:
+            wait_for(rig.all_committed, 60, "every offset committed")
+        finally:
+            stop.set()
+            t.join()
+        m = spout.metrics()
+    assert not violations, violations[:5]
+    assert set(bolt.seen) == set(rig.values)
+    assert m[f"squall_spout_acked_total{{component=spout,topology={rig.topo}}}"] == 600
+    assert m[f"squall_spout_emitted_total{{component=spout,topology={rig.topo}}}"] == 600
+    lab = f"component=spout,topology={rig.topo}"
+    assert m[f"squall_spout_complete_latency_seconds_count{{{lab}}}"] == 600
+
+
+def test_failed_messages_replay_then_dead_letter_and_the_partition_moves_on(
+        rig_factory: Any) -> None:
+    rig = rig_factory(200, max_retries=2)
+    flaky = set(rig.values[10:20])  # fail once, then succeed
+    poison = set(rig.values[50:53])  # always fail
+
+    def rule(v: bytes, delivery: int) -> str:
+        if v in poison or (v in flaky and delivery == 1):
+            return "fail"
+        return "ack"
+
+    with rig.acker.start(), rig.bolt(rule) as bolt, rig.spout() as spout:
+        wait_for(rig.all_committed, 60, "every offset committed despite the poison messages")
+        m = spout.metrics()
+    assert all(bolt.seen[v] == 2 for v in flaky)
+    assert all(bolt.seen[v] == 3 for v in poison)  # 1 delivery + 2 retries
+    lab = f"component=spout,topology={rig.topo}"
+    assert m[f"squall_spout_replayed_total{{{lab}}}"] == len(flaky) + 2 * len(poison)
+    assert m[f"squall_spout_dead_lettered_total{{{lab}}}"] == len(poison)
+    failed = f"squall_spout_failed_total{{component=spout,reason=failed,topology={rig.topo}}}"
+    assert m[failed] == len(flaky) + 3 * len(poison)
+    letters = consume(rig.bootstrap, dlq_topic(rig.topo), len(poison))
+    assert sorted(m.value() for m in letters) == sorted(poison)
+    for msg in letters:
+        d = DeadLetter.from_headers(msg.headers() or [])
+        assert (d.partition, d.offset) == rig.where[msg.value()]
+        assert d.attempts == 3
+        assert d.reason == "failed after 3 attempts"
+        assert d.topic == rig.source
+
+
+def test_undecodable_message_is_dead_lettered_without_stalling(rig_factory: Any) -> None:
+    rig = rig_factory(0, scheme="json", fields="n")
+    values = [b'{"n": %d}' % i for i in range(100)]
+    values[37] = b"not json at all"
+    rig.values = values
+    rig.where = dict(zip(values, produce_source(rig.bootstrap, rig.source, values, PARTS),
+                         strict=True))
+    with rig.acker.start(), rig.bolt(lambda v, n: "ack") as bolt, rig.spout() as spout:
+        wait_for(rig.all_committed, 60, "every offset committed past the poison message")
+        m = spout.metrics()
+        assert spout.alive()
+    assert len(bolt.seen) == 99
+    lab = f"component=spout,topology={rig.topo}"
+    assert m[f"squall_spout_bad_records_total{{{lab}}}"] == 1
+    (letter,) = consume(rig.bootstrap, dlq_topic(rig.topo), 1)
+    assert letter.value() == b"not json at all"
+    reason = DeadLetter.from_headers(letter.headers() or []).reason
+    assert reason.startswith("undecodable: not JSON")
+
+
+def test_sigkill_and_restart_lose_nothing_and_repeat_little(rig_factory: Any) -> None:
+    rig = rig_factory(3000, max_spout_pending=200, commit_interval_s=3)
+    rule = lambda v, n: 0.02  # noqa: E731 - every tuple acked after a short delay
+    with rig.acker.start(), rig.bolt(rule) as bolt:
+        first = rig.spout("spout-1").start()
+        try:
+            wait_for(lambda: len(bolt.acked_snapshot()) > 1000, 60, "a third acked")
+            first.signal(signal.SIGKILL)
+            first.wait()
+        finally:
+            first.stop()
+        seen_before = sum(bolt.seen.values())
+        with rig.spout("spout-2") as second:
+            wait_for(rig.all_committed, 90, "every offset committed after the restart")
+            m = second.metrics()
+    assert set(bolt.acked_snapshot()) == set(rig.values), "a source message was lost"
+    duplicates = sum(bolt.seen.values()) - len(rig.values)
+    lab = f"component=spout,topology={rig.topo}"
+    recovered = m[f"squall_spout_recovered_total{{{lab}}}"]
+    # Only what was in flight at the kill comes again; acked-but-uncommitted offsets do not.
+    assert duplicates <= 200, f"{duplicates} duplicates (seen before the kill: {seen_before})"
+    assert recovered > 0
+
+
+def test_max_spout_pending_bounds_the_trees_in_flight(rig_factory: Any) -> None:
+    rig = rig_factory(400, max_spout_pending=20)
+    peak = [0.0]
+    with rig.acker.start(), rig.bolt(lambda v, n: 0.05) as bolt, rig.spout() as spout:
+        def pending() -> bool:
+            m = spout.metrics()
+            peak[0] = max(peak[0], m.get(
+                f"squall_spout_pending{{component=spout,task=0,topology={rig.topo}}}", 0))
+            return bool(rig.all_committed())
+        wait_for(pending, 60, "every offset committed", every_s=0.02)
+        m = spout.metrics()
+    assert 0 < peak[0] <= 20
+    assert len(bolt.seen) == 400
+    assert m[f"squall_spout_paused_seconds_total{{component=spout,task=0,topology={rig.topo}}}"] > 0
+
+
+def test_zero_ackers_acks_at_once_and_sends_untracked_tuples(rig_factory: Any) -> None:
+    rig = rig_factory(100, num_ackers=0)
+    with rig.bolt(lambda v, n: "ack") as bolt, rig.spout():
+        wait_for(rig.all_committed, 30, "every offset committed without an acker")
+    assert bolt.untracked == 100
+
+
+def test_sigterm_drains_in_flight_trees_and_commits(rig_factory: Any) -> None:
+    rig = rig_factory(300)
+    with rig.acker.start(), rig.bolt(lambda v, n: 0.3) as bolt:
+        spout = rig.spout().start()
+        wait_for(lambda: len(bolt.seen) == 300, 30, "every message emitted")
+        spout.signal(signal.SIGTERM)
+        assert spout.wait(30) == 0
+    assert rig.all_committed(), "trees in flight at SIGTERM completed and were committed"
+    assert "draining" in spout.log_tail()

@@ -71,7 +71,9 @@ class OffsetManager:
         self._order: list[int] = []  # emitted offsets >= committed, increasing
         self._head = 0  # _order[:_head] is below the commit point
         self._scan = 0  # memo: _order[_head:_scan] is DONE
-        self._entries: dict[int, _Entry] = {}  # offsets not DONE
+        # Offsets not DONE; only those that failed at least once have an entry.
+        self._pending: set[int] = set()
+        self._entries: dict[int, _Entry] = {}
         self._failed: dict[int, int] = {}  # FAILED offset -> due time
 
     # ----- queries -------------------------------------------------------
@@ -86,9 +88,9 @@ class OffsetManager:
         return self._end
 
     def state(self, offset: int) -> State:
-        e = self._entries.get(offset)
-        if e is not None:
-            return e.state
+        if offset in self._pending:
+            e = self._entries.get(offset)
+            return e.state if e is not None else State.PENDING
         if offset < self._end:
             return State.DONE
         raise OffsetError(f"offset {offset} was never emitted (emitted up to {self._end - 1})")
@@ -100,7 +102,7 @@ class OffsetManager:
     @property
     def num_pending(self) -> int:
         """Offsets emitted and not yet done (pending, failed or being dead-lettered)."""
-        return len(self._entries)
+        return len(self._pending)
 
     @property
     def num_uncommitted(self) -> int:
@@ -118,14 +120,14 @@ class OffsetManager:
         """
         if offset >= self._end:
             return offset >= self._committed
-        e = self._entries.get(offset)
-        return e is not None and e.state is State.FAILED and e.due_ms <= now_ms
+        due = self._failed.get(offset)
+        return due is not None and due <= now_ms
 
     def next_commit_offset(self) -> int | None:
         """The offset to commit (next to read), if it is past the committed one."""
         order, i = self._order, max(self._head, self._scan)
-        entries = self._entries
-        while i < len(order) and order[i] not in entries:
+        pending = self._pending
+        while i < len(order) and order[i] not in pending:
             i += 1
         self._scan = i  # DONE never becomes undone, so the scan never goes back
         if i == self._head:
@@ -148,31 +150,57 @@ class OffsetManager:
             raise OffsetError(f"offset {offset} is below the committed offset {self._committed}")
         if offset >= self._end:
             self._order.append(offset)
-            self._entries[offset] = _Entry(State.PENDING)
+            self._pending.add(offset)
             self._end = offset + 1
             return
         e = self._entries.get(offset)
         if e is None or e.state is not State.FAILED:
-            state = e.state.value if e else "done"
+            state = self.state(offset).value
             raise OffsetError(f"offset {offset} is {state}; only a failed offset is re-emitted")
         e.state = State.PENDING
         del self._failed[offset]
 
+    def emitted_new(self, offsets: list[int]) -> None:
+        """Many new offsets at once (increasing, all past :attr:`fetched_end`)."""
+        if not offsets:
+            return
+        if offsets[0] < max(self._end, self._committed):
+            raise OffsetError(f"offset {offsets[0]} is not new (emitted up to {self._end - 1})")
+        self._order.extend(offsets)
+        self._pending.update(offsets)
+        self._end = offsets[-1] + 1
+
     def acked(self, offset: int) -> bool:
         """The tree of ``offset`` completed (or it was dead-lettered). False if stale."""
-        e = self._entries.get(offset)
-        if e is None or e.state is State.FAILED:
+        if offset not in self._pending:
             return False
-        del self._entries[offset]
+        e = self._entries.get(offset)
+        if e is not None:
+            if e.state is State.FAILED:
+                return False
+            del self._entries[offset]
+        self._pending.discard(offset)
         return True
+
+    def acked_many(self, offsets: list[int]) -> None:
+        """:meth:`acked` for many offsets (stale ones ignored)."""
+        if not self._entries:  # nothing ever failed here: a set difference
+            self._pending.difference_update(offsets)
+            return
+        for o in offsets:
+            self.acked(o)
 
     def failed(self, offset: int, now_ms: int) -> Retry | DeadLetter | None:
         """The tree of ``offset`` failed: schedule a retry or say to dead-letter it.
 
         None for a stale result (the offset is not pending).
         """
+        if offset not in self._pending:
+            return None
         e = self._entries.get(offset)
-        if e is None or e.state is not State.PENDING:
+        if e is None:
+            e = self._entries[offset] = _Entry(State.PENDING)
+        elif e.state is not State.PENDING:
             return None
         e.failures += 1
         if self.retry.exhausted(e.failures):
@@ -185,9 +213,9 @@ class OffsetManager:
 
     def give_up(self, offset: int) -> DeadLetter:
         """A pending offset that will never succeed (e.g. undecodable): dead-letter it now."""
-        e = self._entries.get(offset)
-        if e is None or e.state is not State.PENDING:
+        if self.state(offset) is not State.PENDING:
             raise OffsetError(f"offset {offset} is not pending; only a pending one is given up")
+        e = self._entries.setdefault(offset, _Entry(State.PENDING))
         e.state = State.DEAD_LETTERING
         return DeadLetter(offset, e.failures)
 
@@ -199,7 +227,7 @@ class OffsetManager:
             raise OffsetError(f"commit {offset} is past the end of what was emitted ({self._end})")
         order, head = self._order, self._head
         while head < len(order) and order[head] < offset:
-            if order[head] in self._entries:
+            if order[head] in self._pending:
                 raise OffsetError(f"commit {offset} passes offset {order[head]}, which is not done")
             head += 1
         self._head = head

@@ -26,6 +26,22 @@ class Scheme(Protocol):
     def deserialize(self, data: bytes) -> tuple[Any, ...]: ...
 
 
+def deserialize_many(scheme: Scheme, values: Sequence[bytes | None]) -> list[tuple[Any, ...]]:
+    """All values at once; raises :class:`SchemeError` if any one is bad (decode them singly)."""
+    if isinstance(scheme, RawScheme):
+        return [(v or b"",) for v in values]
+    if isinstance(scheme, TextScheme):
+        try:
+            return [((v or b"").decode("utf-8"),) for v in values]
+        except UnicodeDecodeError as e:
+            raise SchemeError(f"not UTF-8 text: {e}") from None
+    n = len(scheme.fields)
+    rows = [scheme.deserialize(v or b"") for v in values]
+    if any(len(r) != n for r in rows):
+        raise SchemeError("a row has the wrong number of values")
+    return rows
+
+
 class RawScheme:
     fields = ("bytes",)
 

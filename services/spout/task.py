@@ -15,9 +15,11 @@ this does better:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from squall.ids import IdBatcher, derive_roots
 from squall.offsets import DeadLetter, OffsetManager, Retry
 from squall.records import AckerBatch, Outcome, RecordKind, Results
 from squall.retry import RetrySchedule
-from squall.scheme import Scheme, SchemeError
+from squall.scheme import Scheme, SchemeError, deserialize_many
 from squall.wire import TupleBatch
 
 
@@ -56,29 +58,19 @@ class SpoutConfig:
         return self.guarantee is Guarantee.AT_LEAST_ONCE and self.num_ackers > 0
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One source message. ``source`` indexes the task's list of source partitions."""
-
-    source: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: Any = None
-
-
-@dataclass(slots=True)
-class _Pending:
-    record: Record
-    attempt: int
-    emitted_ms: int
+# A pending tree: (source, offset, attempt, emitted_ms, payload). ``payload`` is
+# whatever the service passed with the record (a Kafka message): it is handed
+# back in a Letter if the message must be dead-lettered.
+_Pending = tuple[int, int, int, int, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Letter:
     """A message to dead-letter, then confirm with :meth:`SpoutTask.dead_lettered`."""
 
-    record: Record
+    source: int
+    offset: int
+    payload: Any
     reason: str
     attempts: int
 
@@ -121,7 +113,8 @@ class SpoutTask:
         self._seek: dict[int, int] = {}  # source -> offset to re-read from
         # Where each done-but-uncommitted offset's result sits in the results partition:
         # the results position committed is the smallest, so a restart re-reads them.
-        self._done_at: dict[tuple[int, int], int] = {}
+        # Per source: (results offset, highest source offset it acked), in arrival order.
+        self._done_at: list[deque[tuple[int, int]]] = [deque() for _ in committed]
         self._old_salts = list(old_salts)
         self._recovered = recovered_roots or set()
         self._attempts = (cfg.retry.max_retries or 0) + 1
@@ -133,6 +126,10 @@ class SpoutTask:
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    def pending_roots(self) -> list[int]:
+        """Roots in flight, oldest deadline first."""
+        return list(self._pending)
 
     def at_max_pending(self) -> bool:
         return self.cfg.max_pending is not None and len(self._pending) >= self.cfg.max_pending
@@ -172,68 +169,120 @@ class SpoutTask:
 
     def results_position(self, position: int) -> int:
         """The results offset to commit: the earliest result of an uncommitted done offset."""
-        return min(self._done_at.values(), default=position)
+        fronts = [d[0][0] for d in self._done_at if d]
+        return min(fronts, default=position)
 
     def committed(self, source: int, offset: int) -> None:
         self.offsets[source].committed(offset)
-        for key in [k for k in self._done_at if k[0] == source and k[1] < offset]:
-            del self._done_at[key]
+        d = self._done_at[source]
+        while d and d[0][1] < offset:  # conservative: a batch stays until all of it is committed
+            d.popleft()
 
-    def on_records(self, records: Sequence[Record], now_ms: int) -> Emission:
-        """Emit what is due among records read (one source, offset order)."""
+    def on_records(self, source: int, offsets: Sequence[int], values: Sequence[bytes | None],
+                   payloads: Sequence[Any], now_ms: int) -> Emission:
+        """Emit what is due among records read from one source (in offset order).
+
+        Re-read offsets (after a seek back) are emitted only if their retry is
+        due; new offsets are emitted in bulk up to the caps, and reading is
+        rewound to the first one left out.
+        """
         out = Emission()
-        if not records:
+        n = len(offsets)
+        if not n:
             return out
-        src = records[0].source
-        om = self.offsets[src]
+        om = self.offsets[source]
+        tracked = self.cfg.tracked
+        room = self.cfg.max_pending - len(self._pending) \
+            if (self.cfg.max_pending is not None and tracked) else n
         rows: list[tuple[Any, ...]] = []
-        chosen: list[tuple[Record, int]] = []  # (record, attempt)
-        recovered = self._recovered_offsets(src, records)
-        room = (self.cfg.max_pending - len(self._pending)) if self.cfg.max_pending else None
-        for r in records:
-            if not om.should_emit(r.offset, now_ms):
-                continue
-            new = r.offset >= om.fetched_end
-            full = room is not None and self.cfg.tracked and len(chosen) >= room
-            if full or (new and om.at_capacity()):
-                self.request_seek(src, r.offset)
+        chosen: list[int] = []  # indexes into the inputs
+        attempts: list[int] = []
+        first_new = n
+        for i in range(n):  # re-read offsets: one by one (rare: only after a seek back)
+            o = offsets[i]
+            if o >= om.fetched_end:
+                first_new = i
                 break
-            attempt = om.failures(r.offset)
-            om.emitted(r.offset)
-            if r.offset in recovered:
-                om.acked(r.offset)  # acked before the restart: done, not emitted again
-                out.recovered += 1
+            if not om.should_emit(o, now_ms):
                 continue
-            try:
-                values = self.cfg.scheme.deserialize(r.value or b"")
-            except SchemeError as e:
-                out.letters.append(Letter(r, f"undecodable: {e}", om.give_up(r.offset).failures))
-                continue
-            if len(values) != len(self.cfg.scheme.fields):
-                reason = f"scheme gave {len(values)} values for fields {self.cfg.scheme.fields}"
-                out.letters.append(Letter(r, reason, om.give_up(r.offset).failures))
-                continue
-            rows.append(values)
-            chosen.append((r, attempt))
-            out.replayed += attempt > 0
+            if len(chosen) >= room:
+                self.request_seek(source, o)
+                return self._finish(source, rows, chosen, attempts, values, offsets, payloads,
+                                    now_ms, out)
+            attempt = om.failures(o)
+            om.emitted(o)
+            self._decode(source, i, attempt, offsets, values, payloads, rows, chosen, attempts,
+                         out)
+        if first_new < n:  # new offsets: in bulk
+            take = min(n - first_new, max(room - len(chosen), 0))
+            if om.max_uncommitted is not None:
+                take = min(take, max(om.max_uncommitted - om.num_uncommitted, 0))
+            new = list(offsets[first_new:first_new + take])
+            if take < n - first_new:
+                self.request_seek(source, offsets[first_new + take])
+            om.emitted_new(new)
+            recovered = self._recovered_offsets(source, new)
+            bulk = None
+            if not recovered and not rows:
+                try:
+                    bulk = deserialize_many(self.cfg.scheme, values[first_new:first_new + take])
+                except SchemeError:
+                    bulk = None  # one is bad: decode them one by one below
+            if bulk is not None:
+                rows.extend(bulk)
+                chosen.extend(range(first_new, first_new + take))
+                attempts.extend([0] * take)
+            else:
+                for i in range(first_new, first_new + take):
+                    if recovered and offsets[i] in recovered:
+                        om.acked(offsets[i])  # acked before the restart: not emitted again
+                        out.recovered += 1
+                        continue
+                    self._decode(source, i, 0, offsets, values, payloads, rows, chosen,
+                                 attempts, out)
+        return self._finish(source, rows, chosen, attempts, values, offsets, payloads, now_ms, out)
+
+    def _decode(self, source: int, i: int, attempt: int, offsets: Sequence[int],
+                values: Sequence[bytes | None], payloads: Sequence[Any],
+                rows: list[tuple[Any, ...]], chosen: list[int], attempts: list[int],
+                out: Emission) -> None:
+        scheme = self.cfg.scheme
+        try:
+            vals = scheme.deserialize(values[i] or b"")
+            if len(vals) != len(scheme.fields):
+                raise SchemeError(f"scheme gave {len(vals)} values for fields {scheme.fields}")
+        except SchemeError as e:
+            om = self.offsets[source]
+            reason = str(e) if str(e).startswith("scheme gave") else f"undecodable: {e}"
+            out.letters.append(Letter(source, offsets[i], payloads[i], reason,
+                                      om.give_up(offsets[i]).failures))
+            return
+        rows.append(vals)
+        chosen.append(i)
+        attempts.append(attempt)
+
+    def _finish(self, source: int, rows: list[tuple[Any, ...]], chosen: list[int],
+                attempts: list[int], values: Sequence[bytes | None], offsets: Sequence[int],
+                payloads: Sequence[Any], now_ms: int, out: Emission) -> Emission:
         out.emitted = len(chosen)
+        out.replayed = sum(1 for a in attempts if a > 0)
         if chosen:
-            self._emit(src, rows, chosen, now_ms, out)
+            self._emit(source, rows, [offsets[i] for i in chosen], attempts,
+                       [payloads[i] for i in chosen], now_ms, out)
         return out
 
-    def _emit(self, src: int, rows: list[tuple[Any, ...]], chosen: list[tuple[Record, int]],
-              now_ms: int, out: Emission) -> None:
+    def _emit(self, src: int, rows: list[tuple[Any, ...]], offs: list[int], attempts: list[int],
+              payloads: list[Any], now_ms: int, out: Emission) -> None:
         n = len(rows)
-        offsets = np.fromiter((r.offset for r, _ in chosen), np.int64, n)
         om = self.offsets[src]
         if not self.cfg.tracked:
-            for r, _ in chosen:  # acked at once (no ackers, at-most-once, no guarantee)
-                om.acked(r.offset)
+            for o in offs:  # acked at once (no ackers, at-most-once, no guarantee)
+                om.acked(o)
             roots = np.zeros(n, np.uint64)
             edges = np.zeros((n, max(self._copies, 1)), np.uint64)
         else:
-            attempts = np.fromiter((a for _, a in chosen), np.int64, n)
-            roots = derive_roots(self.salt, src, offsets, attempts)
+            roots = derive_roots(self.salt, src, np.asarray(offs, np.int64),
+                                 np.asarray(attempts, np.int64))
             edges = self._ids.ids(n * self._copies).reshape(n, self._copies) if self._copies \
                 else np.zeros((n, 0), np.uint64)
             init_vals = np.bitwise_xor.reduce(edges, axis=1) if self._copies \
@@ -241,8 +290,8 @@ class SpoutTask:
             out.inits = AckerBatch(roots, init_vals, np.full(n, RecordKind.INIT, np.uint8),
                                    np.full(n, self.cfg.task, np.uint16),
                                    np.full(n, now_ms, np.int64))
-            for (r, a), root in zip(chosen, roots.tolist(), strict=True):
-                self._pending[root] = _Pending(r, a, now_ms)
+            entries = zip(repeat(src), offs, attempts, repeat(now_ms), payloads)
+            self._pending.update(zip(roots.tolist(), entries, strict=True))
         columns = {f: pa.array([row[c] for row in rows])
                    for c, f in enumerate(self.cfg.scheme.fields)}
         col = 0
@@ -263,13 +312,13 @@ class SpoutTask:
                     stream=edge.stream, source=self.cfg.component, source_task=self.cfg.task)
                 out.tuples.append((edge.topic, p, batch))
 
-    def _recovered_offsets(self, src: int, records: Sequence[Record]) -> set[int]:
-        """Offsets among ``records`` whose root (under an old salt) was acked before a restart."""
+    def _recovered_offsets(self, src: int, offsets: list[int]) -> set[int]:
+        """Offsets (new ones) whose root, under an old salt, was acked before a restart."""
         if not self._recovered:
             return set()
-        offs = np.fromiter((r.offset for r in records if r.offset < self._recover_below[src]),
-                           np.int64)
-        if offs.size < len(records) and all(
+        limit = self._recover_below[src]
+        offs = np.fromiter((o for o in offsets if o < limit), np.int64)
+        if offs.size < len(offsets) and all(
                 om.fetched_end >= lim for om, lim in zip(self.offsets, self._recover_below,
                                                          strict=True)):
             self._recovered.clear()  # past every window the old incarnation could reach
@@ -286,26 +335,30 @@ class SpoutTask:
     def on_results(self, results: Results, now_ms: int, results_offset: int = 0) -> Settled:
         """Apply results read at ``results_offset`` of this task's results partition."""
         out = Settled()
+        pending, lat = self._pending, out.latencies_ms
+        acked = Outcome.ACKED
+        by_src: dict[int, list[int]] = {}
         for root, outcome in zip(results.roots.tolist(), results.outcomes.tolist(), strict=True):
-            p = self._pending.get(root)
+            p = pending.pop(root, None)
             if p is None:
                 out.stale += 1  # a duplicate, or a tree the backstop already failed
                 continue
-            if outcome == Outcome.RESET:
-                del self._pending[root]  # re-insert: the dict stays in deadline order
-                p.emitted_ms = now_ms
-                self._pending[root] = p
-                continue
-            del self._pending[root]
-            src, off = p.record.source, p.record.offset
-            if outcome == Outcome.ACKED:
-                self.offsets[src].acked(off)
-                self._done_at[(src, off)] = results_offset
-                out.acked += 1
-                out.latencies_ms.append(now_ms - p.emitted_ms)
+            src, off, attempt, emitted_ms, payload = p
+            if outcome == acked:
+                if src in by_src:
+                    by_src[src].append(off)
+                else:
+                    by_src[src] = [off]
+                lat.append(now_ms - emitted_ms)
+            elif outcome == Outcome.RESET:
+                pending[root] = (src, off, attempt, now_ms, payload)  # at the end: deadline order
             else:
                 reason = "timeout" if outcome == Outcome.TIMED_OUT else "failed"
                 self._fail(p, reason, now_ms, out)
+        for src, offs in by_src.items():
+            self.offsets[src].acked_many(offs)
+            self._done_at[src].append((results_offset, max(offs)))
+            out.acked += len(offs)
         return out
 
     def expire(self, now_ms: int) -> Settled:
@@ -314,23 +367,24 @@ class SpoutTask:
         limit = now_ms - 2 * self.cfg.timeout_ms
         expired = []
         for root, p in self._pending.items():
-            if p.emitted_ms > limit:
+            if p[3] > limit:
                 break
             expired.append(root)
         for root in expired:
-            p = self._pending.pop(root)
-            self._fail(p, "timeout (no result from the acker)", now_ms, out)
+            self._fail(self._pending.pop(root), "timeout (no result from the acker)", now_ms, out)
         return out
 
     def _fail(self, p: _Pending, reason: str, now_ms: int, out: Settled) -> None:
+        src, off, _, _, payload = p
         out.failed[reason] = out.failed.get(reason, 0) + 1
-        decision = self.offsets[p.record.source].failed(p.record.offset, now_ms)
+        decision = self.offsets[src].failed(off, now_ms)
         if isinstance(decision, Retry):
             out.retries += 1
         elif isinstance(decision, DeadLetter):
-            out.letters.append(Letter(p.record, f"{reason} after {decision.failures} attempts",
+            out.letters.append(Letter(src, off, payload,
+                                      f"{reason} after {decision.failures} attempts",
                                       decision.failures))
 
     def dead_lettered(self, letter: Letter) -> None:
         """The dead letter is confirmed by Kafka: the offset is done."""
-        self.offsets[letter.record.source].acked(letter.record.offset)
+        self.offsets[letter.source].acked(letter.offset)

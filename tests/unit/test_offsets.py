@@ -242,3 +242,15 @@ def test_never_commits_past_an_unfinished_offset_and_commits_all_once_done(
         m.committed(final)
     assert m.committed_offset == offsets[-1] + 1
     assert m.num_uncommitted == 0
+
+
+def test_emitted_new_takes_many_offsets_at_once() -> None:
+    m = OffsetManager(0)
+    m.emitted_new([0, 1, 2, 4])
+    assert m.fetched_end == 5
+    assert m.num_pending == 4
+    with pytest.raises(OffsetError, match="offset 3 is not new"):
+        m.emitted_new([3])
+    for o in (0, 1, 2, 4):
+        m.acked(o)
+    assert m.next_commit_offset() == 5

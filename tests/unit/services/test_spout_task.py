@@ -1,0 +1,210 @@
+"""The spout task's pure logic: emission, results, retries, dead letters, caps, recovery."""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+import pytest
+
+from services.spout.task import Emission, Guarantee, SpoutConfig, SpoutTask
+from squall.grouping import Edge, Grouping
+from squall.ids import IdBatcher, derive_roots
+from squall.records import Outcome, Result, Results
+from squall.retry import RetrySchedule
+from squall.scheme import JsonScheme, TextScheme
+
+EDGE = Edge("split", "squall.t.edge.spout.default.split", 2, Grouping.SHUFFLE)
+T = 1_000
+
+
+def cfg(**kw: object) -> SpoutConfig:
+    base: dict[str, object] = dict(task=0, component="spout", scheme=TextScheme(), edges=(EDGE,),
+                                   num_ackers=1, timeout_ms=T,
+                                   retry=RetrySchedule(100, 2, 1000, 2))
+    base.update(kw)
+    return SpoutConfig(**base)  # type: ignore[arg-type]
+
+
+def feed(task: SpoutTask, offsets: list[int], now: int, values: list[bytes] | None = None,
+         source: int = 0) -> Emission:
+    vals = values or [f"msg {o}".encode() for o in offsets]
+    return task.on_records(source, offsets, vals, [f"payload {o}" for o in offsets], now)
+
+
+def results(task: SpoutTask, roots: list[int], outcome: Outcome) -> Results:
+    return Results.from_results([Result(r, 0, outcome) for r in roots])
+
+
+def roots_of(task: SpoutTask) -> list[int]:
+    return task.pending_roots()
+
+
+def test_emit_sends_tuples_and_inits_that_balance() -> None:
+    task = SpoutTask(cfg(), [0], salt=7, ids=IdBatcher(seed=1))
+    e = feed(task, [0, 1, 2, 3], 0)
+    assert e.emitted == 4
+    assert len(e.inits) == 4
+    # Each init's value is the XOR of the edge ids its tuples carry.
+    edge_of: dict[int, int] = {}
+    for _topic, _part, batch in e.tuples:
+        for anchors in batch.anchors():
+            ((root, edge),) = anchors.items()
+            edge_of[root] = edge_of.get(root, 0) ^ edge
+    assert {int(r): int(v) for r, v in zip(e.inits.roots, e.inits.values, strict=True)} == edge_of
+    assert sorted(p for _, p, _ in e.tuples) == [0, 1]  # shuffle spreads over both partitions
+    assert task.pending == 4
+
+
+def test_ack_completes_and_the_prefix_commits() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0, 1, 2], 0)
+    r0, r1, r2 = roots_of(task)
+    st = task.on_results(results(task, [r1, r2], Outcome.ACKED), 50)
+    assert st.acked == 2
+    assert st.latencies_ms == [50, 50]
+    assert task.commits() == {}  # offset 0 still pending
+    task.on_results(results(task, [r0], Outcome.ACKED), 60)
+    assert task.commits() == {0: 3}
+    task.committed(0, 3)
+    assert task.commits() == {}
+
+
+def test_fail_retries_with_a_new_root_then_dead_letters() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0, 1], 0)
+    r0, _ = roots_of(task)
+    st = task.on_results(results(task, [r0], Outcome.FAILED), 10)
+    assert st.failed == {"failed": 1}
+    assert st.retries == 1
+    assert task.take_seeks(50) == {}
+    assert task.take_seeks(110) == {0: 0}  # seek back when the backoff is over
+    again = feed(task, [0, 1], 110)  # the re-read: only 0 is due
+    assert again.emitted == 1
+    assert again.replayed == 1
+    new_root = int(again.inits.roots[0])
+    assert new_root != r0
+    task.on_results(results(task, [new_root], Outcome.TIMED_OUT), 120)
+    assert task.take_seeks(320) == {0: 0}
+    third = feed(task, [0], 320)
+    st = task.on_results(results(task, [int(third.inits.roots[0])], Outcome.FAILED), 330)
+    (letter,) = st.letters
+    assert letter.reason == "failed after 3 attempts"
+    assert letter.attempts == 3
+    assert task.commits() == {}  # not done until the dead letter is confirmed
+    task.dead_lettered(letter)
+    assert task.commits() == {0: 1}
+
+
+def test_stale_and_duplicate_results_are_ignored() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0], 0)
+    (r0,) = roots_of(task)
+    task.on_results(results(task, [r0], Outcome.ACKED), 1)
+    st = task.on_results(results(task, [r0, 12345], Outcome.ACKED), 2)
+    assert st.stale == 2
+    assert st.acked == 0
+
+
+def test_undecodable_record_is_dead_lettered_at_once() -> None:
+    task = SpoutTask(cfg(scheme=JsonScheme(["n"])), [0], salt=7)
+    e = feed(task, [0, 1], 0, values=[b'{"n": 1}', b"{nope"])
+    assert e.emitted == 1
+    (letter,) = e.letters
+    assert letter.offset == 1
+    assert letter.payload == "payload 1"
+    assert letter.reason.startswith("undecodable: not JSON")
+    task.dead_lettered(letter)
+    task.on_results(results(task, roots_of(task), Outcome.ACKED), 1)
+    assert task.commits() == {0: 2}
+
+
+def test_backstop_fails_trees_the_acker_never_answered() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0], 0)
+    feed(task, [1], 500)
+    assert task.expire(2 * T - 1).failed == {}
+    st = task.expire(2 * T)
+    assert st.failed == {"timeout (no result from the acker)": 1}
+    assert task.pending == 1
+
+
+def test_reset_restarts_the_backstop_timer() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0], 0)
+    (r0,) = roots_of(task)
+    task.on_results(results(task, [r0], Outcome.RESET), 1500)
+    assert task.expire(2 * T + 100).failed == {}
+    assert task.expire(1500 + 2 * T).failed != {}
+
+
+def test_max_spout_pending_stops_emission_and_rewinds() -> None:
+    task = SpoutTask(cfg(max_pending=3), [0], salt=7)
+    e = feed(task, [0, 1, 2, 3, 4], 0)
+    assert e.emitted == 3
+    assert task.blocked(0) == {0}
+    assert task.take_seeks(0) == {}  # blocked: the rewind waits
+    task.on_results(results(task, roots_of(task)[:1], Outcome.ACKED), 1)
+    assert task.blocked(1) == set()
+    assert task.take_seeks(1) == {0: 3}  # re-read from the first offset not emitted
+    assert feed(task, [3, 4], 2).emitted == 1
+
+
+def test_max_uncommitted_offsets_blocks_new_offsets_but_not_retries() -> None:
+    task = SpoutTask(cfg(max_uncommitted=2), [0], salt=7)
+    feed(task, [0, 1, 2], 0)
+    assert task.offsets[0].num_uncommitted == 2
+    r0, _r1 = roots_of(task)
+    task.on_results(results(task, [r0], Outcome.FAILED), 0)
+    assert task.blocked(0) == {0}
+    assert task.blocked(100) == set()  # a retry is due: poll again
+    assert task.take_seeks(100) == {0: 0}
+    assert feed(task, [0, 1, 2], 100).emitted == 1  # the retry only
+
+
+def test_restart_recognises_offsets_acked_before_the_crash() -> None:
+    old_salt = 11
+    acked = derive_roots(old_salt, 0, np.array([1, 2]), np.zeros(2, np.int64)).tolist()
+    retried = derive_roots(old_salt, 0, np.array([4]), np.ones(1, np.int64)).tolist()
+    task = SpoutTask(cfg(), [0], salt=12, old_salts=[old_salt],
+                     recovered_roots=set(acked + retried))
+    e = feed(task, [0, 1, 2, 3, 4, 5], 0)
+    assert e.recovered == 3
+    assert e.emitted == 3  # 0, 3 and 5 were not acked before the crash
+    task.on_results(results(task, roots_of(task), Outcome.ACKED), 1)
+    assert task.commits() == {0: 6}
+
+
+def test_tuples_go_to_the_partition_their_fields_hash_to() -> None:
+    edge = Edge("count", "t", 4, Grouping.FIELDS, ("n",))
+    task = SpoutTask(cfg(scheme=JsonScheme(["n"]), edges=(edge,)), [0], salt=7)
+    vals = [b'{"n": "a"}', b'{"n": "b"}', b'{"n": "a"}']
+    e = feed(task, [0, 1, 2], 0, values=vals)
+    by_part = {p: b.data.column("n").to_pylist() for _, p, b in e.tuples}
+    assert sorted(functools.reduce(operator.iadd, by_part.values(), [])) == ["a", "a", "b"]
+    assert all(len(set(v)) == 1 for v in by_part.values())  # one word, one partition
+
+
+def test_all_grouping_sends_a_copy_to_every_partition_under_one_root() -> None:
+    edge = Edge("log", "t", 3, Grouping.ALL)
+    task = SpoutTask(cfg(edges=(edge,)), [0], salt=7)
+    e = feed(task, [0], 0)
+    assert sorted(p for _, p, _ in e.tuples) == [0, 1, 2]
+    xor = 0
+    for _, _, b in e.tuples:
+        ((root, edge_id),) = b.anchors()[0].items()
+        assert root == int(e.inits.roots[0])
+        xor ^= edge_id
+    assert xor == int(e.inits.values[0])
+
+
+@pytest.mark.parametrize("kw", [{"num_ackers": 0}, {"guarantee": Guarantee.AT_MOST_ONCE},
+                                {"guarantee": Guarantee.NO_GUARANTEE}])
+def test_untracked_modes_emit_without_anchors_and_commit_at_once(kw: dict[str, object]) -> None:
+    task = SpoutTask(cfg(**kw), [0], salt=7)
+    e = feed(task, [0, 1], 0)
+    assert len(e.inits) == 0
+    assert all(a == {} for _, _, b in e.tuples for a in b.anchors())
+    assert task.commits() == {0: 2}
+    assert task.pending == 0

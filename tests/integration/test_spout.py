@@ -209,11 +209,16 @@ def test_max_spout_pending_bounds_the_trees_in_flight(rig_factory: Any) -> None:
     assert m[f"squall_spout_paused_seconds_total{{component=spout,task=0,topology={rig.topo}}}"] > 0
 
 
-def test_zero_ackers_acks_at_once_and_sends_untracked_tuples(rig_factory: Any) -> None:
-    rig = rig_factory(100, num_ackers=0)
-    with rig.bolt(lambda v, n: "ack") as bolt, rig.spout():
-        wait_for(rig.all_committed, 30, "every offset committed without an acker")
+@pytest.mark.parametrize("flags", [{"num_ackers": 0}, {"guarantee": "at_most_once"},
+                                   {"guarantee": "no_guarantee"}])
+def test_untracked_modes_commit_without_acks_and_send_untracked_tuples(
+        rig_factory: Any, flags: dict[str, Any]) -> None:
+    rig = rig_factory(100, **flags)
+    with rig.bolt(lambda v, n: "fail") as bolt, rig.spout():
+        # The bolt fails everything: untracked tuples are committed anyway, never replayed.
+        wait_for(rig.all_committed, 30, "every offset committed without acks")
     assert bolt.untracked == 100
+    assert all(n == 1 for n in bolt.seen.values())
 
 
 def test_sigterm_drains_in_flight_trees_and_commits(rig_factory: Any) -> None:

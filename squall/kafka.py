@@ -21,6 +21,16 @@ def quiet_logger(name: str) -> logging.Logger:
     return log
 
 
+def produce(producer: Any, topic: str, value: bytes | None, **kw: Any) -> None:
+    """Produce, waiting for deliveries to drain while the local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value, **kw)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 10.0,
                   quiet: bool = False) -> None:
     """Create ``{topic: partitions}``; topics that exist already are fine."""

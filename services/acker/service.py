@@ -20,7 +20,7 @@ from services.acker.metrics import AckerMetrics
 from services.acker.settings import AckerSettings
 from services.acker.task import AckerTask, Applied, BadRecord, Message
 from squall.clock import Clock, SystemClock
-from squall.kafka import ensure_topics
+from squall.kafka import ensure_topics, produce
 from squall.records import Outcome, Results
 from squall.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.wire import DeadLetter, encode_results
@@ -136,7 +136,8 @@ class AckerService:
             part = results.select(results.tasks == task)
             for lo in range(0, len(part), _RESULTS_PER_MESSAGE):
                 chunk = part.slice(lo, lo + _RESULTS_PER_MESSAGE)
-                self._produce(self.results_topic, encode_results(chunk, now), partition=task)
+                produce(self.producer, self.results_topic, encode_results(chunk, now),
+                        partition=task, on_delivery=self._delivered)
 
     def _dead_letter(self, task: int, bad: BadRecord, batch: list[Message]) -> None:
         log.warning("bad record at %s[%d]@%d: %s (dead-lettered to %s)", self.topic, task,
@@ -144,15 +145,8 @@ class AckerService:
         self.metrics.bad.labels(self.s.topology).inc()
         payload = next((m.payload for m in batch if m.offset == bad.offset), None)
         letter = DeadLetter(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
-        self._produce(self.dlq, payload or b"", headers=letter.headers())
-
-    def _produce(self, topic: str, value: bytes, **kw: Any) -> None:
-        while True:
-            try:
-                self.producer.produce(topic, value, on_delivery=self._delivered, **kw)
-                return
-            except BufferError:
-                self.producer.poll(0.05)  # local queue full: let deliveries drain
+        produce(self.producer, self.dlq, payload or b"", headers=letter.headers(),
+                on_delivery=self._delivered)
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:

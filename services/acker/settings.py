@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from squall.errors import ConfigError
+from services.common import load_settings
 from squall.topics import check_name
 
 
@@ -71,17 +71,4 @@ def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
     p.add_argument("--dlq-topic", help="dead-letter topic (default squall.<topology>.dlq)")
     p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
-    args = vars(p.parse_args(argv))
-    given = {k: v for k, v in args.items() if v is not None}
-    try:
-        return AckerSettings(**given)
-    except ValidationError as e:
-        raise ConfigError(_explain(e)) from None
-
-
-def _explain(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors():
-        where = ".".join(str(x) for x in err["loc"]) or "settings"
-        parts.append(f"{where}: {err['msg']}")
-    return "invalid acker settings: " + "; ".join(parts)
+    return load_settings(AckerSettings, p, argv, "acker")

@@ -25,7 +25,7 @@ from services.spout.task import Emission, Guarantee, Letter, Settled, SpoutConfi
 from squall.clock import Clock, SystemClock
 from squall.errors import ConfigError, WireFormatError
 from squall.ids import acker_partitions, new_salt
-from squall.kafka import ensure_topics
+from squall.kafka import ensure_topics, produce
 from squall.records import AckerBatch, Outcome
 from squall.scheme import load_scheme
 from squall.topics import acker_topic, dlq_topic, results_topic
@@ -118,7 +118,7 @@ class SpoutService:
         consumer.assign(assignment)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
-        self._produce(self.results, encode_salt_marker(salt, self.clock.now_ms()),
+        produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
                       partition=task_id)
 
     def _scan_results(self, task_id: int, start: int) -> tuple[set[int], list[int], int]:
@@ -244,14 +244,15 @@ class SpoutService:
         if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
             self._commit([task])  # commit before emit: a crash loses, never repeats
         for topic, part, batch in e.tuples:
-            self._produce(topic, encode_tuples(batch), partition=part)
+            produce(self.producer, topic, encode_tuples(batch), partition=part)
         if len(e.inits):
             owner = acker_partitions(e.inits.roots, self.s.num_ackers)
             for p in np.unique(owner).tolist():
                 sel = owner == p
                 b = AckerBatch(e.inits.roots[sel], e.inits.values[sel], e.inits.kinds[sel],
                                e.inits.tasks[sel], e.inits.ts_ms[sel])
-                self._produce(self.acker, encode_acker_batch(b, int(b.ts_ms[0])), partition=p)
+                produce(self.producer, self.acker, encode_acker_batch(b, int(b.ts_ms[0])),
+                        partition=p)
         for letter in e.letters:
             m.bad.labels(*lab).inc()
             self._dead_letter(task, letter)
@@ -288,16 +289,8 @@ class SpoutService:
                           letter.offset, err)
                 self._letters_to_retry.append((task, letter))
 
-        self._produce(self.dlq, msg.value(), key=msg.key(), headers=headers,
+        produce(self.producer, self.dlq, msg.value(), key=msg.key(), headers=headers,
                       on_delivery=delivered)
-
-    def _produce(self, topic: str, value: bytes | None, **kw: Any) -> None:
-        while True:
-            try:
-                self.producer.produce(topic, value, **kw)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
 
     def _backpressure(self, consumer: Any, now: int) -> None:
         from confluent_kafka import KafkaException, TopicPartition

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.common import load_settings
 from services.spout.task import Guarantee
-from squall.errors import ConfigError, TopologyError
+from squall.errors import TopologyError
 from squall.grouping import Edge, Grouping
 from squall.retry import RetrySchedule
 from squall.topics import check_name, edge_topic
@@ -136,13 +137,4 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p.add_argument("--metrics-port", type=int)
     p.add_argument("--dlq-topic")
     p.add_argument("--commit-interval-s", type=float)
-    args = vars(p.parse_args(argv))
-    given = {k: v for k, v in args.items() if v is not None}
-    try:
-        return SpoutSettings(**given)
-    except ValidationError as e:
-        raise ConfigError("invalid spout settings: " + "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or 'settings'}: {err['msg']}"
-            for err in e.errors())) from None
-    except TopologyError as e:
-        raise ConfigError(f"invalid spout settings: {e}") from None
+    return load_settings(SpoutSettings, p, argv, "spout")

@@ -1,0 +1,57 @@
+"""What every service entrypoint shares: settings from flags and env, and the run loop."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from prometheus_client import CollectorRegistry, start_http_server
+from pydantic import BaseModel, ValidationError
+
+from squall.errors import ConfigError, SquallError
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class Runnable(Protocol):
+    def run(self, stop: threading.Event) -> None: ...
+
+
+def load_settings(cls: type[S], parser: argparse.ArgumentParser,
+                  argv: Sequence[str] | None, what: str) -> S:
+    """Flags override env (the settings class reads env); errors name every bad field."""
+    given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
+    try:
+        return cls(**given)
+    except ValidationError as e:
+        raise ConfigError(f"invalid {what} settings: " + "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'settings'}: {err['msg']}"
+            for err in e.errors())) from None
+    except SquallError as e:
+        raise ConfigError(f"invalid {what} settings: {e}") from None
+
+
+def run_service(name: str, load: Callable[[], Any],
+                build: Callable[[Any, CollectorRegistry], Runnable]) -> int:
+    """Load settings, serve /metrics, run until SIGTERM / SIGINT (graceful), map errors to 2."""
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load()
+        registry = CollectorRegistry()
+        service = build(settings, registry)
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, settings.metrics_host, registry=registry)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        service.run(stop)
+    except SquallError as e:
+        print(f"squall {name}: error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,58 @@
+"""The seeds' word count: sentences -> split into words -> count, fields-grouped on word."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from squall.bolt import PARENT, BasicBolt, BatchBolt, Bolt
+from squall.topology import TopologyBuilder, TopologySpec
+from squall.tuples import Tuple
+
+
+class SplitSentence(BasicBolt):
+    """One tuple per word, anchored to the sentence; the sentence is acked for you."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
+        return [(w,) for w in str(t[0]).split()]
+
+
+class SplitSentenceBatch(BatchBolt):
+    """The same, vectorized over a micro-batch."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process(self, df: pd.DataFrame) -> pd.DataFrame:
+        words = df.iloc[:, 0].astype(str).str.split().explode().dropna()
+        return pd.DataFrame({"word": words.to_numpy(), PARENT: words.index.to_numpy()})
+
+
+class WordCount(Bolt):
+    """Storm's rich bolt: counts words, emits (word, count) anchored to the word, acks it."""
+
+    outputs: ClassVar = {"default": ("word", "count")}
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.counts: Counter[str] = Counter()
+
+    def execute(self, t: Tuple) -> None:
+        word = t["word"]
+        self.counts[word] += 1
+        self.collector.emit((word, self.counts[word]), t)
+        self.collector.ack(t)
+
+
+def topology(name: str = "wordcount", source: str = "sentences", split_parallelism: int = 2,
+             count_parallelism: int = 2, vectorized: bool = False) -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout("sentences", source)
+    b.set_bolt("split", SplitSentenceBatch if vectorized else SplitSentence,
+               split_parallelism).shuffle_grouping("sentences")
+    b.set_bolt("count", WordCount, count_parallelism).fields_grouping("split", ["word"])
+    return b.build(name, ackers=2, message_timeout_s=30)

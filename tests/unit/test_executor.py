@@ -1,0 +1,149 @@
+"""Bolts run by the executor over micro-batches; trees tracked by a real ledger."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any, ClassVar
+
+import pytest
+
+from examples.join import BatchTotal
+from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount
+from squall.bolt import BasicBolt, Bolt, TaskContext
+from squall.executor import BoltExecutor, ExecResult
+from squall.grouping import Edge, Grouping
+from squall.ledger import Ledger
+from squall.records import AckerBatch, Outcome
+from squall.tuples import Anchoring, Tuple
+from squall.wire import TupleBatch, decode_tuples, encode_tuples
+
+SPLIT_TO_COUNT = Edge("count", "squall.wc.edge.split.default.count", 3, Grouping.FIELDS,
+                      ("word",))
+
+
+def ctx(name: str) -> TaskContext:
+    return TaskContext("wc", name, 0, 1)
+
+
+class Harness:
+    def __init__(self, seed: int = 0) -> None:
+        rng = random.Random(seed)
+        self.ids = lambda: rng.getrandbits(63) + 1
+        self.anch = Anchoring(self.ids)
+        self.ledger = Ledger(30_000)
+        self.decided: dict[int, Outcome] = {}
+
+    def spout(self, sentences: list[str]) -> tuple[list[int], TupleBatch]:
+        roots, tuples = [], []
+        for s in sentences:
+            e = self.anch.spout_emit(0, 1)
+            self.send([e.init])
+            roots.append(e.root)
+            tuples.append(Tuple([s], ("str",), e.anchors[0]))
+        return roots, TupleBatch.from_tuples(tuples, ("str",), source="sentences")
+
+    def send(self, records: Any) -> None:
+        res = self.ledger.apply(AckerBatch.from_records(list(records), 0), 0)
+        self.decided.update(res.by_root())
+
+
+def through(batches: list[TupleBatch]) -> list[TupleBatch]:
+    """Across the wire, as the Spark job does."""
+    return [decode_tuples(encode_tuples(b)) for b in batches]
+
+
+@pytest.mark.parametrize("split_cls", [SplitSentence, SplitSentenceBatch])
+def test_word_count_trees_complete_and_words_land_on_their_partition(split_cls: type) -> None:
+    h = Harness()
+    split = BoltExecutor(split_cls(), ctx("split"), [SPLIT_TO_COUNT], ids=h.ids)
+    count = BoltExecutor(WordCount(), ctx("count"), [], ids=h.ids)
+    roots, batch = h.spout(["the cow jumped over the moon", "an apple a day", "the end"])
+    out = split.run(through([batch]))
+    assert out.errors == []
+    h.send(out.acks)
+    assert not h.decided, "no tree completes before its words are counted"
+    by_part: dict[int, set[str]] = {}
+    for _topic, part, b in out.outputs:
+        by_part.setdefault(part, set()).update(b.data.column("word").to_pylist())
+    assert sum(len(v) for v in by_part.values()) == len({w for s in ["the cow jumped over the moon",
+                                                                     "an apple a day", "the end"]
+                                                         for w in s.split()})
+    assert all(not (a & b) for a, b in itertools.combinations(by_part.values(), 2))
+    counted = count.run(through([b for _, _, b in out.outputs]))
+    h.send(counted.acks)
+    assert h.decided == {r: Outcome.ACKED for r in roots}
+    assert count.bolt.counts["the"] == 3  # type: ignore[union-attr]
+
+
+class Explodes(BasicBolt):
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process(self, t: Tuple) -> Any:
+        if "boom" in str(t[0]):
+            raise ValueError(f"cannot split {t[0]!r}")
+        return [(w,) for w in str(t[0]).split()]
+
+
+def test_an_exception_fails_that_input_only_and_is_reported() -> None:
+    h = Harness()
+    ex = BoltExecutor(Explodes(), ctx("split"), [], ids=h.ids)
+    roots, batch = h.spout(["fine words", "boom goes it", "more words"])
+    res = ex.run(through([batch]))
+    h.send(res.acks)
+    assert h.decided == {roots[0]: Outcome.ACKED, roots[1]: Outcome.FAILED,
+                         roots[2]: Outcome.ACKED}
+    assert res.errors == ["ValueError: cannot split 'boom goes it'"]
+    assert (res.acked, res.failed) == (2, 1)
+
+
+def test_multi_anchored_aggregate_joins_the_trees() -> None:
+    h = Harness()
+    agg = BoltExecutor(BatchTotal(), ctx("total"),
+                       [Edge("sink", "t", 1, Grouping.GLOBAL, stream="default")],
+                       conf={"size": 3}, ids=h.ids)
+    roots, batch = h.spout(["1", "2", "3"])
+    res = agg.run(through([batch]))
+    h.send(res.acks)
+    assert not h.decided  # the total, anchored to all three, is still out there
+    ((_, part, out),) = res.outputs
+    assert part == 0
+    (total,) = out.tuples()
+    assert total.values == (6, 3)
+    assert set(total.anchors) == set(roots)
+    h.send(Anchoring(h.ids).ack(total))
+    assert h.decided == {r: Outcome.ACKED for r in roots}
+
+
+class Streams(Bolt):
+    outputs: ClassVar = {"default": ("x",), "errors": ("why",)}
+
+    def execute(self, t: Tuple) -> None:
+        if t[0] == "bad":
+            self.collector.emit(("bad input",), t, stream="errors")
+        else:
+            self.collector.emit((t[0],), t)
+            self.collector.emit((t[0],))  # unanchored: not tracked
+        self.collector.ack(t)
+
+
+def test_named_streams_all_grouping_and_unanchored_emits() -> None:
+    h = Harness()
+    edges = [Edge("a", "ta", 2, Grouping.ALL), Edge("e", "te", 1, Grouping.SHUFFLE,
+                                                   stream="errors")]
+    ex = BoltExecutor(Streams(), ctx("s"), edges, ids=h.ids)
+    roots, batch = h.spout(["ok", "bad"])
+    res: ExecResult = ex.run(through([batch]))
+    by_topic: dict[str, list[TupleBatch]] = {}
+    for topic, _part, b in res.outputs:
+        by_topic.setdefault(topic, []).append(b)
+    assert sorted(len(b) for b in by_topic["ta"]) == [2, 2]  # 2 emits x 2 partitions
+    (err,) = by_topic["te"]
+    assert err.stream == "errors"
+    assert err.tuples()[0].values == ("bad input",)
+    tracked = [t for b in by_topic["ta"] for t in b.tuples() if t.tracked]
+    assert len(tracked) == 2  # the anchored copy on each partition; the unanchored ones are not
+    h.send(res.acks)
+    for t in [*tracked, *err.tuples()]:
+        h.send(Anchoring(h.ids).ack(t))
+    assert h.decided == {r: Outcome.ACKED for r in roots}

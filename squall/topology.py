@@ -72,8 +72,11 @@ class TopologySpec:
 
     # ----- queries -------------------------------------------------------
 
+    def components(self) -> tuple[SpoutSpec | BoltSpec, ...]:
+        return (*self.spouts, *self.bolts)
+
     def component(self, name: str) -> SpoutSpec | BoltSpec:
-        for c in (*self.spouts, *self.bolts):
+        for c in self.components():
             if c.name == name:
                 return c
         raise TopologyError(f"no component {name!r} in topology {self.name!r}")
@@ -106,7 +109,7 @@ class TopologySpec:
     def validate(self) -> TopologySpec:
         try:
             check_name("topology", self.name)
-            names = [c.name for c in (*self.spouts, *self.bolts)]
+            names = [c.name for c in self.components()]
             for n in names:
                 check_name("component", n)
         except SquallError as e:

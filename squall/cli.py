@@ -127,11 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     sm.set_defaults(func=cmd_dev_smoke)
     sub.add_parser("acker", help="run acker tasks (see: squall acker --help)", add_help=False)
     sub.add_parser("spout", help="run spout tasks (see: squall spout --help)", add_help=False)
+    sub.add_parser("bolts", help="run bolts on Spark (see: squall bolts --help)", add_help=False)
     return p
 
 
 # Service commands parse their own flags (and env); `squall acker --help` shows them.
-_SERVICES = {"acker": "services.acker.__main__", "spout": "services.spout.__main__"}
+_SERVICES = {"acker": "services.acker.__main__", "spout": "services.spout.__main__",
+             "bolts": "services.bolts.__main__"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,14 @@ def parse_edge(spec: str, topology: str, component: str) -> Edge:
                 fields, stream)
 
 
+def edge_flag(edge: Edge) -> str:
+    """The ``--edge`` form of an edge (the inverse of :func:`parse_edge`)."""
+    spec = f"{edge.target}:{edge.partitions}:{edge.grouping.value}"
+    if edge.fields:
+        spec += ":" + ",".join(edge.fields)
+    return spec if edge.stream == "default" else f"{spec}@{edge.stream}"
+
+
 class SpoutSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_SPOUT_", frozen=True, extra="forbid")
 

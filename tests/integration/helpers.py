@@ -203,7 +203,7 @@ class ScriptedBolt:
     """
 
     def __init__(self, bootstrap: str, edge_topic: str, partitions: int, acker: str,
-                 n_ackers: int, rule: Callable[[Any, int], Any]) -> None:
+                 n_ackers: int, rule: Callable[[Any, int], Any], keep_values: bool = False) -> None:
         import threading
 
         self.bootstrap, self.acker, self.n_ackers, self.rule = bootstrap, acker, n_ackers, rule
@@ -213,6 +213,8 @@ class ScriptedBolt:
         self.seen: dict[Any, int] = {}
         self.acked: set[Any] = set()
         self.untracked = 0
+        self.keep_values = keep_values
+        self.values: list[tuple[Any, ...]] = []
         self._held: list[tuple[float, Any, list[AckerRecord]]] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -242,6 +244,8 @@ class ScriptedBolt:
                     continue
                 for t in decode_tuples(raw).tuples():
                     value = t.values[0]
+                    if self.keep_values:
+                        self.values.append(t.values)
                     with self._lock:
                         self.seen[value] = self.seen.get(value, 0) + 1
                     if not t.tracked:

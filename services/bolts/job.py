@@ -1,0 +1,117 @@
+"""Run a topology's bolts as Spark Structured Streaming queries (one query per bolt)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from squall.errors import ConfigError
+from squall.kafka import ensure_topics
+from squall.topics import acker_topic, dlq_topic
+from squall.topology import BoltSpec, TopologySpec
+
+log = logging.getLogger("squall.bolts")
+
+
+class BoltSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
+
+    topology_file: Path
+    components: tuple[str, ...] = ()
+
+    @field_validator("components", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    master: str = "local[*]"
+    checkpoint_dir: Path = Path(".squall/checkpoints")
+    max_rows_per_batch: int = Field(2_000, ge=1)
+    trigger_ms: int = Field(200, ge=0)
+    metrics_port: int = 0
+    metrics_host: str = "0.0.0.0"
+
+    def spec(self) -> TopologySpec:
+        try:
+            text = self.topology_file.read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read topology file {self.topology_file}: {e}") from None
+        return TopologySpec.from_text(text)
+
+
+def spark_session(master: str, app: str) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
+    from pyspark.sql import SparkSession
+
+    from services.bolts.sink import BoltSink
+    from services.bolts.source import EdgeSource
+
+    spark = (SparkSession.builder.master(master).appName(app)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.python.worker.reuse", "true")
+             .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(EdgeSource)
+    spark.dataSource.register(BoltSink)
+    return spark
+
+
+def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
+    topics = {dlq_topic(spec.name): 1}
+    if spec.ackers:
+        topics[acker_topic(spec.name)] = spec.ackers
+    for c in spec.components():
+        topics |= {e.topic: e.partitions for e in spec.edges_from(c.name)}
+    ensure_topics(bootstrap, topics, 30)
+
+
+def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings) -> Any:
+    reader = (spark.readStream.format("squall_edges")
+              .option("bootstrap", s.bootstrap_servers)
+              .option("topics", ",".join(spec.input_topics(bolt.name)))
+              .option("tasks", ",".join(str(t) for t in range(bolt.parallelism)))
+              .option("max_rows", str(s.max_rows_per_batch)).load())
+    return (reader.writeStream.format("squall_bolt")
+            .option("topology", spec.to_json()).option("component", bolt.name)
+            .option("bootstrap", s.bootstrap_servers)
+            .option("checkpointLocation", str(s.checkpoint_dir / spec.name / bolt.name))
+            .trigger(processingTime=f"{s.trigger_ms} milliseconds")
+            .queryName(f"{spec.name}.{bolt.name}").start())
+
+
+class BoltJob:
+    def __init__(self, settings: BoltSettings) -> None:
+        self.s = settings
+        self.spec = settings.spec()
+        names = settings.components or tuple(b.name for b in self.spec.bolts)
+        self.bolts = []
+        for n in names:
+            c = self.spec.component(n)
+            if not isinstance(c, BoltSpec):
+                raise ConfigError(f"component {n!r} is not a bolt")
+            self.bolts.append(c)
+
+    def run(self, stop: threading.Event) -> None:
+        ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        spark = spark_session(self.s.master, f"squall-{self.spec.name}")
+        queries = [start_bolt(spark, self.spec, b, self.s) for b in self.bolts]
+        log.info("bolt queries running: %s", [q.name for q in queries])
+        try:
+            while not stop.wait(0.5):
+                for q in queries:
+                    if not q.isActive:
+                        raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
+        finally:
+            for q in queries:
+                q.stop()
+            spark.stop()

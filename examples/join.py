@@ -30,3 +30,12 @@ class BatchTotal(Bolt):
             for x in self.buffer:
                 self.collector.ack(x)
             self.buffer = []
+
+
+class LogTotal(Bolt):
+    """Acks each total (the end of the trees)."""
+
+    outputs: ClassVar = {"default": ()}
+
+    def execute(self, t: Tuple) -> None:
+        self.collector.ack(t)

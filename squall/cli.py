@@ -90,6 +90,12 @@ def cmd_dev_smoke(args: argparse.Namespace) -> int:
     return 0 if report.completed == report.trees else 1
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from squall.launch import run
+
+    return run(Path(args.topology), args.bootstrap_servers, Path(args.workdir), args.master)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="squall",
@@ -125,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     stack_opts(sm)
     sm.add_argument("--trees", type=int, default=10_000, help="tuple trees to send")
     sm.set_defaults(func=cmd_dev_smoke)
+    rn = sub.add_parser("run", help="run a topology (JSON / YAML) as local processes")
+    rn.add_argument("topology", help="topology file, JSON or YAML")
+    rn.add_argument("--bootstrap-servers", default=None,
+                    help="Kafka to use (default: start the embedded stack)")
+    rn.add_argument("--workdir", default=".squall/run", help="logs and Spark checkpoints")
+    rn.add_argument("--master", default="local[*]", help="Spark master for the bolts")
+    rn.set_defaults(func=cmd_run)
+
     sub.add_parser("acker", help="run acker tasks (see: squall acker --help)", add_help=False)
     sub.add_parser("spout", help="run spout tasks (see: squall spout --help)", add_help=False)
     sub.add_parser("bolts", help="run bolts on Spark (see: squall bolts --help)", add_help=False)

@@ -1,0 +1,147 @@
+"""``squall run``: a whole topology as local processes, without the control plane.
+
+Starts (on a given broker, or on the embedded stack) the acker tasks, the
+spout tasks and the bolts' Spark job as child processes, shows progress, and
+on Ctrl-C / SIGTERM stops them in order: spouts first (they drain their trees
+in flight), then the bolts, then the ackers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
+from squall.errors import SquallError
+from squall.kafka import ensure_topics
+from squall.topology import TopologySpec
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    metrics_port: int
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
+    port = free_port()
+    log = logdir / f"{name}.log"
+    out = open(log, "ab")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--metrics-port", str(port)],
+                            stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+    return Child(name, proc, log, port)
+
+
+def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, workdir: Path,
+                   master: str = "local[*]") -> list[Child]:
+    """Acker, spouts and bolts of ``spec`` as child processes (not waiting for them)."""
+    from services.spout.settings import edge_flag
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    for s in spec.spouts:
+        ensure_topics(bootstrap, {t: s.parallelism for t in s.topics}, 30)
+    children = []
+    if spec.ackers:
+        children.append(_start("acker", "services.acker", [
+            "--topology", spec.name, "--tasks", ",".join(map(str, range(spec.ackers))),
+            "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap,
+            "--message-timeout-s", str(spec.message_timeout_s)], workdir))
+    if spec.bolts:
+        children.append(_start("bolts", "services.bolts", [
+            "--topology-file", str(topology_file), "--bootstrap-servers", bootstrap,
+            "--checkpoint-dir", str(workdir / "checkpoints"), "--master", master], workdir))
+    for s in spec.spouts:
+        edges = [a for e in spec.edges_from(s.name) for a in ("--edge", edge_flag(e))]
+        args = ["--topology", spec.name, "--component", s.name, "--topics", ",".join(s.topics),
+                "--tasks", ",".join(map(str, range(s.parallelism))),
+                "--num-tasks", str(s.parallelism), "--num-ackers", str(spec.ackers),
+                "--scheme", s.scheme, "--guarantee", spec.guarantee,
+                "--message-timeout-s", str(spec.message_timeout_s),
+                "--max-retries", str(spec.retry.max_retries if spec.retry.max_retries is not None
+                                     else 1_000_000),
+                "--retry-initial-ms", str(spec.retry.initial_delay_ms),
+                "--retry-max-ms", str(spec.retry.max_delay_ms),
+                "--bootstrap-servers", bootstrap, *edges]
+        if s.fields:
+            args += ["--fields", ",".join(s.fields)]
+        if spec.max_spout_pending:
+            args += ["--max-spout-pending", str(spec.max_spout_pending)]
+        children.append(_start(f"spout-{s.name}", "services.spout", args, workdir))
+    return children
+
+
+def stop_topology(children: list[Child], timeout_s: float = 30) -> None:
+    """Spouts first (they drain), then bolts, then ackers."""
+    order = sorted(children, key=lambda c: (0 if c.name.startswith("spout") else
+                                            1 if c.name == "bolts" else 2))
+    for c in order:
+        if c.alive():
+            c.proc.send_signal(signal.SIGTERM)
+            try:
+                c.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+                c.proc.wait(10)
+
+
+def spout_acked(children: list[Child]) -> float:
+    total = 0.0
+    for c in children:
+        if not c.name.startswith("spout"):
+            continue
+        with contextlib.suppress(OSError):
+            body = urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics",
+                                          timeout=2).read().decode()
+            total += sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+                         if line.startswith("squall_spout_acked_total{"))
+    return total
+
+
+@contextlib.contextmanager
+def broker(bootstrap: str | None, workdir: Path) -> Iterator[str]:
+    if bootstrap:
+        yield bootstrap
+        return
+    with EmbeddedStack(StackSettings(home=workdir / "stack")) as info:
+        yield info.bootstrap_servers
+
+
+def run(topology_file: Path, bootstrap: str | None, workdir: Path, master: str) -> int:
+    try:
+        spec = TopologySpec.from_text(topology_file.read_text())
+    except OSError as e:
+        raise SquallError(f"cannot read {topology_file}: {e}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with broker(bootstrap, workdir) as servers:
+        print(f"topology {spec.name!r} on {servers}; logs in {workdir}", file=sys.stderr)
+        children = start_topology(spec, topology_file.resolve(), servers, workdir, master)
+        try:
+            last = -1.0
+            while not stop.wait(2.0):
+                dead = [c for c in children if not c.alive()]
+                if dead:
+                    raise SquallError(f"{dead[0].name} exited; see {dead[0].log}")
+                acked = spout_acked(children)
+                if acked != last:
+                    print(f"\r{time.strftime('%H:%M:%S')}  source messages fully processed: "
+                          f"{acked:,.0f}", end="", file=sys.stderr, flush=True)
+                    last = acked
+        finally:
+            print("\nstopping: spouts drain, then bolts, then ackers", file=sys.stderr)
+            stop_topology(children)
+    return 0

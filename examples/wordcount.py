@@ -48,11 +48,32 @@ class WordCount(Bolt):
         self.collector.ack(t)
 
 
+class WordCountBatch(BatchBolt):
+    """The count, vectorized: running count per word across micro-batches."""
+
+    outputs: ClassVar = {"default": ("word", "count")}
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        super().prepare(conf, context)
+        self.counts: dict[str, int] = {}
+
+    def process(self, df: pd.DataFrame) -> pd.DataFrame:
+        words = df["word"].astype(str)
+        running = words.groupby(words).cumcount().to_numpy() + 1
+        prior = words.map(self.counts).fillna(0).to_numpy().astype("int64")
+        counts = prior + running
+        last = pd.Series(counts, index=words.to_numpy()).groupby(level=0).max()
+        self.counts.update({str(k): int(v) for k, v in last.items()})
+        return pd.DataFrame({"word": words.to_numpy(), "count": counts,
+                             PARENT: range(len(df))})
+
+
 def topology(name: str = "wordcount", source: str = "sentences", split_parallelism: int = 2,
              count_parallelism: int = 2, vectorized: bool = False) -> TopologySpec:
     b = TopologyBuilder()
     b.set_spout("sentences", source)
     b.set_bolt("split", SplitSentenceBatch if vectorized else SplitSentence,
                split_parallelism).shuffle_grouping("sentences")
-    b.set_bolt("count", WordCount, count_parallelism).fields_grouping("split", ["word"])
+    b.set_bolt("count", WordCountBatch if vectorized else WordCount,
+               count_parallelism).fields_grouping("split", ["word"])
     return b.build(name, ackers=2, message_timeout_s=30)

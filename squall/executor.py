@@ -12,20 +12,24 @@ component's last error; it never stops the job.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from squall.bolt import PARENT, BatchBolt, Bolt, OutputCollector, TaskContext
 from squall.errors import TopologyError
 from squall.grouping import Edge, Grouping, Router
-from squall.ids import new_id
-from squall.records import AckerRecord
+from squall.ids import IdBatcher, new_id
+from squall.records import AckerBatch, AckerRecord, RecordKind
 from squall.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
-from squall.wire import RESERVED, TupleBatch
+from squall.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
 log = logging.getLogger("squall.executor")
 
@@ -33,7 +37,9 @@ log = logging.getLogger("squall.executor")
 @dataclass
 class ExecResult:
     outputs: list[tuple[str, int, TupleBatch]] = field(default_factory=list)
-    acks: list[AckerRecord] = field(default_factory=list)
+    records: list[AckerRecord] = field(default_factory=list)
+    #: the acker records of the micro-batch, XOR-coalesced per root
+    acks: AckerBatch = field(default_factory=AckerBatch.empty)
     errors: list[str] = field(default_factory=list)
     executed: int = 0
     emitted: int = 0
@@ -59,6 +65,7 @@ class BoltExecutor:
         self.context = context
         self.outputs = {s: tuple(f) for s, f in bolt.outputs.items()}
         self._anch = Anchoring(ids)
+        self._batch_ids = IdBatcher()
         self._edges: dict[str, list[_EdgeBuffer]] = {}
         for e in edges:
             fields = self.outputs.get(e.stream)
@@ -104,16 +111,16 @@ class BoltExecutor:
 
     def ack(self, t: Tuple) -> None:
         if not t.settled:
-            self._result.acks += self._anch.ack(t)
+            self._result.records += self._anch.ack(t)
             self._result.acked += 1
 
     def fail(self, t: Tuple) -> None:
         if not t.settled:
-            self._result.acks += self._anch.fail(t)
+            self._result.records += self._anch.fail(t)
             self._result.failed += 1
 
     def reset_timeout(self, t: Tuple) -> None:
-        self._result.acks += self._anch.reset_timeout(t)
+        self._result.records += self._anch.reset_timeout(t)
 
     def report_error(self, error: BaseException | str) -> None:
         self._result.errors.append(_describe(error))
@@ -122,6 +129,9 @@ class BoltExecutor:
 
     def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
         self._result = ExecResult()
+        if isinstance(self.bolt, BatchBolt) and batches and all(_single_anchored(b)
+                                                                 for b in batches):
+            return self._run_vectorized(self.bolt, batches)
         tuples = [t for b in batches for t in b.tuples()]
         if isinstance(self.bolt, Bolt):
             for t in tuples:
@@ -188,8 +198,110 @@ class BoltExecutor:
                         cols, [b.anchors[i] for i in idx], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task)))
                 b.rows, b.anchors, b.parts = [], [], []
-        res.acks = coalesce(res.acks)
+        res.acks = AckerBatch.from_records(coalesce(res.records), _now_ms())
         return res
+
+    def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch]) -> ExecResult:
+        """A batch bolt over inputs with one anchor each: no Python work per row.
+
+        Each output row gets a fresh edge id per target copy; the edge is XORed
+        into its parent's ack value (``np.bitwise_xor.at``) and becomes the
+        child's anchor; then every input is acked and the acks are coalesced
+        per root with one sort.
+        """
+        res = self._result
+        roots = np.concatenate([b.data.column(ROOTS_COL).flatten().to_numpy() for b in batches])
+        ids = np.concatenate([b.data.column(IDS_COL).flatten().to_numpy() for b in batches])
+        n = len(roots)
+        res.executed = n
+        frames = [b.data.drop_columns([c for c in b.data.schema.names if c in RESERVED])
+                  .to_pandas().assign(__stream=b.stream, __source=b.source) for b in batches]
+        df = pd.concat(frames, ignore_index=True)
+        now = _now_ms()
+        try:
+            out = bolt.process(df)
+            if PARENT not in out.columns:
+                raise TopologyError(f"a batch bolt's output needs a {PARENT!r} column")
+            parents = out[PARENT].to_numpy(np.int64)
+            if parents.size and (parents.min() < 0 or parents.max() >= n):
+                raise TopologyError(f"{PARENT} names a row outside 0..{n - 1}")
+            streams = out["__stream"].to_numpy() if "__stream" in out.columns else None
+            ack_vals = ids.copy()
+            for stream, fields in self.outputs.items():
+                sel = np.flatnonzero(streams == stream) if streams is not None else \
+                    (np.arange(len(out)) if stream == DEFAULT_STREAM else np.empty(0, np.int64))
+                if not sel.size or stream not in self._edges:
+                    continue
+                missing = [f for f in fields if f not in out.columns]
+                if missing:
+                    raise TopologyError(f"batch bolt output lacks declared fields {missing}")
+                cols = {f: pa.array(out[f].to_numpy()[sel]) for f in fields}
+                rows = list(zip(*[c.to_pylist() for c in cols.values()], strict=True)) \
+                    if any(b.edge.grouping is Grouping.FIELDS for b in self._edges[stream]) \
+                    else [()] * sel.size
+                par = parents[sel]
+                res.emitted += int(sel.size)
+                for buf in self._edges[stream]:
+                    self._emit_vectorized(buf, cols, rows, par, roots, ack_vals, res)
+        except Exception as e:
+            self.report_error(e)
+            res.failed = n
+            fr = np.unique(roots)
+            res.acks = AckerBatch(fr, np.zeros(fr.size, np.uint64),
+                                  np.full(fr.size, RecordKind.FAIL, np.uint8),
+                                  np.zeros(fr.size, np.uint16), np.full(fr.size, now, np.int64))
+            return res
+        res.acked = n
+        res.acks = _coalesced_acks(roots, ack_vals, now)
+        return res
+
+    def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
+                         rows: list[tuple[Any, ...]], parents: npt.NDArray[np.int64],
+                         roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
+                         res: ExecResult) -> None:
+        e = buf.edge
+        m = parents.size
+        if e.grouping is Grouping.ALL:
+            idx = np.repeat(np.arange(m), e.partitions)
+            parts = np.tile(np.arange(e.partitions), m)
+        elif e.grouping is Grouping.DIRECT:
+            raise TopologyError(f"a batch bolt cannot emit direct to {e.target!r}")
+        else:
+            idx = np.arange(m)
+            parts = buf.router.route(rows) if rows and rows[0] else \
+                buf.router.route([()] * m)
+        edge_ids = self._batch_ids.ids(idx.size)
+        np.bitwise_xor.at(ack_vals, parents[idx], edge_ids)
+        child_roots = roots[parents[idx]]
+        for p in np.unique(parts).tolist():
+            s = np.flatnonzero(parts == p)
+            take = pa.array(idx[s])
+            res.outputs.append((e.topic, p, TupleBatch.single_anchored(
+                {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
+                stream=e.stream, source=self.context.component, source_task=self.context.task)))
+
+
+def _single_anchored(b: TupleBatch) -> bool:
+    roots = b.data.column(ROOTS_COL)
+    return len(roots) > 0 and pc.all(pc.equal(pc.list_value_length(roots), 1)).as_py() is True
+
+
+def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
+                    now: int) -> AckerBatch:
+    order = np.argsort(roots, kind="stable")
+    sr = roots[order]
+    first = np.empty(sr.size, np.bool_)
+    first[:1] = True
+    np.not_equal(sr[1:], sr[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    ur = sr[starts]
+    return AckerBatch(ur, np.bitwise_xor.reduceat(vals[order], starts),
+                      np.full(ur.size, RecordKind.ACK, np.uint8), np.zeros(ur.size, np.uint16),
+                      np.full(ur.size, now, np.int64))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _describe(error: BaseException | str) -> str:

@@ -35,7 +35,7 @@ def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 
                   quiet: bool = False) -> None:
     """Create ``{topic: partitions}``; topics that exist already are fine."""
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined,unused-ignore]
 
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000}
     if quiet:

@@ -93,8 +93,8 @@ class BoltWriter(DataSourceStreamArrowWriter):
             res = ex.run(batches)
             for topic, part, out in res.outputs:
                 _produce(producer, topic, encode_tuples(out), part)
-            if res.acks and spec.ackers:
-                ab = AckerBatch.from_records(res.acks, int(time.time() * 1000))
+            if len(res.acks) and spec.ackers:
+                ab = res.acks
                 owner = acker_partitions(ab.roots, spec.ackers)
                 for p in np.unique(owner).tolist():
                     sel = owner == p

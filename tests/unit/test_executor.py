@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from examples.join import BatchTotal
-from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount
+from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount, WordCountBatch
 from squall.bolt import BasicBolt, Bolt, TaskContext
 from squall.executor import BoltExecutor, ExecResult
 from squall.grouping import Edge, Grouping
@@ -44,7 +44,9 @@ class Harness:
         return roots, TupleBatch.from_tuples(tuples, ("str",), source="sentences")
 
     def send(self, records: Any) -> None:
-        res = self.ledger.apply(AckerBatch.from_records(list(records), 0), 0)
+        batch = records if isinstance(records, AckerBatch) else \
+            AckerBatch.from_records(list(records), 0)
+        res = self.ledger.apply(batch, 0)
         self.decided.update(res.by_root())
 
 
@@ -53,11 +55,13 @@ def through(batches: list[TupleBatch]) -> list[TupleBatch]:
     return [decode_tuples(encode_tuples(b)) for b in batches]
 
 
-@pytest.mark.parametrize("split_cls", [SplitSentence, SplitSentenceBatch])
-def test_word_count_trees_complete_and_words_land_on_their_partition(split_cls: type) -> None:
+@pytest.mark.parametrize(("split_cls", "count_cls"), [(SplitSentence, WordCount),
+                                                      (SplitSentenceBatch, WordCountBatch)])
+def test_word_count_trees_complete_and_words_land_on_their_partition(
+        split_cls: type, count_cls: type) -> None:
     h = Harness()
     split = BoltExecutor(split_cls(), ctx("split"), [SPLIT_TO_COUNT], ids=h.ids)
-    count = BoltExecutor(WordCount(), ctx("count"), [], ids=h.ids)
+    count = BoltExecutor(count_cls(), ctx("count"), [], ids=h.ids)
     roots, batch = h.spout(["the cow jumped over the moon", "an apple a day", "the end"])
     out = split.run(through([batch]))
     assert out.errors == []
@@ -74,6 +78,10 @@ def test_word_count_trees_complete_and_words_land_on_their_partition(split_cls: 
     h.send(counted.acks)
     assert h.decided == {r: Outcome.ACKED for r in roots}
     assert count.bolt.counts["the"] == 3  # type: ignore[union-attr]
+    again = split.run(through([h.spout(["the the"])[1]]))
+    more = count.run(through([b for _, _, b in again.outputs]))
+    assert count.bolt.counts["the"] == 5  # type: ignore[union-attr]  # state across batches
+    assert more.acked == 2
 
 
 class Explodes(BasicBolt):
@@ -147,3 +155,21 @@ def test_named_streams_all_grouping_and_unanchored_emits() -> None:
     for t in [*tracked, *err.tuples()]:
         h.send(Anchoring(h.ids).ack(t))
     assert h.decided == {r: Outcome.ACKED for r in roots}
+
+
+def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
+    from squall.bolt import BatchBolt
+
+    class Broken(BatchBolt):
+        outputs: ClassVar = {"default": ("word",)}
+
+        def process(self, df: Any) -> Any:
+            raise KeyError("no such column")
+
+    h = Harness()
+    ex = BoltExecutor(Broken(), ctx("b"), [], ids=h.ids)
+    roots, batch = h.spout(["a", "b"])
+    res = ex.run(through([batch]))
+    h.send(res.acks)
+    assert h.decided == {r: Outcome.FAILED for r in roots}
+    assert res.errors == ["KeyError: 'no such column'"]

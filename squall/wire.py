@@ -166,6 +166,24 @@ def encode_tuples(batch: TupleBatch) -> bytes:
     return bytes(sink.getvalue())
 
 
+#: Encoded messages stay under Kafka's default 1 MiB message size.
+MAX_MESSAGE_BYTES = 900_000
+MAX_ACKER_RECORDS = 40_000  # 19 bytes each
+
+
+def encode_tuples_chunked(batch: TupleBatch, max_bytes: int = MAX_MESSAGE_BYTES) -> list[bytes]:
+    """One or more messages, each under ``max_bytes`` (split by rows; a single huge row is
+    sent alone and left to the broker to judge)."""
+    raw = encode_tuples(batch)
+    n = len(batch)
+    if len(raw) <= max_bytes or n <= 1:
+        return [raw]
+    half = n // 2
+    parts = (TupleBatch(batch.data.slice(0, half), batch.stream, batch.source, batch.source_task),
+             TupleBatch(batch.data.slice(half), batch.stream, batch.source, batch.source_task))
+    return [m for p in parts for m in encode_tuples_chunked(p, max_bytes)]
+
+
 def decode_tuples(payload: bytes) -> TupleBatch:
     try:
         reader = pa.ipc.open_stream(pa.py_buffer(payload))
@@ -225,6 +243,18 @@ def _header(payload: bytes, magic: bytes, row: int, what: str) -> tuple[int, int
             f"{what}: {len(payload)} bytes for {n} records, expected {want}"
         )
     return n, ts_ms
+
+
+def encode_acker_batches(batch: AckerBatch, ts_ms: int,
+                         max_records: int = MAX_ACKER_RECORDS) -> list[bytes]:
+    """Acker records as messages of at most ``max_records`` each."""
+    out = []
+    for lo in range(0, max(len(batch), 1), max_records):
+        hi = lo + max_records
+        out.append(encode_acker_batch(AckerBatch(
+            batch.roots[lo:hi], batch.values[lo:hi], batch.kinds[lo:hi], batch.tasks[lo:hi],
+            batch.ts_ms[lo:hi]), ts_ms))
+    return out
 
 
 def decode_acker_batch(payload: bytes) -> AckerBatch:

@@ -30,7 +30,12 @@ from squall.ids import acker_partitions
 from squall.records import AckerBatch
 from squall.topics import acker_topic, dlq_topic
 from squall.topology import BoltSpec, TopologySpec
-from squall.wire import DeadLetter, decode_tuples, encode_acker_batch, encode_tuples
+from squall.wire import (
+    DeadLetter,
+    decode_tuples,
+    encode_acker_batches,
+    encode_tuples_chunked,
+)
 
 log = logging.getLogger("squall.bolts")
 
@@ -92,7 +97,8 @@ class BoltWriter(DataSourceStreamArrowWriter):
             ex = _executor(spec, bolt, task)
             res = ex.run(batches)
             for topic, part, out in res.outputs:
-                _produce(producer, topic, encode_tuples(out), part)
+                for raw_out in encode_tuples_chunked(out):
+                    _produce(producer, topic, raw_out, part)
             if len(res.acks) and spec.ackers:
                 ab = res.acks
                 owner = acker_partitions(ab.roots, spec.ackers)
@@ -100,8 +106,8 @@ class BoltWriter(DataSourceStreamArrowWriter):
                     sel = owner == p
                     part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
                                             ab.tasks[sel], ab.ts_ms[sel])
-                    _produce(producer, acker_topic(spec.name),
-                             encode_acker_batch(part_batch, int(part_batch.ts_ms[0])), p)
+                    for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
+                        _produce(producer, acker_topic(spec.name), raw_acks, p)
             report.executed, report.emitted = res.executed, res.emitted
             report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
         left = producer.flush(60)

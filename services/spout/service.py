@@ -33,9 +33,9 @@ from squall.wire import (
     DeadLetter,
     decode_results,
     decode_salt_marker,
-    encode_acker_batch,
+    encode_acker_batches,
     encode_salt_marker,
-    encode_tuples,
+    encode_tuples_chunked,
 )
 
 log = logging.getLogger("squall.spout")
@@ -244,15 +244,16 @@ class SpoutService:
         if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
             self._commit([task])  # commit before emit: a crash loses, never repeats
         for topic, part, batch in e.tuples:
-            produce(self.producer, topic, encode_tuples(batch), partition=part)
+            for raw in encode_tuples_chunked(batch):
+                produce(self.producer, topic, raw, partition=part)
         if len(e.inits):
             owner = acker_partitions(e.inits.roots, self.s.num_ackers)
             for p in np.unique(owner).tolist():
                 sel = owner == p
                 b = AckerBatch(e.inits.roots[sel], e.inits.values[sel], e.inits.kinds[sel],
                                e.inits.tasks[sel], e.inits.ts_ms[sel])
-                produce(self.producer, self.acker, encode_acker_batch(b, int(b.ts_ms[0])),
-                        partition=p)
+                for raw in encode_acker_batches(b, int(b.ts_ms[0])):
+                    produce(self.producer, self.acker, raw, partition=p)
         for letter in e.letters:
             m.bad.labels(*lab).inc()
             self._dead_letter(task, letter)

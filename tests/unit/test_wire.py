@@ -153,3 +153,17 @@ def test_acker_batch_decode_is_zero_copy_sized() -> None:
     raw = encode_acker_batch(AckerBatch.from_records(recs, 0), 0)
     assert len(raw) == 24 + 19 * 1000
     assert np.array_equal(decode_acker_batch(raw).roots, np.arange(1, 1001, dtype=np.uint64))
+
+
+def test_large_batches_are_split_under_the_message_size() -> None:
+    from squall.wire import encode_acker_batches, encode_tuples_chunked
+
+    rows = 50_000
+    batch = TupleBatch.from_columns({"w": ["x" * 30] * rows}, [{1: 2}] * rows)
+    chunks = encode_tuples_chunked(batch, max_bytes=200_000)
+    assert len(chunks) > 1
+    assert all(len(c) <= 200_000 for c in chunks)
+    assert sum(len(decode_tuples(c)) for c in chunks) == rows
+    recs = AckerBatch.from_records([AckerRecord(RecordKind.ACK, i + 1, i) for i in range(100)], 0)
+    msgs = encode_acker_batches(recs, 0, max_records=30)
+    assert [len(decode_acker_batch(m)) for m in msgs] == [30, 30, 30, 10]

@@ -1,0 +1,272 @@
+"""Word count end to end, fully tracked: sentences/s and complete latency, vs Quix Streams.
+
+Squall: the vectorized word count (split and count as batch bolts on Spark
+``local[2]``), a real spout and acker; 10-word sentences over a 1,000-word
+vocabulary. Throughput: N sentences produced as fast as possible, timed until
+every offset is committed (every tree complete). Latency: sentences paced at
+half that rate; p50 / p99 of the spout's complete-latency histogram (emit to
+ack), interpolated within buckets.
+
+Baseline in the same run, on the same broker: the same word count in Quix
+Streams with at-least-once processing, timed until its consumer group has
+committed every input offset. (Quix's topic manager wants ``retention.ms``,
+which Tansu does not report; the benchmark fills it in.)
+
+Last line: ``{"sentences_per_s", "complete_latency_p50_s", "complete_latency_p99_s",
+"baseline_sentences_per_s", ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from examples.wordcount import topology
+from services.spout.settings import edge_flag
+from squall.dev.stack import EmbeddedStack, StackSettings, free_port
+from squall.kafka import ensure_topics
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = 2
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def make_sentences(n: int, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    vocab = [f"w{i:03d}" for i in range(1000)]
+    return [" ".join(rng.choices(vocab, k=10)).encode() for _ in range(n)]
+
+
+def produce(bootstrap: str, topic: str, lines: list[bytes], rate: float | None = None) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1 << 20,
+                  "queue.buffering.max.messages": 1_000_000})
+    t0 = time.perf_counter()
+    for i, line in enumerate(lines):
+        if rate and i % 100 == 0:
+            ahead = i / rate - (time.perf_counter() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+        while True:
+            try:
+                p.produce(topic, line, partition=i % PARTS)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0
+
+
+def committed(c: Consumer, topic: str) -> int:
+    return sum(max(tp.offset, 0) for tp in
+               c.committed([TopicPartition(topic, p) for p in range(PARTS)], timeout=10))
+
+
+def wait_committed(c: Consumer, topic: str, n: int, timeout_s: float = 600) -> float:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if committed(c, topic) >= n:
+            return time.perf_counter()
+        time.sleep(0.05)
+    raise RuntimeError(f"only {committed(c, topic)} of {n} committed on {topic}")
+
+
+def histogram(port: int, name: str) -> list[tuple[float, float]]:
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = []
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            if s.name == f"{name}_bucket":
+                out.append((float(s.labels["le"]), s.value))
+    return sorted(out)
+
+
+def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]],
+             q: float) -> float:
+    """Quantile of the observations between two scrapes of a cumulative histogram."""
+    b = dict(before)
+    cum = [(le, c - b.get(le, 0.0)) for le, c in after]
+    total = cum[-1][1]
+    if total <= 0:
+        return float("nan")
+    target, prev_le, prev_c = q * total, 0.0, 0.0
+    for le, c in cum:
+        if c >= target:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (target - prev_c) / max(c - prev_c, 1e-9)
+        prev_le, prev_c = le, c
+    return prev_le
+
+
+def run_squall(b: str, tmp: Path, n: int, warm: int) -> dict[str, float]:
+    name = f"wc{uuid.uuid4().hex[:6]}"
+    src = f"sentences-{name}"
+    spec = topology(name=name, source=src, vectorized=True)
+    (tmp / f"{name}.json").write_text(spec.to_json())
+    ensure_topics(b, {src: PARTS})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
+    port = free_port()
+    procs = []
+
+    def start(tag: str, args: list[str]) -> None:
+        procs.append(subprocess.Popen([sys.executable, "-m", *args], env=env,
+                                      stdout=open(tmp / f"{tag}.log", "wb"),  # noqa: SIM115
+                                      stderr=subprocess.STDOUT))
+
+    start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
+                    "--bootstrap-servers", b, "--message-timeout-s", "60"])
+    start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
+                    "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
+                    "--master", "local[2]", "--trigger-ms", "50", "--max-rows-per-batch", "50"])
+    edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]
+    start("spout", ["services.spout", "--topology", name, "--component", "sentences",
+                    "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
+                    *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
+                    "--message-timeout-s", "60", "--max-spout-pending", "50000",
+                    "--commit-interval-s", "0.25"])
+    watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{name}.sentences",
+                      "enable.auto.commit": False})
+    try:
+        say("squall: warming up (Spark start, first micro-batches) ...")
+        produce(b, src, make_sentences(warm, 1))
+        wait_committed(watch, src, warm)
+        lines = make_sentences(n, 2)
+        say(f"squall: {n:,} sentences as fast as possible ...")
+        t0 = time.perf_counter()
+        produce(b, src, lines)
+        t1 = wait_committed(watch, src, warm + n)
+        rate = n / (t1 - t0)
+        say(f"squall: {rate:,.0f} sentences/s")
+        paced = max(int(rate / 2 * 15), 1000)
+        say(f"squall: {paced:,} sentences at {rate / 2:,.0f}/s for the latency ...")
+        before = histogram(port, "squall_spout_complete_latency_seconds")
+        produce(b, src, make_sentences(paced, 3), rate=rate / 2)
+        wait_committed(watch, src, warm + n + paced)
+        after = histogram(port, "squall_spout_complete_latency_seconds")
+        return {"sentences_per_s": rate, "p50": quantile(before, after, 0.5),
+                "p99": quantile(before, after, 0.99)}
+    finally:
+        watch.close()
+        for pr in procs:
+            pr.send_signal(signal.SIGTERM)
+        for pr in procs:
+            try:
+                pr.wait(60)
+            except subprocess.TimeoutExpired:
+                pr.kill()
+
+
+QUIX_APP = r'''
+import sys
+from quixstreams import Application
+from quixstreams.models.topics import TopicAdmin
+
+# Tansu does not report retention.ms; Quix's topic manager insists on it.
+_inspect = TopicAdmin.inspect_topics
+def inspect_topics(self, topic_names, timeout=None):
+    found = _inspect(self, topic_names, timeout=timeout)
+    for cfg in found.values():
+        if cfg is not None:
+            cfg.extra_config.setdefault("retention.ms", "604800000")
+            cfg.extra_config.setdefault("retention.bytes", "-1")
+    return found
+TopicAdmin.inspect_topics = inspect_topics
+
+bootstrap, src, out, group = sys.argv[1:5]
+app = Application(broker_address=bootstrap, consumer_group=group,
+                  processing_guarantee="at-least-once", auto_offset_reset="earliest")
+sdf = app.dataframe(app.topic(src, value_deserializer="bytes", key_deserializer="bytes"))
+sdf = sdf.apply(lambda s: [w for w in s.decode().split()], expand=True)
+sdf = sdf.group_by(lambda w: w, name="word", key_serializer="str")
+
+def count(word, state):
+    n = state.get("n", 0) + 1
+    state.set("n", n)
+    return {"word": word, "count": n}
+
+sdf = sdf.apply(count, stateful=True)
+sdf.to_topic(app.topic(out, value_serializer="json"))
+app.run()
+'''
+
+
+def run_quix(b: str, tmp: Path, n: int) -> float:
+    try:
+        import quixstreams  # noqa: F401
+    except ImportError:
+        say("quix: not installed (pip install -e '.[bench]'); no baseline")
+        return float("nan")
+    tag = uuid.uuid4().hex[:6]
+    src, out, group = f"qsrc-{tag}", f"qout-{tag}", f"quix-{tag}"
+    ensure_topics(b, {src: PARTS, out: PARTS})
+    lines = make_sentences(n, 2)
+    produce(b, src, lines)
+    script = tmp / "quix_app.py"
+    script.write_text(QUIX_APP)
+    watch = Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False})
+    say(f"quix: {n:,} sentences, at-least-once ...")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(script), b, src, out, group],
+                            stdout=open(tmp / "quix.log", "wb"),  # noqa: SIM115
+                            stderr=subprocess.STDOUT, cwd=tmp)
+    try:
+        deadline = time.monotonic() + 600
+        while committed(watch, src) < n:
+            if proc.poll() is not None:
+                raise RuntimeError("quix exited:\n" + (tmp / "quix.log").read_text()[-2000:])
+            if time.monotonic() > deadline:
+                raise RuntimeError("quix did not finish in 600 s")
+            time.sleep(0.05)
+        rate = n / (time.perf_counter() - t0)
+        say(f"quix: {rate:,.0f} sentences/s (start-up included)")
+        return rate
+    finally:
+        watch.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sentences", type=int, default=100_000)
+    ap.add_argument("--warmup", type=int, default=5_000)
+    ap.add_argument("--baseline-sentences", type=int, default=30_000)
+    ap.add_argument("--skip-baseline", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmpdir, \
+            EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
+        tmp = Path(tmpdir)
+        sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup)
+        base = float("nan") if args.skip_baseline else \
+            run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
+    print(json.dumps({
+        "sentences_per_s": round(sq["sentences_per_s"]),
+        "complete_latency_p50_s": round(sq["p50"], 3),
+        "complete_latency_p99_s": round(sq["p99"], 3),
+        "baseline_sentences_per_s": None if base != base else round(base),
+        "sentences": args.sentences,
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.ledger import make_records
-from squall.dev.stack import EmbeddedStack, StackSettings, free_port
+from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.kafka import ensure_topics
 from squall.ledger import Ledger
 from squall.records import AckerBatch
@@ -118,7 +118,7 @@ def run_ackers(bootstrap: str, topo: str, n_proc: int, payloads: list[tuple[int,
              "--num-ackers", str(n_proc), "--bootstrap-servers", bootstrap,
              "--metrics-port", str(port), "--message-timeout-s", "300"],
             stdout=open(logdir / f"acker-{topo}-{i}.log", "wb"),  # noqa: SIM115 - the child owns it
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
             env=env))
     trees = 0
     try:

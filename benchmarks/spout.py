@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.dev.stack import EmbeddedStack, StackSettings, free_port
+from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.kafka import ensure_topics
 from squall.records import AckerBatch, RecordKind
 from squall.topics import acker_topic, edge_topic
@@ -170,7 +170,8 @@ def main() -> None:
         acker = subprocess.Popen(
             [sys.executable, "-m", "services.acker", "--topology", topo, "--tasks", "0",
              "--num-ackers", "1", "--bootstrap-servers", b, "--message-timeout-s", "120"],
-            env=env, stdout=open(logs / "acker.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+            env=env, stdout=open(logs / "acker.log", "wb"),  # noqa: SIM115
+            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         stop = threading.Event()
         errors: list[BaseException] = []
         bolt = threading.Thread(target=auto_ack_bolt, args=(b, edge, 2, acker_topic(topo), 1,
@@ -187,7 +188,8 @@ def main() -> None:
              "--max-uncommitted-offsets", str(max(n, 1)), "--commit-interval-s",
              str(args.commit_interval_s),
              "--message-timeout-s", "120"],
-            env=env, stdout=open(logs / "spout.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+            env=env, stdout=open(logs / "spout.log", "wb"),  # noqa: SIM115
+            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         watcher = Consumer({"bootstrap.servers": b, "group.id": f"squall.{topo}.spout",
                             "enable.auto.commit": False})
         try:

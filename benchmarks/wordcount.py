@@ -36,7 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from examples.wordcount import topology
 from services.spout.settings import edge_flag
-from squall.dev.stack import EmbeddedStack, StackSettings, free_port
+from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.kafka import ensure_topics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def run_squall(b: str, tmp: Path, n: int, warm: int) -> dict[str, float]:
     def start(tag: str, args: list[str]) -> None:
         procs.append(subprocess.Popen([sys.executable, "-m", *args], env=env,
                                       stdout=open(tmp / f"{tag}.log", "wb"),  # noqa: SIM115
-                                      stderr=subprocess.STDOUT))
+                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent))
 
     start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
                     "--bootstrap-servers", b, "--message-timeout-s", "60"])
@@ -225,7 +225,7 @@ def run_quix(b: str, tmp: Path, n: int) -> float:
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(script), b, src, out, group],
                             stdout=open(tmp / "quix.log", "wb"),  # noqa: SIM115
-                            stderr=subprocess.STDOUT, cwd=tmp)
+                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=tmp)
     try:
         deadline = time.monotonic() + 600
         while committed(watch, src) < n:

@@ -194,7 +194,7 @@ app = Application(broker_address=bootstrap, consumer_group=group,
                   processing_guarantee="at-least-once", auto_offset_reset="earliest")
 sdf = app.dataframe(app.topic(src, value_deserializer="bytes", key_deserializer="bytes"))
 sdf = sdf.apply(lambda s: [w for w in s.decode().split()], expand=True)
-sdf = sdf.group_by(lambda w: w, name="word", key_serializer="str")
+sdf = sdf.group_by(lambda w: w, name="word")
 
 def count(word, state):
     n = state.get("n", 0) + 1

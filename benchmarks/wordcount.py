@@ -115,7 +115,7 @@ def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]]
     return prev_le
 
 
-def run_squall(b: str, tmp: Path, n: int, warm: int) -> dict[str, float]:
+def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str, float]:
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = topology(name=name, source=src, vectorized=True)
@@ -134,7 +134,8 @@ def run_squall(b: str, tmp: Path, n: int, warm: int) -> dict[str, float]:
                     "--bootstrap-servers", b, "--message-timeout-s", "60"])
     start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
                     "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
-                    "--master", "local[2]", "--trigger-ms", "50", "--max-rows-per-batch", "50"])
+                    "--master", "local[2]", "--trigger-ms", "50",
+                    "--max-rows-per-batch", str(max_rows)])
     edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]
     start("spout", ["services.spout", "--topology", name, "--component", "sentences",
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
@@ -252,11 +253,14 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5_000)
     ap.add_argument("--baseline-sentences", type=int, default=30_000)
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--max-rows-per-batch", type=int, default=50,
+                    help="edge messages per bolt micro-batch")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
-        sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup)
+        sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
+                        args.max_rows_per_batch)
         base = float("nan") if args.skip_baseline else \
             run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     print(json.dumps({

@@ -1,12 +1,41 @@
-"""Bolts that misbehave on purpose, to show (and test) replay and timeouts."""
+"""Bolts that misbehave on purpose, to show (and test) replay and timeouts.
+
+Each misbehaves once per sentence. Spark may run a task in a different Python
+worker from one micro-batch to the next, so "once" is remembered in
+``conf["state_dir"]`` (a marker file per sentence, created atomically) when
+given, else in memory.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from squall.bolt import BasicBolt, Bolt
 from squall.tuples import Tuple
+
+
+class _Once:
+    def __init__(self, conf: Any) -> None:
+        self.dir = Path(conf["state_dir"]) if conf.get("state_dir") else None
+        self.seen: set[str] = set()
+        if self.dir:
+            self.dir.mkdir(parents=True, exist_ok=True)
+
+    def first_time(self, text: str) -> bool:
+        if self.dir is None:
+            new = text not in self.seen
+            self.seen.add(text)
+            return new
+        marker = self.dir / hashlib.sha1(text.encode()).hexdigest()
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
 
 
 class FailEveryKth(BasicBolt):
@@ -17,13 +46,12 @@ class FailEveryKth(BasicBolt):
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         super().prepare(conf, context, collector)
         self.k = int(conf.get("k", 5))
-        self.seen: set[str] = set()
+        self.once = _Once(conf)
 
     def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
         text = str(t[0])
         n = int(text.split()[-1])
-        if n % self.k == 0 and text not in self.seen:
-            self.seen.add(text)
+        if n % self.k == 0 and self.once.first_time(text):
             raise RuntimeError(f"sentence {n} fails once")
         return [(w,) for w in text.split()]
 
@@ -36,13 +64,12 @@ class ForgetEveryKth(Bolt):
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         super().prepare(conf, context, collector)
         self.k = int(conf.get("k", 5))
-        self.seen: set[str] = set()
+        self.once = _Once(conf)
 
     def execute(self, t: Tuple) -> None:
         text = str(t[0])
         n = int(text.split()[-1])
-        if n % self.k == 0 and text not in self.seen:
-            self.seen.add(text)
+        if n % self.k == 0 and self.once.first_time(text):
             return  # neither acked nor failed: the acker times the tree out
         for w in text.split():
             self.collector.emit((w,), t)

@@ -32,10 +32,11 @@ SOURCE_PARTS = 2
 
 
 def word_count(name: str, source: str, split: type = SplitSentence, timeout_s: float = 30,
-               k: int = 5) -> TopologySpec:
+               k: int = 5, state_dir: str = "") -> TopologySpec:
     b = TopologyBuilder()
     b.set_spout("sentences", source)
-    b.set_bolt("split", split, 2, config={"k": k}).shuffle_grouping("sentences")
+    b.set_bolt("split", split, 2, config={"k": k, "state_dir": state_dir}
+               ).shuffle_grouping("sentences")
     b.set_bolt("count", WordCount, 2).fields_grouping("split", ["word"])
     # "report" is played by the test (a scripted bolt), so the counts can be read.
     b.set_bolt("report", "examples.wordcount:WordCount", 1,
@@ -94,12 +95,15 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
 
 def test_word_count_completes_every_tree_and_counts_every_word(run: Run) -> None:
     lines = sentences(400)
-    with run.acker.start(), run.report() as report, run.bolts() as bolts, run.spout.start() as sp:
+    with run.acker.start(), run.report() as report, run.bolts() as bolts:
+        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
+                 120, "the bolt queries")
         produce_source(run.bootstrap, run.source, lines, SOURCE_PARTS)
-        wait_for(lambda: run.committed() >= len(lines) or not bolts.alive(), 240,
-                 "every sentence committed")
-        assert bolts.alive(), bolts.log_tail()
-        m = sp.metrics()
+        with run.spout.start() as sp:
+            wait_for(lambda: run.committed() >= len(lines) or not bolts.alive(), 240,
+                     "every sentence committed")
+            assert bolts.alive(), bolts.log_tail()
+            m = sp.metrics()
     lab = f"component=sentences,topology={run.spec.name}"
     assert m[f"squall_spout_acked_total{{{lab}}}"] >= len(lines)
     replays = m[f"squall_spout_replayed_total{{{lab}}}"]
@@ -108,7 +112,8 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run) -> None
     want = expected_counts(lines)
     assert set(seen) == set(want)
     assert all(seen[w] >= want[w] for w in want)
-    assert sum(seen.values()) <= sum(want.values()) + 10 * replays
+    words_per_sentence = max(len(line.split()) for line in lines)
+    assert sum(seen.values()) <= sum(want.values()) + words_per_sentence * replays
 
 
 def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
@@ -135,8 +140,9 @@ def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
 def test_faulty_bolt_replays_exactly_the_affected_roots_which_then_complete(
         bootstrap: str, tmp_path: Path, bolt: type, reason: str, timeout_s: float) -> None:
     name = f"wc{uuid.uuid4().hex[:6]}"
-    run = Run(bootstrap, tmp_path, word_count(name, f"src-{name}", bolt, timeout_s, k=5),
-              f"src-{name}")
+    spec = word_count(name, f"src-{name}", bolt, timeout_s, k=5,
+                      state_dir=str(tmp_path / "once"))
+    run = Run(bootstrap, tmp_path, spec, f"src-{name}")
     lines = sentences(100)
     with run.acker.start(), run.report() as report, run.bolts() as bolts:
         # With a short timeout, trees must not wait for Spark to start: that would time

@@ -115,6 +115,28 @@ def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]]
     return prev_le
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its descendants (the bolts job: its JVM and Python workers)."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d.name)] = int(f[1])
+        cpu[int(d.name)] = sum(int(x) for x in f[11:15]) / tick  # own + reaped children
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return total
+
+
 def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str, float]:
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
@@ -150,11 +172,17 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str,
         wait_committed(watch, src, warm)
         lines = make_sentences(n, 2)
         say(f"squall: {n:,} sentences as fast as possible ...")
+        names = ("acker", "bolts", "spout")
+        cpu0 = {k: tree_cpu(p.pid) for k, p in zip(names, procs, strict=True)}
+        cpu0["broker+bench"] = tree_cpu(os.getpid())
         t0 = time.perf_counter()
         produce(b, src, lines)
         t1 = wait_committed(watch, src, warm + n)
         rate = n / (t1 - t0)
-        say(f"squall: {rate:,.0f} sentences/s")
+        cpu = {k: tree_cpu(p.pid) - cpu0[k] for k, p in zip(names, procs, strict=True)}
+        cpu["broker+bench"] = tree_cpu(os.getpid()) - cpu0["broker+bench"] - sum(cpu.values())
+        say(f"squall: {rate:,.0f} sentences/s; CPU seconds over {t1 - t0:.1f} s of wall time: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
         paced = max(int(rate / 2 * 15), 1000)
         say(f"squall: {paced:,} sentences at {rate / 2:,.0f}/s for the latency ...")
         before = histogram(port, "squall_spout_complete_latency_seconds")
@@ -162,7 +190,8 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str,
         wait_committed(watch, src, warm + n + paced)
         after = histogram(port, "squall_spout_complete_latency_seconds")
         return {"sentences_per_s": rate, "p50": quantile(before, after, 0.5),
-                "p99": quantile(before, after, 0.99)}
+                "p99": quantile(before, after, 0.99), "wall_s": t1 - t0,
+                **{f"cpu_s_{k}": v for k, v in cpu.items()}}
     finally:
         watch.close()
         for pr in procs:
@@ -269,6 +298,7 @@ def main() -> None:
         "complete_latency_p99_s": round(sq["p99"], 3),
         "baseline_sentences_per_s": None if base != base else round(base),
         "sentences": args.sentences,
+        **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
     }))
 
 

@@ -74,6 +74,21 @@ class Run:
         return ScriptedBolt(self.bootstrap, e.topic, 1, acker_topic(self.spec.name), 2,
                             lambda v, n: "ack", keep_values=True)
 
+    def feed_and_wait(self, lines: list[bytes], bolts: ServiceProcess) -> dict[str, float]:
+        """Once the bolt queries run, feed ``lines`` and run the spout until all are committed.
+
+        Trees must not wait for Spark to start: with a short message timeout that would
+        time them all out (Storm's replay-storm trap). Returns the spout's metrics.
+        """
+        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
+                 120, "the bolt queries")
+        produce_source(self.bootstrap, self.source, lines, SOURCE_PARTS)
+        with self.spout.start() as sp:
+            wait_for(lambda: self.committed() >= len(lines) or not bolts.alive(), 240,
+                     "every sentence committed")
+            assert bolts.alive(), bolts.log_tail()
+            return sp.metrics()
+
     def committed(self) -> int:
         return sum(max(o, 0) for o in committed_offsets(
             self.bootstrap, f"squall.{self.spec.name}.sentences", self.source, SOURCE_PARTS))
@@ -96,14 +111,7 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
 def test_word_count_completes_every_tree_and_counts_every_word(run: Run) -> None:
     lines = sentences(400)
     with run.acker.start(), run.report() as report, run.bolts() as bolts:
-        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                 120, "the bolt queries")
-        produce_source(run.bootstrap, run.source, lines, SOURCE_PARTS)
-        with run.spout.start() as sp:
-            wait_for(lambda: run.committed() >= len(lines) or not bolts.alive(), 240,
-                     "every sentence committed")
-            assert bolts.alive(), bolts.log_tail()
-            m = sp.metrics()
+        m = run.feed_and_wait(lines, bolts)
     lab = f"component=sentences,topology={run.spec.name}"
     assert m[f"squall_spout_acked_total{{{lab}}}"] >= len(lines)
     replays = m[f"squall_spout_replayed_total{{{lab}}}"]
@@ -145,15 +153,7 @@ def test_faulty_bolt_replays_exactly_the_affected_roots_which_then_complete(
     run = Run(bootstrap, tmp_path, spec, f"src-{name}")
     lines = sentences(100)
     with run.acker.start(), run.report() as report, run.bolts() as bolts:
-        # With a short timeout, trees must not wait for Spark to start: that would time
-        # them all out (Storm's replay-storm trap). Start the spout once the queries run.
-        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                 120, "the bolt queries")
-        produce_source(run.bootstrap, run.source, lines, SOURCE_PARTS)
-        with run.spout.start() as sp:
-            wait_for(lambda: run.committed() >= len(lines) or not bolts.alive(), 240,
-                     "every sentence committed after the replays")
-            m = sp.metrics()
+        m = run.feed_and_wait(lines, bolts)
     lab = f"component=sentences,topology={name}"
     multiples = len(range(0, 100, 5))
     assert m[f"squall_spout_failed_total{{component=sentences,reason={reason},topology={name}}}"] \

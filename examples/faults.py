@@ -18,14 +18,20 @@ from squall.bolt import BasicBolt, Bolt
 from squall.tuples import Tuple
 
 
-class _Once:
+class _EveryKthOnce:
+    """True for a sentence ending in a multiple of ``k``, the first time it is seen."""
+
     def __init__(self, conf: Any) -> None:
+        self.k = int(conf.get("k", 5))
         self.dir = Path(conf["state_dir"]) if conf.get("state_dir") else None
         self.seen: set[str] = set()
         if self.dir:
             self.dir.mkdir(parents=True, exist_ok=True)
 
-    def first_time(self, text: str) -> bool:
+    def __call__(self, text: str) -> bool:
+        return int(text.split()[-1]) % self.k == 0 and self._first_time(text)
+
+    def _first_time(self, text: str) -> bool:
         if self.dir is None:
             new = text not in self.seen
             self.seen.add(text)
@@ -45,14 +51,12 @@ class FailEveryKth(BasicBolt):
 
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         super().prepare(conf, context, collector)
-        self.k = int(conf.get("k", 5))
-        self.once = _Once(conf)
+        self.misbehave = _EveryKthOnce(conf)
 
     def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
         text = str(t[0])
-        n = int(text.split()[-1])
-        if n % self.k == 0 and self.once.first_time(text):
-            raise RuntimeError(f"sentence {n} fails once")
+        if self.misbehave(text):
+            raise RuntimeError(f"sentence {text.split()[-1]} fails once")
         return [(w,) for w in text.split()]
 
 
@@ -63,13 +67,11 @@ class ForgetEveryKth(Bolt):
 
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         super().prepare(conf, context, collector)
-        self.k = int(conf.get("k", 5))
-        self.once = _Once(conf)
+        self.misbehave = _EveryKthOnce(conf)
 
     def execute(self, t: Tuple) -> None:
         text = str(t[0])
-        n = int(text.split()[-1])
-        if n % self.k == 0 and self.once.first_time(text):
+        if self.misbehave(text):
             return  # neither acked nor failed: the acker times the tree out
         for w in text.split():
             self.collector.emit((w,), t)

@@ -11,7 +11,6 @@ component's last error; it never stops the job.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +29,6 @@ from squall.ids import IdBatcher, new_id
 from squall.records import AckerBatch, AckerRecord, RecordKind
 from squall.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
 from squall.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
-
-log = logging.getLogger("squall.executor")
 
 
 @dataclass

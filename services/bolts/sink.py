@@ -11,7 +11,6 @@ edge ids) and cost at worst a timeout replay.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -70,7 +69,6 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.spec_json = options["topology"]
         self.component = options["component"]
         self.bootstrap = options["bootstrap"]
-        self.reports: list[BatchReport] = []
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
         t0 = time.perf_counter()
@@ -123,7 +121,6 @@ class BoltWriter(DataSourceStreamArrowWriter):
         if errors:
             log.warning("bolt %s batch %d: %d errors, last: %s", self.component, batchId,
                         len(errors), errors[-1])
-        self.reports = reps
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("bolt %s batch %d aborted; Spark will replay it", self.component, batchId)
@@ -156,6 +153,3 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
                                             dict(bolt.config))
     return ex
 
-
-def report_json(reports: list[BatchReport]) -> str:
-    return json.dumps([r.__dict__ for r in reports])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
@@ -77,3 +78,30 @@ def topology(name: str = "wordcount", source: str = "sentences", split_paralleli
     b.set_bolt("count", WordCountBatch if vectorized else WordCount,
                count_parallelism).fields_grouping("split", ["word"])
     return b.build(name, ackers=2, message_timeout_s=30)
+
+
+class PublishCounts(BatchBolt):
+    """A sink: per micro-batch, how often each word was counted, as one JSON message to Kafka.
+
+    Storm's KafkaBolt in spirit; the inputs are acked only once Kafka confirmed the message
+    (an exception fails them, and they are replayed). ``conf``: ``topic``, ``bootstrap_servers``.
+    """
+
+    outputs: ClassVar = {}
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        from confluent_kafka import Producer
+
+        super().prepare(conf, context)
+        self.topic = str(conf["topic"])
+        self.producer = Producer({"bootstrap.servers": conf["bootstrap_servers"],
+                                  "enable.idempotence": True})
+
+    def process(self, df: pd.DataFrame) -> pd.DataFrame:
+        counts = df["word"].astype(str).value_counts()
+        if len(counts):
+            self.producer.produce(self.topic, json.dumps(
+                {str(k): int(v) for k, v in counts.items()}).encode())
+            if self.producer.flush(30):
+                raise RuntimeError(f"counts not confirmed by Kafka topic {self.topic!r}")
+        return pd.DataFrame({PARENT: pd.Series([], dtype="int64")})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -96,6 +97,79 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run(Path(args.topology), args.bootstrap_servers, Path(args.workdir), args.master)
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from squall.demo import DemoSettings, run_demo
+
+    if args.sentences is not None and args.sentences < 1:
+        raise SquallError(f"--sentences must be >= 1, got {args.sentences}")
+    rate = args.rate if args.rate is not None else (0.0 if args.sentences else 2000.0)
+    return run_demo(DemoSettings(Path(args.workdir), args.sentences, rate, args.timeout))
+
+
+def _client(args: argparse.Namespace) -> object:
+    from squall.client import ApiClient
+
+    return ApiClient(args.api, args.token)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from squall.client import ApiClient
+
+    path = Path(args.topology)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SquallError(f"cannot read {path}: {e}") from None
+    c = _client(args)
+    assert isinstance(c, ApiClient)
+    out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive)
+    print(f"submitted {out['id']} ({out['status']})")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from squall.client import ApiClient, format_table
+
+    c = _client(args)
+    assert isinstance(c, ApiClient)
+    rows = [("id", "status", "uptime s", "version")] + [
+        (t["id"], t["status"], f"{t['uptime_s']:.0f}", str(t["version"])) for t in c.topologies()]
+    print(format_table(rows))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from squall.client import ApiClient, format_table, status_rows
+
+    c = _client(args)
+    assert isinstance(c, ApiClient)
+    while True:
+        st = c.storm_topology(args.id)
+        table = (f"{st['id']}  {st['status']}  up {st['uptimeSeconds']}s  "
+                 f"workers {st['workersTotal']}\n" + format_table(status_rows(st)))
+        if not args.watch:
+            print(table)
+            return 0
+        print("\x1b[2J\x1b[H" + table, flush=True)  # clear the screen: a live table
+        threading.Event().wait(args.watch)
+
+
+def cmd_operate(args: argparse.Namespace) -> int:
+    from squall.client import ApiClient
+
+    c = _client(args)
+    assert isinstance(c, ApiClient)
+    par: dict[str, int] = {}
+    for item in getattr(args, "parallelism", None) or []:
+        name, _, n = item.partition("=")
+        if not n.isdigit():
+            raise SquallError(f"-p expects component=N, got {item!r}")
+        par[name] = int(n)
+    out = c.operate(args.id, args.command, getattr(args, "wait", None), par)
+    print(f"{out['id']}: {out['status']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="squall",
@@ -139,6 +213,54 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--master", default="local[*]", help="Spark master for the bolts")
     rn.set_defaults(func=cmd_run)
 
+    dm = sub.add_parser("demo", help="the word count on the embedded stack, over the REST API")
+    dm.add_argument("--sentences", type=int, default=None,
+                    help="feed N sentences, end once all are processed, print a JSON summary "
+                    "(default: feed until Ctrl-C)")
+    dm.add_argument("--rate", type=float, default=None,
+                    help="sentences per second (default: 2,000 without --sentences, else as "
+                    "fast as possible)")
+    dm.add_argument("--timeout", type=float, default=600.0,
+                    help="give up after this many seconds (with --sentences)")
+    dm.add_argument("--workdir", default=".squall/demo", help="logs, state (wiped at start)")
+    dm.set_defaults(func=cmd_demo)
+
+    def client_opts(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--api", default=os.environ.get("SQUALL_API_URL", "http://127.0.0.1:8080"),
+                        help="API URL (env SQUALL_API_URL)")
+        sp.add_argument("--token", default=os.environ.get("SQUALL_API_TOKEN"),
+                        help="bearer token (env SQUALL_API_TOKEN)")
+
+    sb = sub.add_parser("submit", help="submit a topology (JSON / YAML) to the API")
+    sb.add_argument("topology", help="topology file")
+    sb.add_argument("--inactive", action="store_true", help="submit deactivated")
+    client_opts(sb)
+    sb.set_defaults(func=cmd_submit)
+    ls = sub.add_parser("list", help="list topologies")
+    client_opts(ls)
+    ls.set_defaults(func=cmd_list)
+    stt = sub.add_parser("status", help="a topology's emitted / acked / failed / latency")
+    stt.add_argument("id", help="topology id")
+    stt.add_argument("--watch", type=float, default=0, metavar="S",
+                     help="refresh every S seconds (a live table)")
+    client_opts(stt)
+    stt.set_defaults(func=cmd_status)
+    for op, what in (("activate", "spouts emit"), ("deactivate", "spouts stop; trees drain"),
+                     ("rebalance", "drain, then apply new spout parallelism"),
+                     ("kill", "spouts stop, trees drain, then the topology is removed")):
+        o = sub.add_parser(op, help=f"{op} a topology: {what}")
+        o.add_argument("id", help="topology id")
+        if op in ("rebalance", "kill"):
+            o.add_argument("--wait", type=float, default=None,
+                           help="drain seconds (default: the message timeout)")
+        if op == "rebalance":
+            o.add_argument("-p", "--parallelism", action="append", metavar="SPOUT=N",
+                           help="new parallelism of a spout (repeatable)")
+        client_opts(o)
+        o.set_defaults(func=cmd_operate)
+
+    sub.add_parser("api", help="serve the REST API (see: squall api --help)", add_help=False)
+    sub.add_parser("worker", help="run a worker (see: squall worker --help)", add_help=False)
     sub.add_parser("acker", help="run acker tasks (see: squall acker --help)", add_help=False)
     sub.add_parser("spout", help="run spout tasks (see: squall spout --help)", add_help=False)
     sub.add_parser("bolts", help="run bolts on Spark (see: squall bolts --help)", add_help=False)
@@ -147,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Service commands parse their own flags (and env); `squall acker --help` shows them.
 _SERVICES = {"acker": "services.acker.__main__", "spout": "services.spout.__main__",
-             "bolts": "services.bolts.__main__"}
+             "bolts": "services.bolts.__main__", "api": "services.api.__main__",
+             "worker": "services.worker.__main__"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,3 +36,16 @@ class TopologyError(SquallError):
 
 class StackError(SquallError):
     """The embedded development stack could not start or stop."""
+
+
+class NotFoundError(SquallError):
+    """A topology, component or worker that does not exist."""
+
+
+class ConflictError(SquallError):
+    """A request that contradicts the current state: an illegal lifecycle transition,
+    a name already in use, or an edit that lost a race (stale ZooKeeper node version)."""
+
+
+class CoordinationError(SquallError):
+    """ZooKeeper cannot be reached (or the session is suspended): nothing was changed."""

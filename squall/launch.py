@@ -15,14 +15,14 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.errors import SquallError
 from squall.kafka import ensure_topics
-from squall.topology import TopologySpec
+from squall.topology import SpoutSpec, TopologySpec
 
 
 @dataclass
@@ -45,41 +45,63 @@ def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
     return Child(name, proc, log, port)
 
 
+def acker_args(spec: TopologySpec, tasks: Sequence[int], bootstrap: str) -> list[str]:
+    """Flags of ``python -m services.acker`` for ``tasks`` of ``spec``'s ackers."""
+    return ["--topology", spec.name, "--tasks", ",".join(map(str, tasks)),
+            "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap,
+            "--message-timeout-s", str(spec.message_timeout_s)]
+
+
+def bolts_args(topology_file: Path, components: Sequence[str], bootstrap: str,
+               checkpoint_dir: Path, master: str) -> list[str]:
+    """Flags of ``python -m services.bolts`` (empty ``components``: every bolt)."""
+    args = ["--topology-file", str(topology_file), "--bootstrap-servers", bootstrap,
+            "--checkpoint-dir", str(checkpoint_dir), "--master", master]
+    return args + (["--components", ",".join(components)] if components else [])
+
+
+def spout_args(spec: TopologySpec, name: str, tasks: Sequence[int], bootstrap: str,
+               parallelism: int | None = None) -> list[str]:
+    """Flags of ``python -m services.spout`` for ``tasks`` of spout ``name``."""
+    from services.spout.settings import edge_flag
+
+    s = spec.component(name)
+    assert isinstance(s, SpoutSpec)
+    edges = [a for e in spec.edges_from(s.name) for a in ("--edge", edge_flag(e))]
+    args = ["--topology", spec.name, "--component", s.name, "--topics", ",".join(s.topics),
+            "--tasks", ",".join(map(str, tasks)),
+            "--num-tasks", str(parallelism or s.parallelism), "--num-ackers", str(spec.ackers),
+            "--scheme", s.scheme, "--guarantee", spec.guarantee,
+            "--message-timeout-s", str(spec.message_timeout_s),
+            "--max-retries", str(spec.retry.max_retries if spec.retry.max_retries is not None
+                                 else 1_000_000),
+            "--retry-initial-ms", str(spec.retry.initial_delay_ms),
+            "--retry-max-ms", str(spec.retry.max_delay_ms),
+            "--bootstrap-servers", bootstrap, *edges]
+    if s.fields:
+        args += ["--fields", ",".join(s.fields)]
+    if spec.max_spout_pending:
+        args += ["--max-spout-pending", str(spec.max_spout_pending)]
+    return args
+
+
 def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, workdir: Path,
                    master: str = "local[*]") -> list[Child]:
     """Acker, spouts and bolts of ``spec`` as child processes (not waiting for them)."""
-    from services.spout.settings import edge_flag
-
     workdir.mkdir(parents=True, exist_ok=True)
     for s in spec.spouts:
         ensure_topics(bootstrap, {t: s.parallelism for t in s.topics}, 30)
     children = []
     if spec.ackers:
-        children.append(_start("acker", "services.acker", [
-            "--topology", spec.name, "--tasks", ",".join(map(str, range(spec.ackers))),
-            "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap,
-            "--message-timeout-s", str(spec.message_timeout_s)], workdir))
+        children.append(_start("acker", "services.acker",
+                               acker_args(spec, range(spec.ackers), bootstrap), workdir))
     if spec.bolts:
-        children.append(_start("bolts", "services.bolts", [
-            "--topology-file", str(topology_file), "--bootstrap-servers", bootstrap,
-            "--checkpoint-dir", str(workdir / "checkpoints"), "--master", master], workdir))
+        children.append(_start("bolts", "services.bolts", bolts_args(
+            topology_file, (), bootstrap, workdir / "checkpoints", master), workdir))
     for s in spec.spouts:
-        edges = [a for e in spec.edges_from(s.name) for a in ("--edge", edge_flag(e))]
-        args = ["--topology", spec.name, "--component", s.name, "--topics", ",".join(s.topics),
-                "--tasks", ",".join(map(str, range(s.parallelism))),
-                "--num-tasks", str(s.parallelism), "--num-ackers", str(spec.ackers),
-                "--scheme", s.scheme, "--guarantee", spec.guarantee,
-                "--message-timeout-s", str(spec.message_timeout_s),
-                "--max-retries", str(spec.retry.max_retries if spec.retry.max_retries is not None
-                                     else 1_000_000),
-                "--retry-initial-ms", str(spec.retry.initial_delay_ms),
-                "--retry-max-ms", str(spec.retry.max_delay_ms),
-                "--bootstrap-servers", bootstrap, *edges]
-        if s.fields:
-            args += ["--fields", ",".join(s.fields)]
-        if spec.max_spout_pending:
-            args += ["--max-spout-pending", str(spec.max_spout_pending)]
-        children.append(_start(f"spout-{s.name}", "services.spout", args, workdir))
+        children.append(_start(f"spout-{s.name}", "services.spout",
+                               spout_args(spec, s.name, range(s.parallelism), bootstrap),
+                               workdir))
     return children
 
 

@@ -20,6 +20,7 @@ from squall.retry import RetrySchedule
 from squall.topics import check_name, edge_topic
 
 DEFAULT_STREAM = "default"
+MAX_PARALLELISM = 1024
 _CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -119,10 +120,11 @@ class TopologySpec:
             raise TopologyError(f"component names {dup} are used more than once")
         if not self.spouts:
             raise TopologyError(f"topology {self.name!r} has no spout")
-        if self.ackers < 0:
-            raise TopologyError(f"ackers must be >= 0, got {self.ackers}")
-        if self.message_timeout_s <= 0:
-            raise TopologyError(f"message_timeout_s must be > 0, got {self.message_timeout_s}")
+        if not 0 <= self.ackers <= MAX_PARALLELISM:
+            raise TopologyError(f"ackers must be 0..{MAX_PARALLELISM}, got {self.ackers}")
+        if not 0 < self.message_timeout_s <= 86_400:
+            raise TopologyError(f"message_timeout_s must be in (0, 86400], got "
+                                f"{self.message_timeout_s}")
         if self.max_spout_pending is not None and self.max_spout_pending < 1:
             raise TopologyError(f"max_spout_pending must be >= 1, got {self.max_spout_pending}")
         if self.guarantee not in ("at_least_once", "at_most_once", "no_guarantee"):
@@ -130,8 +132,9 @@ class TopologySpec:
                                 "at_most_once, no_guarantee")
         for s in self.spouts:
             where = f"spout {s.name!r}"
-            if s.parallelism < 1:
-                raise TopologyError(f"{where}: parallelism must be >= 1, got {s.parallelism}")
+            if not 1 <= s.parallelism <= MAX_PARALLELISM:
+                raise TopologyError(f"{where}: parallelism must be 1..{MAX_PARALLELISM}, "
+                                    f"got {s.parallelism}")
             if not s.topics:
                 raise TopologyError(f"{where}: topics must name at least one source topic")
             if s.scheme == "json" and not s.fields:
@@ -140,8 +143,9 @@ class TopologySpec:
             where = f"bolt {b.name!r}"
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
-            if b.parallelism < 1:
-                raise TopologyError(f"{where}: parallelism must be >= 1, got {b.parallelism}")
+            if not 1 <= b.parallelism <= MAX_PARALLELISM:
+                raise TopologyError(f"{where}: parallelism must be 1..{MAX_PARALLELISM}, "
+                                    f"got {b.parallelism}")
             if not b.inputs:
                 raise TopologyError(f"{where}: inputs must name at least one component")
             for stream in b.outputs:
@@ -193,7 +197,7 @@ class TopologySpec:
             ).validate()
         except TopologyError:
             raise
-        except (SquallError, TypeError, ValueError) as e:
+        except (SquallError, TypeError, ValueError, AttributeError, KeyError, OverflowError) as e:
             raise TopologyError(f"invalid topology: {e}") from None
 
     def to_json(self) -> str:

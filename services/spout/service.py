@@ -73,23 +73,30 @@ class SpoutService:
 
         s = self.s
         edges = s.edge_list()
-        if s.create_topics:
-            topics = {e.topic: e.partitions for e in edges}
-            topics |= {self.results: s.num_tasks, self.dlq: 1}
-            if s.num_ackers:
-                topics[self.acker] = s.num_ackers
-            ensure_topics(s.bootstrap_servers, topics, 30)
         md = consumer.list_topics(timeout=30)
         missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
         if missing:
             raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")
+        all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)
+        if s.create_topics:
+            topics = {e.topic: e.partitions for e in edges}
+            # One results partition per source partition: room for every useful spout
+            # parallelism, so a rebalance never needs more (Tansu cannot add partitions).
+            topics |= {self.results: max(s.num_tasks, len(all_tps)), self.dlq: 1}
+            if s.num_ackers:
+                topics[self.acker] = s.num_ackers
+            ensure_topics(s.bootstrap_servers, topics, 30)
+            md = consumer.list_topics(timeout=30)
+        have = len(md.topics[self.results].partitions) if self.results in md.topics else 0
+        if have < s.num_tasks:
+            raise ConfigError(f"{self.results} has {have} partitions but the spout has "
+                              f"{s.num_tasks} tasks: one results partition per task is needed")
         if s.num_ackers and self.acker in md.topics:
             have = len(md.topics[self.acker].partitions)
             if have != s.num_ackers:
                 raise ConfigError(
                     f"num_ackers is {s.num_ackers} but {self.acker} has {have} partitions: "
                     "inits would reach the wrong acker tasks")
-        all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)
         scheme = load_scheme(s.scheme, s.fields)
         assignment = []
         for task_id in s.tasks:

@@ -1,0 +1,38 @@
+"""``python -m services.api`` / ``squall api``: the REST API on uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+from services.api.settings import parse_args
+from squall.errors import SquallError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import uvicorn
+
+    from services.api.app import create_app
+    from services.api.control import Control
+
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = parse_args(argv)
+        control = Control(settings)
+    except SquallError as e:
+        print(f"squall api: error: {e}", file=sys.stderr)
+        return 2
+    control.start()
+    try:
+        # uvicorn handles SIGTERM / SIGINT: it stops accepting, finishes requests, returns.
+        uvicorn.run(create_app(control, settings), host=settings.host, port=settings.port,
+                    log_level="info", timeout_graceful_shutdown=10)
+    finally:
+        control.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Topology control over ZooKeeper: the API's writes, reads, and the leader's rounds.
+
+Every write is a compare-and-set on the topology node's version, so two edits
+racing (here or on another replica) cannot both win: the loser gets a
+ConflictError (HTTP 409). Writes are refused while the ZooKeeper session is
+not CONNECTED (SUSPENDED or LOST: HTTP 503); the workers keep running.
+One replica is the leader (kazoo Election); it alone assigns tasks and ends
+the waits of kills and rebalances.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import Any
+
+from services.api.settings import ApiSettings
+from squall.clock import Clock, SystemClock
+from squall.coord import (
+    ELECTION,
+    TOPOLOGIES,
+    WORKERS,
+    TopologyRecord,
+    TopologyStore,
+    WorkerInfo,
+    list_workers,
+    read_assignments,
+    write_assignment,
+)
+from squall.coord import connect as zk_connect
+from squall.errors import ConflictError, CoordinationError, SquallError
+from squall.lifecycle import Lifecycle, Status
+from squall.scheduler import plan, with_parallelism
+from squall.topology import TopologySpec
+
+log = logging.getLogger("squall.api")
+
+
+class NotLeader(SquallError):
+    """This replica is not the leader; ``leader`` is the URL of the one that is (if known)."""
+
+    def __init__(self, leader: str | None) -> None:
+        super().__init__(f"not the leader; the leader is {leader or 'not elected yet'}")
+        self.leader = leader
+
+
+class Control:
+    def __init__(self, settings: ApiSettings, clock: Clock | None = None) -> None:
+        self.s = settings
+        self.clock = clock or SystemClock()
+        self.state = "CONNECTED"
+        self.zk = zk_connect(settings.zookeeper, session_timeout_s=settings.session_timeout_s,
+                             listener=self._on_state)
+        self.store = TopologyStore(self.zk)
+        self.leading = threading.Event()
+        self.stopping = threading.Event()
+        self.wake = threading.Event()
+        self.rounds = 0
+        self._thread = threading.Thread(target=self._elect, name="squall-leader", daemon=True)
+
+    # ----- connection and leadership ----------------------------------------
+
+    def _on_state(self, state: Any) -> None:
+        self.state = str(state)
+        if self.state != "CONNECTED":
+            log.warning("ZooKeeper session %s: writes refused until it is back", self.state)
+            if self.state == "LOST":
+                self.leading.clear()
+        else:
+            log.info("ZooKeeper session CONNECTED")
+        self.wake.set()
+
+    def start(self) -> None:
+        self._thread.start()
+        self.zk.ChildrenWatch(WORKERS, lambda _c: self.wake.set())
+        self.zk.ChildrenWatch(TOPOLOGIES, lambda _c: self.wake.set())
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        try:
+            self.zk.stop()
+            self.zk.close()
+        except Exception as e:  # shutting down anyway
+            log.warning("closing ZooKeeper: %s", e)
+
+    def _elect(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                election = self.zk.Election(ELECTION, identifier=self.s.url)
+                election.run(self._lead)
+            except Exception as e:  # the session dropped mid-election: try again
+                if not self.stopping.is_set():
+                    log.warning("leader election interrupted (%s); rejoining", e)
+                    self.stopping.wait(1.0)
+
+    def _lead(self) -> None:
+        log.info("this replica (%s) is the leader", self.s.url)
+        self.leading.set()
+        try:
+            while not self.stopping.is_set() and self.state != "LOST":
+                if self.state == "CONNECTED":
+                    try:
+                        self.round()
+                    except SquallError as e:
+                        log.warning("leader round: %s", e)
+                    except Exception:
+                        log.exception("leader round failed; next round in a moment")
+                self.wake.wait(self.s.leader_interval_s)
+                self.wake.clear()
+        finally:
+            self.leading.clear()
+            log.info("leadership given up")
+
+    def leader_url(self) -> str | None:
+        try:
+            contenders = self.zk.Election(ELECTION).contenders()
+        except Exception:
+            return None
+        return str(contenders[0]) if contenders else None
+
+    def require_writable(self) -> None:
+        if self.state != "CONNECTED":
+            raise CoordinationError(f"ZooKeeper session is {self.state}; writes are refused "
+                                    "until it reconnects (reads may be stale)")
+        if not self.leading.is_set():
+            raise NotLeader(self.leader_url())
+
+    # ----- the leader's round --------------------------------------------------
+
+    def round(self) -> None:
+        records = self.store.list()
+        current = read_assignments(self.zk)
+        p = plan(records, list_workers(self.zk), current, self.clock.now_ms())
+        for rec in p.updates:
+            try:
+                self.store.update(rec)
+                log.info("topology %s is now %s", rec.id, rec.lifecycle.status)
+            except ConflictError:
+                self.wake.set()  # edited meanwhile: next round
+        for tid in p.removals:
+            self.store.delete(tid)
+            log.info("topology %s removed (kill wait over)", tid)
+        for wid, a in p.assignments.items():
+            if current.get(wid) != a:
+                write_assignment(self.zk, wid, a)
+        for wid in set(current) - set(p.assignments):
+            write_assignment(self.zk, wid, None)
+        self.unassigned = p.unassigned
+        self.rounds += 1
+
+    # ----- operations (the leader's) -----------------------------------------
+
+    def submit(self, spec: TopologySpec, activate: bool = True) -> TopologyRecord:
+        self.require_writable()
+        status = Status.ACTIVE if activate else Status.INACTIVE
+        rec = self.store.create(TopologyRecord(spec.name, spec, Lifecycle(status),
+                                               self.clock.now_ms()))
+        self.wake.set()
+        return rec
+
+    def operate(self, topology_id: str, event: str, wait_s: float | None = None,
+                parallelism: dict[str, int] | None = None,
+                expected_version: int | None = None) -> TopologyRecord:
+        """activate / deactivate / rebalance / kill; ``wait_s`` None = the message timeout."""
+        self.require_writable()
+        rec = self.store.get(topology_id)
+        if expected_version is not None and expected_version != rec.version:
+            raise ConflictError(f"topology {topology_id!r} is at version {rec.version}, not "
+                                f"{expected_version}; read it again and retry")
+        now = self.clock.now_ms()
+        wait = rec.spec.message_timeout_s if wait_s is None else wait_s
+        lc = rec.lifecycle
+        if event == "activate":
+            lc = lc.activate()
+        elif event == "deactivate":
+            lc = lc.deactivate()
+        elif event == "rebalance":
+            if parallelism:
+                with_parallelism(rec.spec, parallelism)  # refuse now what could not be applied
+            lc = lc.rebalance(now, wait, parallelism)
+        elif event == "kill":
+            lc = lc.kill(now, wait)
+        else:
+            raise ConflictError(f"unknown operation {event!r}")
+        out = self.store.update(dataclasses.replace(rec, lifecycle=lc))
+        self.wake.set()
+        return out
+
+    # ----- reads -------------------------------------------------------------
+
+    def workers(self) -> list[WorkerInfo]:
+        return list_workers(self.zk)
+
+    def assignments(self) -> dict[str, Any]:
+        return read_assignments(self.zk)

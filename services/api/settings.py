@@ -1,0 +1,57 @@
+"""The API's settings: env (``SQUALL_API_*``) and flags, validated once."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.common import load_settings
+
+
+class ApiSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_API_", frozen=True, extra="forbid")
+
+    zookeeper: str = "127.0.0.1:2181"
+    bootstrap_servers: str = "127.0.0.1:9092"
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    advertise_url: str | None = Field(
+        None, description="how the other replicas reach this one (default http://host:port)")
+    token: SecretStr | None = Field(None, description="bearer token for mutating routes")
+    allow_anonymous: bool = Field(False, description="no token needed (development only)")
+    session_timeout_s: float = Field(10.0, ge=2, le=120)
+    scrape_timeout_s: float = Field(1.0, gt=0, le=30)
+    leader_interval_s: float = Field(0.5, gt=0, le=30)
+
+    @model_validator(mode="after")
+    def _auth(self) -> ApiSettings:
+        if self.token is None and not self.allow_anonymous:
+            raise ValueError("a token is required for the mutating routes (--token or "
+                             "SQUALL_API_TOKEN); --allow-anonymous turns that off for development")
+        if self.token is not None and len(self.token.get_secret_value()) < 8:
+            raise ValueError("the token must be at least 8 characters")
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.advertise_url or f"http://{self.host}:{self.port}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ApiSettings:
+    p = argparse.ArgumentParser(
+        prog="squall api",
+        description="Serve the REST API for topology control (FastAPI on uvicorn). Every flag "
+        "can also be set as SQUALL_API_<NAME> in the environment.")
+    p.add_argument("--zookeeper", help="ZooKeeper connect string")
+    p.add_argument("--bootstrap-servers", help="Kafka, for /readyz")
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 8080)")
+    p.add_argument("--advertise-url", help="URL other replicas forward writes to")
+    p.add_argument("--token", help="bearer token for mutating routes (prefer the env var)")
+    p.add_argument("--allow-anonymous", action="store_const", const=True,
+                   help="accept writes without a token (development only)")
+    p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
+    return load_settings(ApiSettings, p, argv, "api")

@@ -1,0 +1,131 @@
+"""Response bodies: our own topology view and Storm UI's shapes, from records and stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.api.stats import ComponentStats
+from squall.assignment import ACKER
+from squall.coord import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.errors import NotFoundError, TopologyError
+from squall.topology import SpoutSpec
+
+WINDOW = ":all-time"
+
+
+def placements_of(tid: str, assignments: dict[str, WorkerAssignment]) -> list[dict[str, Any]]:
+    return [{"worker": w, "component": p.component, "kind": str(p.kind), "tasks": list(p.tasks)}
+            for w, a in sorted(assignments.items()) for p in a.placements if p.topology == tid]
+
+
+def endpoints_of(tid: str, workers: list[WorkerInfo]) -> list[str]:
+    return sorted({e["url"] for w in workers for e in w.endpoints if e.get("topology") == tid})
+
+
+def uptime_s(rec: TopologyRecord, now_ms: int) -> float:
+    return max(0.0, (now_ms - rec.submitted_ms) / 1000)
+
+
+def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
+                  stats: dict[str, ComponentStats] | None = None) -> dict[str, Any]:
+    """Our own route's view: the record, where its tasks run, and its numbers."""
+    lc = rec.lifecycle
+    return {
+        "id": rec.id, "name": rec.spec.name, "status": str(lc.status), "version": rec.version,
+        "submitted_ms": rec.submitted_ms, "uptime_s": uptime_s(rec, now_ms),
+        "deadline_ms": lc.deadline_ms, "pending_parallelism": lc.parallelism,
+        "spec": rec.spec.to_dict(), "assignment": placements_of(rec.id, assignments),
+        "stats": {c: _numbers(s) for c, s in sorted((stats or {}).items())},
+    }
+
+
+def _numbers(s: ComponentStats) -> dict[str, Any]:
+    out: dict[str, Any] = dict(sorted(s.counters.items()))
+    if s.latency_count:
+        out["complete_latency_ms"] = s.latency_ms()
+        p50, p99 = s.quantile(0.5), s.quantile(0.99)
+        out["complete_latency_p50_s"] = p50
+        out["complete_latency_p99_s"] = p99
+    return out
+
+
+def _c(s: ComponentStats | None, key: str) -> float:
+    return float(s.counters.get(key, 0.0)) if s else 0.0
+
+
+def _ms(s: ComponentStats | None) -> str:
+    v = s.latency_ms() if s else None
+    return f"{v:.3f}" if v is not None else "0.000"
+
+
+def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
+                   stats: dict[str, ComponentStats]) -> dict[str, Any]:
+    """``GET /api/v1/topology/:id`` in Storm UI's shape."""
+    spec = rec.spec
+    placed = placements_of(rec.id, assignments)
+    spouts, all_emitted, all_acked, all_failed, lat_sum, lat_n = [], 0.0, 0.0, 0.0, 0.0, 0.0
+    for sp in spec.spouts:
+        st = stats.get(sp.name)
+        spouts.append({"spoutId": sp.name, "tasks": sp.parallelism, "executors": sp.parallelism,
+                       "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
+                       "acked": _c(st, "acked"), "failed": _c(st, "failed"),
+                       "replayed": _c(st, "replayed"), "deadLettered": _c(st, "dead_lettered"),
+                       "pending": _c(st, "pending"), "lag": _c(st, "lag"),
+                       "completeLatency": _ms(st), "lastError": ""})
+        all_emitted += _c(st, "emitted")
+        all_acked += _c(st, "acked")
+        all_failed += _c(st, "failed")
+        if st:
+            lat_sum += st.latency_sum
+            lat_n += st.latency_count
+    bolts = []
+    for b in spec.bolts:
+        st = stats.get(b.name)
+        bolts.append({"boltId": b.name, "tasks": b.parallelism, "executors": b.parallelism,
+                      "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
+                      "executed": _c(st, "executed"), "acked": _c(st, "acked"),
+                      "failed": _c(st, "failed"), "executeLatency": _ms(None),
+                      "processLatency": _ms(None), "capacity": "0.000", "lastError": ""})
+    ack = stats.get(ACKER)
+    return {
+        "id": rec.id, "name": spec.name, "status": str(rec.lifecycle.status),
+        "uptimeSeconds": int(uptime_s(rec, now_ms)), "msgTimeout": spec.message_timeout_s,
+        "tasksTotal": sum(c.parallelism for c in spec.components()) + spec.ackers,
+        "workersTotal": len({p["worker"] for p in placed}),
+        "executorsTotal": sum(c.parallelism for c in spec.components()) + spec.ackers,
+        "window": WINDOW, "windowHint": "the processes' lifetime",
+        "topologyStats": [{"window": WINDOW, "windowPretty": "All time", "emitted": all_emitted,
+                           "transferred": all_emitted, "acked": all_acked, "failed": all_failed,
+                           "completeLatency": f"{1000 * lat_sum / lat_n:.3f}" if lat_n
+                           else "0.000"}],
+        "spouts": spouts, "bolts": bolts,
+        "acker": {"componentId": ACKER, "tasks": spec.ackers,
+                  "records": _c(ack, "records"), "pendingTrees": _c(ack, "pending"),
+                  "treesAcked": _c(ack, "trees_acked"), "treesFailed": _c(ack, "trees_failed"),
+                  "treesTimedOut": _c(ack, "trees_timed_out")},
+        "assignment": placed,
+        "configuration": {"topology.message.timeout.secs": spec.message_timeout_s,
+                          "topology.max.spout.pending": spec.max_spout_pending,
+                          "topology.acker.executors": spec.ackers,
+                          "topology.guarantee": spec.guarantee},
+    }
+
+
+def storm_component(rec: TopologyRecord, component: str, now_ms: int,
+                    assignments: dict[str, WorkerAssignment],
+                    stats: dict[str, ComponentStats]) -> dict[str, Any]:
+    full = storm_topology(rec, now_ms, assignments, stats)
+    if component == ACKER:
+        body = full["acker"]
+        kind = "acker"
+    else:
+        try:
+            c = rec.spec.component(component)
+        except TopologyError:
+            raise NotFoundError(f"no component {component!r} in topology {rec.id!r}") from None
+        kind = "spout" if isinstance(c, SpoutSpec) else "bolt"
+        body = next(x for x in full["spouts" if kind == "spout" else "bolts"]
+                    if x.get("spoutId", x.get("boltId")) == component)
+    return {"id": component, "name": component, "componentType": kind, "topologyId": rec.id,
+            "topologyStatus": full["status"], "window": WINDOW, **body,
+            "executorStats": [p for p in full["assignment"] if p["component"] == component]}

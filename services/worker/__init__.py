@@ -1,0 +1,1 @@
+"""Workers: register in ZooKeeper, watch their assignment, run its tasks as child processes."""

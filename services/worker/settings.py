@@ -1,0 +1,57 @@
+"""A worker's settings: env (``SQUALL_WORKER_*``) and flags, validated once."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.common import load_settings
+from squall.assignment import Kind
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_WORKER_", frozen=True, extra="forbid")
+
+    kind: Kind
+    zookeeper: str = "127.0.0.1:2181"
+    bootstrap_servers: str = "127.0.0.1:9092"
+    worker_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+                           pattern=r"^[A-Za-z0-9._-]{1,200}$")
+    capacity: int = Field(16, ge=1, le=4096, description="units (tasks) it runs at once")
+    workdir: Path = Path(".squall/worker")
+    checkpoint_dir: Path | None = Field(
+        None, description="Spark checkpoints (bolts); shared storage lets bolts move between "
+        "workers without replaying their edges. Default: <workdir>/checkpoints")
+    master: str = "local[*]"
+    session_timeout_s: float = Field(6.0, ge=2, le=120)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(0, ge=0, le=65535)
+    stop_timeout_s: float = Field(30.0, gt=0)
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.checkpoint_dir or self.workdir / "checkpoints"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
+    p = argparse.ArgumentParser(
+        prog="squall worker",
+        description="Run a worker: register in ZooKeeper, run the tasks the leader assigns. "
+        "Every flag can also be set as SQUALL_WORKER_<NAME> in the environment.")
+    p.add_argument("--kind", choices=[k.value for k in Kind], help="spout, acker or bolts")
+    p.add_argument("--zookeeper", help="ZooKeeper connect string")
+    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    p.add_argument("--worker-id", help="stable id (default: host-pid)")
+    p.add_argument("--capacity", type=int, help="tasks it can run at once")
+    p.add_argument("--workdir", type=Path, help="logs and topology files")
+    p.add_argument("--checkpoint-dir", type=Path, help="Spark checkpoint root (bolts)")
+    p.add_argument("--master", help="Spark master for bolts (default local[*])")
+    p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
+    p.add_argument("--metrics-host", help="host its children's /metrics bind to")
+    return load_settings(WorkerSettings, p, argv, "worker")

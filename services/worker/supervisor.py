@@ -1,0 +1,241 @@
+"""The worker: a ZooKeeper registration, an assignment watch, and child processes.
+
+Each placement of the worker's assignment becomes one child process running the
+existing service (``services.spout`` / ``services.acker`` / ``services.bolts``;
+a topology's bolts on one worker share one Spark application). Spouts run only
+while their topology is ACTIVE: deactivating stops them with SIGTERM, which
+drains their trees in flight and commits. While ZooKeeper is unreachable the
+children keep running as they are; on reconnect the worker registers again and
+takes the assignment as it then is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.worker.settings import WorkerSettings
+from squall.assignment import Kind, Placement
+from squall.clock import Clock, SystemClock
+from squall.coord import ASSIGNMENTS, WORKERS, WorkerAssignment, WorkerInfo, connect
+from squall.dev.stack import die_with_parent, free_port
+from squall.launch import acker_args, bolts_args, spout_args
+from squall.topology import TopologySpec
+
+log = logging.getLogger("squall.worker")
+_MODULES = {Kind.SPOUT: "services.spout", Kind.ACKER: "services.acker",
+            Kind.BOLTS: "services.bolts"}
+
+
+@dataclass(frozen=True)
+class ProcSpec:
+    """One child process to run: identified by everything that shapes its command line."""
+
+    key: str
+    topology: str
+    kind: Kind
+    component: str
+    args: tuple[str, ...]
+
+
+@dataclass
+class Child:
+    spec: ProcSpec
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    started: float
+    restarts: int = 0
+    endpoints: list[dict[str, Any]] = field(default_factory=list)
+
+
+def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
+    """The processes an assignment asks for (pure, apart from writing topology files)."""
+    out: dict[str, ProcSpec] = {}
+    bolts: dict[str, list[str]] = {}
+    for p in a.placements:
+        raw = a.specs.get(p.topology)
+        if raw is None:
+            log.error("assignment names topology %r without its spec; skipping", p.topology)
+            continue
+        spec = TopologySpec.from_dict(raw)
+        if p.kind is Kind.SPOUT:
+            if not a.active.get(p.topology, False):
+                continue  # spouts emit only while ACTIVE
+            args = spout_args(spec, p.component, p.tasks, s.bootstrap_servers)
+        elif p.kind is Kind.ACKER:
+            args = acker_args(spec, p.tasks, s.bootstrap_servers)
+        else:
+            bolts.setdefault(p.topology, []).append(p.component)
+            continue
+        out.update([_proc(p, args, raw)])
+    for topo, comps in bolts.items():
+        raw = a.specs[topo]
+        path = s.workdir / "topologies" / f"{topo}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(raw, sort_keys=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        args = bolts_args(path, sorted(comps), s.bootstrap_servers, s.checkpoints, s.master)
+        out.update([_proc(Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ()), args, raw)])
+    return out
+
+
+def _proc(p: Placement, args: list[str], spec: dict[str, Any]) -> tuple[str, ProcSpec]:
+    digest = hashlib.sha1(json.dumps([args, spec], sort_keys=True).encode()).hexdigest()[:10]
+    key = f"{p.topology}.{p.kind}.{p.component}.{'-'.join(map(str, p.tasks)) or 'all'}.{digest}"
+    return key, ProcSpec(key, p.topology, p.kind, p.component, tuple(args))
+
+
+class WorkerService:
+    def __init__(self, settings: WorkerSettings, clock: Clock | None = None) -> None:
+        self.s = settings
+        self.clock = clock or SystemClock()
+        self.path = f"{WORKERS}/{settings.worker_id}"
+        self.children: dict[str, Child] = {}
+        self.assignment = WorkerAssignment()
+        self.wake = threading.Event()
+        self.lost = threading.Event()
+        self.started_ms = self.clock.now_ms()
+        self._published: bytes | None = None
+
+    # ----- ZooKeeper ------------------------------------------------------
+
+    def _state(self, state: Any) -> None:
+        log.info("ZooKeeper connection: %s", state)
+        if state == "LOST":
+            self.lost.set()  # the ephemeral node is gone: register again on reconnect
+        self.wake.set()
+
+    def _info(self) -> WorkerInfo:
+        from squall.assignment import Worker
+
+        eps = tuple(e for c in sorted(self.children.values(), key=lambda c: c.spec.key)
+                    for e in c.endpoints)
+        return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
+                          self.s.metrics_host, os.getpid(), self.started_ms, eps)
+
+    def _publish(self, zk: Any) -> None:
+        """Create or refresh this worker's ephemeral node (after a lost session too)."""
+        from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+
+        if not zk.connected:
+            return
+        data = self._info().to_json()
+        try:
+            if self.lost.is_set() or self._published is None:
+                try:
+                    zk.create(self.path, data, ephemeral=True)
+                except NodeExistsError:
+                    # Ours from a session that has not expired yet, or a stale one: take it.
+                    zk.delete(self.path)
+                    zk.create(self.path, data, ephemeral=True)
+                self.lost.clear()
+                self._published = data
+                log.info("registered %s as a %s worker (capacity %d)", self.s.worker_id,
+                         self.s.kind, self.s.capacity)
+            elif data != self._published:
+                zk.set(self.path, data)
+                self._published = data
+        except NoNodeError:
+            self.lost.set()
+        except KazooException as e:
+            log.warning("could not register in ZooKeeper (%s); retrying", e)
+
+    def _on_assignment(self, data: bytes | None, _stat: Any) -> None:
+        try:
+            self.assignment = WorkerAssignment.from_json(data)
+        except (ValueError, KeyError) as e:
+            log.error("malformed assignment for %s (%s); keeping the previous one",
+                      self.s.worker_id, e)
+        self.wake.set()
+
+    # ----- children -------------------------------------------------------
+
+    def _start(self, ps: ProcSpec, restarts: int = 0) -> Child:
+        port = free_port()
+        logdir = self.s.workdir / "logs"
+        logdir.mkdir(parents=True, exist_ok=True)
+        logf = logdir / f"{ps.key}.log"
+        out = open(logf, "ab")  # noqa: SIM115 - the child owns it
+        proc = subprocess.Popen([sys.executable, "-m", _MODULES[ps.kind], *ps.args,
+                                 "--metrics-port", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        out.close()
+        url = f"http://{self.s.metrics_host}:{port}/metrics"
+        comps = ps.component.split(",")
+        eps = [{"topology": ps.topology, "kind": str(ps.kind), "component": c, "url": url}
+               for c in comps]
+        log.info("started %s (pid %d, log %s)", ps.key, proc.pid, logf)
+        return Child(ps, proc, port, logf, time.monotonic(), restarts, eps)
+
+    def _stop(self, children: list[Child]) -> None:
+        """SIGTERM (spouts drain and commit), then wait; SIGKILL after the stop timeout."""
+        for c in children:
+            if c.proc.poll() is None:
+                c.proc.send_signal(signal.SIGTERM)
+        for c in children:
+            try:
+                c.proc.wait(self.s.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop in %ss; killing it", c.spec.key, self.s.stop_timeout_s)
+                c.proc.kill()
+                c.proc.wait(10)
+            log.info("stopped %s (exit %s)", c.spec.key, c.proc.returncode)
+
+    def reconcile(self) -> None:
+        want = desired(self.assignment, self.s)
+        gone = [c for k, c in self.children.items() if k not in want]
+        for c in gone:
+            del self.children[c.spec.key]
+        if gone:
+            threading.Thread(target=self._stop, args=(gone,), daemon=True).start()
+        for k, ps in want.items():
+            have = self.children.get(k)
+            if have is None:
+                self.children[k] = self._start(ps)
+                continue
+            c = have
+            if c.proc.poll() is not None:
+                backoff = min(30.0, 2.0 ** min(c.restarts, 5))
+                if time.monotonic() - c.started >= backoff:
+                    log.error("%s exited with %s; restarting (see %s)", k, c.proc.returncode,
+                              c.log)
+                    self.children[k] = self._start(ps, c.restarts + 1)
+
+    # ----- the loop ---------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
+                     listener=self._state)
+        self.s.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._publish(zk)
+            zk.DataWatch(f"{ASSIGNMENTS}/{self.s.worker_id}", self._on_assignment)
+            while not stop.is_set():
+                self.reconcile()
+                self._publish(zk)
+                self.wake.wait(0.5)
+                self.wake.clear()
+        finally:
+            # Spouts first: they drain their in-flight trees through the bolts and ackers.
+            order = sorted(self.children.values(),
+                           key=lambda c: [Kind.SPOUT, Kind.BOLTS, Kind.ACKER].index(c.spec.kind))
+            self._stop(order)
+            self.children.clear()
+            try:
+                zk.stop()
+                zk.close()
+            except Exception as e:  # shutting down anyway
+                log.warning("closing ZooKeeper: %s", e)
+

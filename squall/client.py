@@ -1,0 +1,90 @@
+"""A small HTTP client for the API, used by the ``squall`` CLI and the demo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from squall.errors import SquallError
+
+
+class ApiError(SquallError):
+    """The API answered with an error (its status and detail are in the message)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+
+
+class ApiClient:
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        try:
+            r = self.http.request(method, path, **kw)
+        except httpx.HTTPError as e:
+            raise ApiError(0, f"cannot reach the API at {self.url}: {e}") from None
+        if r.status_code >= 400:
+            try:
+                detail = r.json().get("detail", r.text)
+            except ValueError:
+                detail = r.text
+            raise ApiError(r.status_code, str(detail))
+        return r.json()
+
+    def submit(self, text: str, yaml: bool = False, activate: bool = True) -> Any:
+        ctype = "application/yaml" if yaml else "application/json"
+        return self.request("POST", "/topologies", content=text.encode(),
+                            headers={"Content-Type": ctype},
+                            params={"activate": str(activate).lower()})
+
+    def topologies(self) -> Any:
+        return self.request("GET", "/topologies")
+
+    def topology(self, tid: str) -> Any:
+        return self.request("GET", f"/topologies/{tid}")
+
+    def storm_topology(self, tid: str) -> Any:
+        return self.request("GET", f"/api/v1/topology/{tid}")
+
+    def workers(self) -> Any:
+        return self.request("GET", "/workers")
+
+    def operate(self, tid: str, op: str, wait_s: float | None = None,
+                parallelism: dict[str, int] | None = None) -> Any:
+        body: dict[str, Any] = {}
+        if op in ("kill", "rebalance"):
+            body["wait_s"] = wait_s
+        if op == "rebalance":
+            body["parallelism"] = parallelism or {}
+        return self.request("POST", f"/topologies/{tid}/{op}", json=body or None)
+
+
+def status_rows(storm: dict[str, Any]) -> list[tuple[str, ...]]:
+    """``squall status``'s table from ``/api/v1/topology/:id``."""
+    rows: list[tuple[str, ...]] = [
+        ("component", "kind", "tasks", "emitted", "acked", "failed", "latency ms")]
+    for s in storm["spouts"]:
+        rows.append((s["spoutId"], "spout", str(s["tasks"]), f"{s['emitted']:,.0f}",
+                     f"{s['acked']:,.0f}", f"{s['failed']:,.0f}", s["completeLatency"]))
+    for b in storm["bolts"]:
+        rows.append((b["boltId"], "bolt", str(b["tasks"]), f"{b['emitted']:,.0f}",
+                     f"{b['acked']:,.0f}", f"{b['failed']:,.0f}", b["executeLatency"]))
+    a = storm["acker"]
+    rows.append(("__acker", "acker", str(a["tasks"]), f"{a['records']:,.0f}",
+                 f"{a['treesAcked']:,.0f}", f"{a['treesFailed'] + a['treesTimedOut']:,.0f}", ""))
+    return rows
+
+
+def format_table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                     for r in rows)

@@ -1,0 +1,269 @@
+"""``squall demo``: the word count, end to end, the way users run Squall.
+
+Starts the embedded stack (Tansu + ZooKeeper), the API, one worker of each
+kind; submits the word count over REST; feeds sentences with a progress line;
+prints the top counts and the acker throughput. With ``--sentences N`` it ends
+by itself once all N are processed (or its timeout passes) and prints a JSON
+summary on its last line; without, it feeds until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from squall.client import ApiClient, ApiError
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, die_with_parent, free_port
+from squall.errors import SquallError
+from squall.kafka import ensure_topics, produce
+from squall.topology import TopologyBuilder, TopologySpec
+
+# Storm's RandomSentenceSpout sentences.
+SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor away",
+             "four score and seven years ago", "snow white and the seven dwarfs",
+             "i am at two with nature")
+SOURCE = "sentences"
+COUNTS = "wordcount.counts"
+NAME = "wordcount"
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    workdir: Path
+    sentences: int | None  # None: feed until Ctrl-C
+    rate: float  # sentences per second (0: as fast as the spout takes them)
+    timeout_s: float
+
+
+def demo_topology(bootstrap: str) -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout(SOURCE, [SOURCE], 2, scheme="text")
+    b.set_bolt("split", "examples.wordcount:SplitSentenceBatch", 2,
+               outputs={"default": ["word"]}).shuffle_grouping(SOURCE)
+    b.set_bolt("count", "examples.wordcount:WordCountBatch", 2,
+               outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
+    b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
+               config={"topic": COUNTS, "bootstrap_servers": bootstrap}
+               ).global_grouping("count")
+    return b.build(NAME, ackers=2, message_timeout_s=60, max_spout_pending=20_000)
+
+
+def _spawn(name: str, args: list[str], workdir: Path, env: dict[str, str] | None = None
+           ) -> subprocess.Popen[bytes]:
+    log = open(workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen([sys.executable, "-m", *args], stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=die_with_parent, env={**os.environ, **(env or {})})
+    log.close()
+    return proc
+
+
+@contextlib.contextmanager
+def cluster(workdir: Path, stop: threading.Event) -> Iterator[tuple[StackInfo, ApiClient]]:
+    """Stack, API and workers; on exit they stop in order (spouts drain first)."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    _say("starting Tansu (Kafka API) and ZooKeeper ...")
+    with EmbeddedStack(StackSettings(home=workdir / "stack")) as info:
+        token = secrets.token_urlsafe(18)
+        port = free_port()
+        procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        common = ["--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers]
+        try:
+            procs.append(("api", _spawn("api", ["services.api", *common, "--port", str(port)],
+                                        workdir, {"SQUALL_API_TOKEN": token})))
+            for kind in ("acker", "bolts", "spout"):
+                procs.append((kind, _spawn(f"worker-{kind}", [
+                    "services.worker", "--kind", kind, *common, "--worker-id", f"demo-{kind}",
+                    "--workdir", str(workdir / f"worker-{kind}"),
+                    "--checkpoint-dir", str(workdir / "checkpoints")], workdir)))
+            client = ApiClient(f"http://127.0.0.1:{port}", token)
+            _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
+            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, procs,
+                   workdir)
+            yield info, client
+        finally:
+            _say("stopping: spout worker (drains), bolts, ackers, API, stack")
+            for name in ("spout", "bolts", "acker", "api"):
+                for n, p in procs:
+                    if n == name and p.poll() is None:
+                        p.send_signal(signal.SIGTERM)
+                        try:
+                            p.wait(40)
+                        except subprocess.TimeoutExpired:
+                            p.kill()
+
+
+def _ready(client: ApiClient) -> bool:
+    return bool(client.request("GET", "/healthz")["status"] == "ok")
+
+
+def _await(cond: Any, timeout_s: float, stop: threading.Event,
+           procs: list[tuple[str, subprocess.Popen[bytes]]], workdir: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set():
+        for name, p in procs:
+            if p.poll() is not None:
+                raise SquallError(f"{name} exited with {p.returncode}; see {workdir}")
+        with contextlib.suppress(ApiError):
+            if cond():
+                return
+        if time.monotonic() > deadline:
+            raise SquallError(f"the demo cluster did not come up in {timeout_s}s; see {workdir}")
+        stop.wait(0.3)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """The numbers the demo shows, from Kafka (committed offsets) and the API (stats)."""
+
+    def __init__(self, info: StackInfo, client: ApiClient) -> None:
+        from confluent_kafka import Consumer
+
+        self.client = client
+        self.c = Consumer({"bootstrap.servers": info.bootstrap_servers,
+                           "group.id": f"squall.{NAME}.{SOURCE}", "enable.auto.commit": False})
+        self.start = time.monotonic()
+        self.last: tuple[float, float] | None = None
+        self.acker_rate = 0.0
+        self.storm: dict[str, Any] = {}
+
+    def committed(self) -> int:
+        from confluent_kafka import TopicPartition
+
+        got = self.c.committed([TopicPartition(SOURCE, p) for p in range(2)], timeout=10)
+        return sum(max(0, t.offset) for t in got)
+
+    def refresh(self) -> None:
+        with contextlib.suppress(ApiError):
+            self.storm = self.client.storm_topology(NAME)
+        records = float(self.storm.get("acker", {}).get("records", 0.0))
+        now = time.monotonic()
+        if self.last is not None and now > self.last[0]:
+            self.acker_rate = max(0.0, (records - self.last[1]) / (now - self.last[0]))
+        self.last = (now, records)
+
+    def spout(self, key: str) -> float:
+        return float(sum(s.get(key, 0) for s in self.storm.get("spouts", ())))
+
+    def line(self, fed: int, total: int | None, done: int) -> str:
+        lat = self.storm.get("topologyStats", [{}])[0].get("completeLatency", "-")
+        of = f"/{total:,}" if total else ""
+        return (f"\r{time.monotonic() - self.start:6.1f}s  fed {fed:,}{of}  processed {done:,}"
+                f"  acked {self.spout('acked'):,.0f}  failed {self.spout('failed'):,.0f}"
+                f"  __acker {self.acker_rate:,.0f} records/s  latency {lat} ms   ")
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
+    """Sum the per-batch counts the ``publish`` bolt wrote."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "squall-demo-report",
+                  "enable.partition.eof": True, "enable.auto.commit": False})
+    c.assign([TopicPartition(COUNTS, 0, 0)])
+    total: Counter[str] = Counter()
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                continue
+            with contextlib.suppress(ValueError):
+                total.update(json.loads(m.value()))
+    finally:
+        c.close()
+    return total.most_common(n)
+
+
+def run_demo(s: DemoSettings) -> int:
+    from confluent_kafka import Producer
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    rng = random.Random(7)
+    with cluster(s.workdir, stop) as (info, client):
+        ensure_topics(info.bootstrap_servers, {SOURCE: 2, COUNTS: 1}, 30)
+        spec = demo_topology(info.bootstrap_servers)
+        client.submit(spec.to_json())
+        _say(f"submitted {NAME!r} over REST; feeding {s.sentences or 'sentences until Ctrl-C'}"
+             + (f" at {s.rate:,.0f}/s" if s.rate else ""))
+        producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5})
+        prog = Progress(info, client)
+        fed, done, t0 = 0, 0, time.monotonic()
+        last_show = 0.0
+        deadline = t0 + s.timeout_s
+        try:
+            while not stop.is_set():
+                now = time.monotonic()
+                if s.sentences is None or fed < s.sentences:
+                    want = s.sentences or 10**12
+                    target = want if not s.rate else int((now - t0) * s.rate)
+                    for _ in range(min(target, want) - fed):
+                        produce(producer, SOURCE, rng.choice(SENTENCES).encode())
+                        fed += 1
+                    producer.poll(0)
+                if now - last_show >= 1.0:
+                    producer.flush(10)
+                    done = prog.committed()
+                    prog.refresh()
+                    print(prog.line(fed, s.sentences, done), end="", file=sys.stderr, flush=True)
+                    last_show = now
+                    if s.sentences is not None and done >= s.sentences:
+                        break
+                if s.sentences is not None and now > deadline:
+                    _say(f"\ntimeout: {done:,} of {s.sentences:,} processed in {s.timeout_s}s")
+                    break
+                stop.wait(0.01 if s.rate else 0.2)
+            producer.flush(30)
+            elapsed = time.monotonic() - t0
+            done = prog.committed()
+            prog.refresh()
+            acker_records = float(prog.storm.get("acker", {}).get("records", 0.0))
+            _say("\n\ntop words:")
+            top = top_counts(info.bootstrap_servers)
+            for w, n in top:
+                _say(f"  {w:<10} {n:>10,}")
+            dead = int(prog.spout("dead_lettered"))
+            summary = {
+                "sentences": fed, "processed": done, "acked": int(prog.spout("acked")),
+                "failed": int(prog.spout("failed")), "replayed": int(prog.spout("replayed")),
+                "dead_lettered": dead, "lost": max(0, fed - (done - dead)) if fed else 0,
+                "seconds": round(elapsed, 2),
+                "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,
+                "acker_records_per_s": round(acker_records / elapsed, 1) if elapsed else 0.0,
+                "complete_latency_ms": float(prog.storm.get("topologyStats", [{}])[0]
+                                             .get("completeLatency", 0) or 0),
+                "top_words": top,
+            }
+            _say(f"acker throughput: {summary['acker_records_per_s']:,.0f} records/s "
+                 f"(mean over the run); lost: {summary['lost']}")
+            print(json.dumps(summary), flush=True)
+        finally:
+            prog.close()
+    complete = s.sentences is None or summary["lost"] == 0
+    return 0 if complete else 1

@@ -29,7 +29,7 @@ from typing import Any
 from squall.client import ApiClient, ApiError
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, die_with_parent, free_port
 from squall.errors import SquallError
-from squall.kafka import ensure_topics, produce
+from squall.kafka import ensure_topics, produce, quiet_logger
 from squall.topology import TopologyBuilder, TopologySpec
 
 # Storm's RandomSentenceSpout sentences.
@@ -139,6 +139,7 @@ class Progress:
 
         self.client = client
         self.c = Consumer({"bootstrap.servers": info.bootstrap_servers,
+                           "logger": quiet_logger("demo-progress"),
                            "group.id": f"squall.{NAME}.{SOURCE}", "enable.auto.commit": False})
         self.start = time.monotonic()
         self.last: tuple[float, float] | None = None
@@ -179,6 +180,7 @@ def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "squall-demo-report",
+                  "logger": quiet_logger("demo-report"),
                   "enable.partition.eof": True, "enable.auto.commit": False})
     c.assign([TopicPartition(COUNTS, 0, 0)])
     total: Counter[str] = Counter()
@@ -210,9 +212,21 @@ def run_demo(s: DemoSettings) -> int:
         ensure_topics(info.bootstrap_servers, {SOURCE: 2, COUNTS: 1}, 30)
         spec = demo_topology(info.bootstrap_servers)
         client.submit(spec.to_json())
-        _say(f"submitted {NAME!r} over REST; feeding {s.sentences or 'sentences until Ctrl-C'}"
+        _say(f"submitted {NAME!r} over REST; waiting for Spark to start the bolt queries")
+        t_wait = time.monotonic()
+
+        def bolts_running() -> bool:
+            bolts = client.storm_topology(NAME)["bolts"]
+            print(f"\r  {time.monotonic() - t_wait:5.1f}s  bolt queries running: "
+                  f"{sum(b['running'] for b in bolts)}/{len(bolts)} ", end="", file=sys.stderr,
+                  flush=True)
+            return all(b["running"] for b in bolts)
+
+        _await(bolts_running, 180, stop, [], s.workdir)
+        _say(f"\nfeeding {s.sentences or 'sentences until Ctrl-C'}"
              + (f" at {s.rate:,.0f}/s" if s.rate else ""))
-        producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5})
+        producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5,
+                             "logger": quiet_logger("demo")})
         prog = Progress(info, client)
         fed, done, t0 = 0, 0, time.monotonic()
         last_show = 0.0

@@ -75,7 +75,10 @@ _SUMMED = {
     "squall_spout_failed_total": "failed", "squall_spout_replayed_total": "replayed",
     "squall_spout_dead_lettered_total": "dead_lettered", "squall_spout_pending": "pending",
     "squall_spout_lag": "lag", "squall_acker_pending_trees": "pending",
-    "squall_acker_messages_total": "messages",
+    "squall_acker_messages_total": "messages", "squall_bolt_query_active": "active",
+    "squall_bolt_batches_total": "batches", "squall_bolt_input_rows_total": "rows",
+    "squall_bolt_batch_duration_seconds_sum": "batch_seconds",
+    "squall_bolt_batch_duration_seconds_count": "batches_timed",
 }
 _LATENCY = ("squall_spout_complete_latency_seconds", "squall_acker_complete_latency_seconds")
 

@@ -58,6 +58,17 @@ def _ms(s: ComponentStats | None) -> str:
     return f"{v:.3f}" if v is not None else "0.000"
 
 
+def _batch_ms(s: ComponentStats | None) -> str:
+    n = _c(s, "batches_timed")
+    return f"{1000 * _c(s, 'batch_seconds') / n:.3f}" if n else "0.000"
+
+
+def _capacity(s: ComponentStats | None, now_ms: int, rec: TopologyRecord) -> str:
+    """Storm's capacity: the share of time spent executing (micro-batches, here)."""
+    up = uptime_s(rec, now_ms)
+    return f"{min(1.0, _c(s, 'batch_seconds') / up):.3f}" if up > 0 else "0.000"
+
+
 def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
                    stats: dict[str, ComponentStats]) -> dict[str, Any]:
     """``GET /api/v1/topology/:id`` in Storm UI's shape."""
@@ -84,8 +95,10 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         bolts.append({"boltId": b.name, "tasks": b.parallelism, "executors": b.parallelism,
                       "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
                       "executed": _c(st, "executed"), "acked": _c(st, "acked"),
-                      "failed": _c(st, "failed"), "executeLatency": _ms(None),
-                      "processLatency": _ms(None), "capacity": "0.000", "lastError": ""})
+                      "failed": _c(st, "failed"), "executeLatency": _batch_ms(st),
+                      "processLatency": _batch_ms(st), "capacity": _capacity(st, now_ms, rec),
+                      "running": _c(st, "active") > 0, "microBatches": _c(st, "batches"),
+                      "inputRows": _c(st, "rows"), "lastError": ""})
     ack = stats.get(ACKER)
     return {
         "id": rec.id, "name": spec.name, "status": str(rec.lifecycle.status),

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from services.bolts.job import BoltJob, BoltSettings
+from services.bolts.metrics import BoltMetrics
 from services.common import load_settings, run_service
 
 
@@ -27,7 +28,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_service("bolts", lambda: parse_args(argv), lambda s, _registry: BoltJob(s))
+    return run_service("bolts", lambda: parse_args(argv),
+                       lambda s, registry: BoltJob(s, BoltMetrics(registry, s.spec().name)))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.bolts.metrics import BoltMetrics
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
 from squall.topics import acker_topic, dlq_topic
@@ -90,7 +91,7 @@ def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings) 
 
 
 class BoltJob:
-    def __init__(self, settings: BoltSettings) -> None:
+    def __init__(self, settings: BoltSettings, metrics: BoltMetrics | None = None) -> None:
         self.s = settings
         self.spec = settings.spec()
         names = settings.components or tuple(b.name for b in self.spec.bolts)
@@ -100,18 +101,27 @@ class BoltJob:
             if not isinstance(c, BoltSpec):
                 raise ConfigError(f"component {n!r} is not a bolt")
             self.bolts.append(c)
+        self.metrics = metrics
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
         spark = spark_session(self.s.master, f"squall-{self.spec.name}")
         queries = [start_bolt(spark, self.spec, b, self.s) for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])
+        m = self.metrics
+        if m:
+            for b in self.bolts:
+                m.started(b.name)
         try:
             while not stop.wait(0.5):
-                for q in queries:
+                for b, q in zip(self.bolts, queries, strict=True):
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
+                    if m:
+                        m.progress(b.name, q.lastProgress)
         finally:
-            for q in queries:
+            for b, q in zip(self.bolts, queries, strict=True):
                 q.stop()
+                if m:
+                    m.stopped(b.name)
             spark.stop()

@@ -1,0 +1,55 @@
+"""The bolts job's metrics, from each query's progress reports (on the driver).
+
+Per-tuple counts happen on the executors, in Spark's Python workers, which have
+no /metrics of their own; the driver sees every micro-batch's rows and
+duration through ``StreamingQuery.lastProgress``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from squall.metrics import LATENCY_BUCKETS
+
+
+class BoltMetrics:
+    def __init__(self, registry: CollectorRegistry, topology: str) -> None:
+        self.topology = topology
+        base = ["topology", "component"]
+        self.active = Gauge("squall_bolt_query_active",
+                            "1 while the bolt's Spark query runs", base, registry=registry)
+        self.batches = Counter("squall_bolt_batches_total", "Micro-batches completed", base,
+                               registry=registry)
+        self.rows = Counter("squall_bolt_input_rows_total",
+                            "Rows (tuple batches from the edge topics) read", base,
+                            registry=registry)
+        self.duration = Histogram("squall_bolt_batch_duration_seconds",
+                                  "Micro-batch duration, read to commit", base,
+                                  buckets=LATENCY_BUCKETS, registry=registry)
+        self._seen: dict[str, int] = {}
+
+    def started(self, component: str) -> None:
+        self.active.labels(self.topology, component).set(1)
+
+    def stopped(self, component: str) -> None:
+        self.active.labels(self.topology, component).set(0)
+
+    def progress(self, component: str, p: Any) -> None:
+        """Count a progress report once (the same one is returned until the next batch)."""
+        if p is not None and not isinstance(p, dict):
+            p = json.loads(p.json)  # PySpark 4: a StreamingQueryProgress
+        if not p or "batchId" not in p:
+            return
+        bid = int(p["batchId"])
+        if self._seen.get(component) == bid:
+            return
+        self._seen[component] = bid
+        lab = (self.topology, component)
+        self.batches.labels(*lab).inc()
+        self.rows.labels(*lab).inc(max(0, int(p.get("numInputRows", 0) or 0)))
+        ms = (p.get("durationMs") or {}).get("triggerExecution")
+        if ms is not None:
+            self.duration.labels(*lab).observe(float(ms) / 1000)

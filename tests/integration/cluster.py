@@ -1,0 +1,65 @@
+"""The control plane as real processes: API replicas (uvicorn) and workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from squall.dev.stack import die_with_parent, free_port
+from tests.integration.helpers import wait_for
+
+TOKEN = "test-token-0123456789"
+
+
+class ApiProcess:
+    def __init__(self, zookeeper: str, bootstrap: str, log: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.args = ["--zookeeper", zookeeper, "--bootstrap-servers", bootstrap,
+                     "--port", str(self.port), "--session-timeout-s", "4", *extra]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ApiProcess:
+        out = open(self.log, "ab")  # noqa: SIM115 - the child owns it
+        self.proc = subprocess.Popen([sys.executable, "-m", "services.api", *self.args],
+                                     stdout=out, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "SQUALL_API_TOKEN": TOKEN},
+                                     preexec_fn=die_with_parent)
+        wait_for(lambda: self._up() or self.proc is None or self.proc.poll() is not None, 60,
+                 f"the API on {self.url}")
+        assert self.proc.poll() is None, self.log.read_text()[-3000:]
+        return self
+
+    def _up(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def client(self, token: str | None = TOKEN) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def leads(self) -> bool:
+        try:
+            body: dict[str, Any] = httpx.get(f"{self.url}/api/v1/cluster/summary",
+                                             timeout=2).json()
+        except httpx.HTTPError:
+            return False
+        return bool(body["thisReplicaLeads"])
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)

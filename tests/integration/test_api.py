@@ -1,0 +1,266 @@
+"""The REST surface on a real port (uvicorn) over the real ZooKeeper: every error case."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kazoo.client import KazooClient
+
+from squall.lifecycle import Status
+from tests.integration.cluster import TOKEN, ApiProcess
+from tests.integration.helpers import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def spec(name: str, **over: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "name": name, "ackers": 2, "message_timeout_s": 30,
+        "spouts": [{"name": "sentences", "topics": [f"src-{name}"], "parallelism": 2}],
+        "bolts": [
+            {"name": "split", "class": "examples.wordcount:SplitSentence", "parallelism": 2,
+             "outputs": {"default": ["word"]}, "inputs": [{"component": "sentences"}]},
+            {"name": "count", "class": "examples.wordcount:WordCount", "parallelism": 2,
+             "outputs": {"default": ["word", "count"]},
+             "inputs": [{"component": "split", "grouping": "fields", "fields": ["word"]}]}]}
+    d.update(over)
+    return d
+
+
+@pytest.fixture(scope="module")
+def api(zookeeper: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[ApiProcess]:
+    p = ApiProcess(zookeeper, bootstrap, tmp_path_factory.mktemp("api") / "api.log").start()
+    wait_for(p.leads, 30, "the only replica to lead")
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def http(api: ApiProcess) -> Iterator[httpx.Client]:
+    with api.client() as c:
+        yield c
+
+
+@pytest.fixture
+def zk(zookeeper: str) -> Iterator[KazooClient]:
+    c = KazooClient(hosts=zookeeper)
+    c.start(10)
+    yield c
+    c.stop()
+    c.close()
+
+
+def zk_status(zk: KazooClient, tid: str) -> str:
+    raw, _ = zk.get(f"/squall/topologies/{tid}")
+    return str(json.loads(raw)["lifecycle"]["status"])
+
+
+def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
+    r = http.post("/topologies", json=spec("views"))
+    assert r.status_code == 201, r.text
+    assert r.json()["status"] == "ACTIVE" and r.json()["version"] == 0
+    yaml_text = "name: views2\nspouts: [{name: s, topics: [x]}]\n"
+    r = http.post("/topologies", content=yaml_text,
+                  headers={"Content-Type": "application/yaml"}, params={"activate": "false"})
+    assert r.status_code == 201 and r.json()["status"] == "INACTIVE"
+    ids = {t["id"] for t in http.get("/topologies").json()}
+    assert {"views", "views2"} <= ids
+    one = http.get("/topologies/views")
+    assert one.headers["etag"] == '"0"' and one.json()["spec"]["name"] == "views"
+    summary = http.get("/api/v1/topology/summary").json()["topologies"]
+    assert {"id": "views", "status": "ACTIVE"}.items() <= next(
+        t for t in summary if t["id"] == "views").items()
+    storm = http.get("/api/v1/topology/views").json()
+    assert [s["spoutId"] for s in storm["spouts"]] == ["sentences"]
+    assert [b["boltId"] for b in storm["bolts"]] == ["split", "count"]
+    assert storm["msgTimeout"] == 30 and storm["tasksTotal"] == 8
+    assert storm["topologyStats"][0]["window"] == ":all-time"
+    comp = http.get("/api/v1/topology/views/component/count").json()
+    assert comp["componentType"] == "bolt" and comp["tasks"] == 2
+    acker = http.get("/api/v1/topology/views/component/__acker").json()
+    assert acker["componentType"] == "acker" and acker["tasks"] == 2
+    cluster = http.get("/api/v1/cluster/summary").json()
+    assert cluster["topologies"] >= 2 and cluster["thisReplicaLeads"]
+    assert http.get("/docs").status_code == 200
+    assert "/api/v1/topology/{topology_id}" in http.get("/openapi.json").json()["paths"]
+
+
+@pytest.mark.parametrize(("body", "ctype", "needle"), [
+    ({"spouts": []}, "json", "'name' is required"),
+    (spec("bad1", colour="red"), "json", "unknown topology fields ['colour']"),
+    (spec("bad2", ackers=-1), "json", "ackers must be 0..1024, got -1"),
+    (spec("bad3", spouts=[{"name": "s", "topics": ["t"], "parallelism": 0}]), "json",
+     "spout 's': parallelism must be 1..1024, got 0"),
+    (spec("bad4", bolts=[{"name": "b", "class": "m:C", "inputs": [{"component": "ghost"}]}]),
+     "json", "bolt 'b': input from unknown component 'ghost'"),
+    (spec("bad5", bolts=[{"name": "b", "class": "m:C", "inputs": [
+        {"component": "sentences", "grouping": "fields", "fields": ["nope"]}]}]), "json",
+     "fields grouping on 'sentences' by ['nope']"),
+    (spec("bad6", bolts=[{"name": "b", "class": "not a class", "inputs": [
+        {"component": "sentences"}]}]), "json", "class 'not a class' must be 'module:Class'"),
+    ("{not json", "json", "not valid JSON"),
+    ("name: [unclosed", "yaml", "not valid JSON or YAML"),
+    ([1, 2], "json", "a topology must be an object"),
+])
+def test_a_bad_spec_is_422_naming_the_problem(http: httpx.Client, body: Any, ctype: str,
+                                              needle: str) -> None:
+    content = body if isinstance(body, str) else json.dumps(body)
+    r = http.post("/topologies", content=content,
+                  headers={"Content-Type": f"application/{ctype}"})
+    assert r.status_code == 422, r.text
+    assert needle in r.json()["detail"]
+
+
+def test_unknown_ids_are_404(http: httpx.Client) -> None:
+    for method, path in [("GET", "/topologies/ghost"), ("POST", "/topologies/ghost/activate"),
+                         ("POST", "/topologies/ghost/kill"), ("GET", "/api/v1/topology/ghost"),
+                         ("POST", "/api/v1/topology/ghost/kill/0")]:
+        r = http.request(method, path)
+        assert r.status_code == 404, (path, r.text)
+        assert "ghost" in r.json()["detail"]
+    http.post("/topologies", json=spec("comp404"))
+    r = http.get("/api/v1/topology/comp404/component/nope")
+    assert r.status_code == 404 and "nope" in r.json()["detail"]
+
+
+def test_mutating_routes_need_the_token(api: ApiProcess) -> None:
+    with api.client(token=None) as anon, api.client(token="wrong-token-xyz") as wrong:
+        r = anon.post("/topologies", json=spec("auth"))
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert wrong.post("/topologies", json=spec("auth")).status_code == 403
+        assert wrong.post("/api/v1/topology/auth/kill/0").status_code == 403
+        assert anon.get("/topologies").status_code == 200  # reads are open
+        assert anon.get("/topologies/auth").status_code == 404  # nothing was submitted
+
+
+def test_lifecycle_transitions_land_in_zookeeper(http: httpx.Client, zk: KazooClient) -> None:
+    assert http.post("/topologies", json=spec("life")).status_code == 201
+    assert zk_status(zk, "life") == Status.ACTIVE
+    assert http.post("/topologies/life/deactivate").json()["status"] == "INACTIVE"
+    assert zk_status(zk, "life") == Status.INACTIVE
+    storm = http.post("/api/v1/topology/life/activate").json()
+    assert storm == {"topologyOperation": "activate", "topologyId": "life", "status": "success"}
+    assert zk_status(zk, "life") == Status.ACTIVE
+    # A second submit of a running name is a conflict.
+    r = http.post("/topologies", json=spec("life"))
+    assert r.status_code == 409 and "already submitted" in r.json()["detail"]
+    # Kill with a wait: KILLED at once, activate refused, removed after the wait.
+    assert http.post("/api/v1/topology/life/kill/1").status_code == 200
+    assert zk_status(zk, "life") == Status.KILLED
+    r = http.post("/topologies/life/activate")
+    assert r.status_code == 409 and "KILLED" in r.json()["detail"]
+    wait_for(lambda: zk.exists("/squall/topologies/life") is None, 15, "the kill to remove it")
+    assert http.get("/topologies/life").status_code == 404
+    assert http.post("/topologies", json=spec("life")).status_code == 201  # the name is free
+
+
+def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
+                                                         zk: KazooClient) -> None:
+    http.post("/topologies", json=spec("reb"))
+    r = http.post("/topologies/reb/rebalance", json={"wait_s": 1, "parallelism": {"split": 4}})
+    assert r.status_code == 422 and "'split' is a bolt" in r.json()["detail"]
+    r = http.post("/topologies/reb/rebalance", json={"wait_s": 1,
+                                                     "parallelism": {"sentences": 1}})
+    assert r.status_code == 200 and r.json()["status"] == "REBALANCING"
+    assert http.post("/topologies/reb/activate").status_code == 409
+    wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
+    got = http.get("/topologies/reb").json()["spec"]["spouts"][0]["parallelism"]
+    assert got == 1
+    r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
+        "executors": {"sentences": 0}}})
+    assert r.status_code == 422  # executors must be >= 1
+
+
+def test_concurrent_edits_one_wins_the_other_gets_409(http: httpx.Client) -> None:
+    http.post("/topologies", json=spec("race"))
+    version = http.get("/topologies/race").json()["version"]
+    r = http.post("/topologies/race/deactivate", headers={"If-Match": str(version + 7)})
+    assert r.status_code == 409 and "version" in r.json()["detail"]
+    results: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def edit(op: str) -> None:
+        barrier.wait()
+        results.append(http.post(f"/topologies/race/{op}",
+                                 headers={"If-Match": f'"{version}"'}).status_code)
+
+    threads = [threading.Thread(target=edit, args=(op,)) for op in ("deactivate", "kill")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [200, 409]
+
+
+def test_bad_bodies_and_paths_are_4xx_never_5xx(http: httpx.Client) -> None:
+    http.post("/topologies", json=spec("bodies"))
+    assert http.post("/topologies/bodies/kill", json={"wait_s": -3}).status_code == 422
+    assert http.post("/topologies/bodies/kill", content=b"\xff\xfe",
+                     headers={"Content-Type": "application/json"}).status_code == 422
+    assert http.post("/api/v1/topology/bodies/kill/abc").status_code == 422
+    assert http.get("/topologies/" + "x" * 300).status_code == 422
+    assert http.post("/topologies", content=b"\xff\xfe").status_code == 422
+
+
+def test_health_and_readiness(http: httpx.Client) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    r = http.get("/readyz")
+    assert r.status_code == 200 and r.json()["checks"] == {"zookeeper": "ok", "kafka": "ok"}
+
+
+def test_readyz_reports_a_broker_that_is_down(zookeeper: str, tmp_path: Path) -> None:
+    p = ApiProcess(zookeeper, "127.0.0.1:1", tmp_path / "api.log").start()
+    try:
+        r = httpx.get(f"{p.url}/readyz", timeout=10)
+        assert r.status_code == 503 and r.json()["checks"]["kafka"] == "unavailable"
+    finally:
+        p.stop()
+
+
+def test_leader_failover_and_forwarded_writes(zookeeper: str, bootstrap: str, api: ApiProcess,
+                                              tmp_path: Path) -> None:
+    a = ApiProcess(zookeeper, bootstrap, tmp_path / "a.log").start()
+    b = ApiProcess(zookeeper, bootstrap, tmp_path / "b.log").start()
+    try:
+        assert api.leads() and not a.leads() and not b.leads()
+        with a.client() as ca:
+            r = ca.post("/topologies", json=spec("forwarded"))
+            assert r.status_code == 201, r.text  # a follower forwards to the leader
+            assert r.headers["x-squall-leader"] == api.url
+            assert ca.get("/topologies/forwarded").json()["status"] == "ACTIVE"
+        api.stop(9)  # SIGKILL: the session expires, the next replica leads
+        wait_for(lambda: a.leads() or b.leads(), 30, "a new leader")
+        new = a if a.leads() else b
+        other = b if new is a else a
+        with new.client() as c:
+            assert c.post("/topologies/forwarded/deactivate").json()["status"] == "INACTIVE"
+        with other.client() as c:
+            r = c.post("/topologies/forwarded/activate")
+            assert r.status_code == 200 and r.headers["x-squall-leader"] == new.url
+    finally:
+        a.stop()
+        b.stop()
+        api.start()  # the module's replica again, for the tests after this one
+        wait_for(api.leads, 30, "the module's replica to lead again")
+
+
+def test_schemathesis_finds_no_server_error(api: ApiProcess, tmp_path: Path) -> None:
+    # The coverage phase is left out: on Python 3.11.7 it crashes inside hypothesis (an AST
+    # recursion SystemError in lambda descriptions), before any request is sent.
+    exe = shutil.which("schemathesis") or str(Path(sys.executable).with_name("schemathesis"))
+    r = subprocess.run(
+        [exe, "run", f"{api.url}/openapi.json", "--checks", "not_a_server_error",
+         "--max-examples", "25", "--phases", "examples,fuzzing", "--workers", "2",
+         "-H", f"Authorization: Bearer {TOKEN}", "--seed", "1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-12000:] + r.stderr[-2000:]

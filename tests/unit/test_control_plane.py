@@ -1,0 +1,201 @@
+"""The control plane's pure core: lifecycle, assignment, the leader's plan, stats."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.api.stats import aggregate
+from squall.assignment import Kind, Unit, Worker, assign, units_of
+from squall.coord import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.errors import ConflictError, TopologyError
+from squall.lifecycle import Lifecycle, Status, apply
+from squall.scheduler import advance, plan, with_parallelism
+from squall.topology import TopologyBuilder, TopologySpec
+
+
+def spec(name: str = "wc", spouts: int = 2, ackers: int = 2) -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout("src", ["s"], spouts)
+    b.set_bolt("split", "examples.wordcount:SplitSentence", 2,
+               outputs={"default": ["word"]}).shuffle_grouping("src")
+    b.set_bolt("count", "examples.wordcount:WordCount", 2,
+               outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
+    return b.build(name, ackers=ackers)
+
+
+# ----- lifecycle (Nimbus) -------------------------------------------------------
+
+def test_activate_deactivate_and_the_no_op_repeats() -> None:
+    lc = Lifecycle()
+    assert lc.spouts_emit
+    off = lc.deactivate()
+    assert off.status is Status.INACTIVE and not off.spouts_emit
+    assert off.deactivate() == off
+    assert off.activate().status is Status.ACTIVE
+
+
+def test_rebalance_returns_to_the_previous_state_after_its_wait() -> None:
+    lc = Lifecycle(Status.INACTIVE).rebalance(1_000, 5, {"src": 3})
+    assert lc.status is Status.REBALANCING and not lc.spouts_emit
+    assert not lc.due(5_999) and lc.due(6_000)
+    assert lc.finish_rebalance() == Lifecycle(Status.INACTIVE)
+
+
+@pytest.mark.parametrize("event", ["activate", "deactivate", "rebalance"])
+def test_a_killed_topology_refuses_everything_but_kill(event: str) -> None:
+    killed = Lifecycle().kill(0, 30)
+    with pytest.raises(ConflictError, match="KILLED"):
+        apply(killed, event, 0, 1)
+    assert apply(killed, "kill", 10_000, 1).deadline_ms == 11_000  # kill again: new wait
+
+
+def test_rebalancing_refuses_activate_and_a_second_rebalance() -> None:
+    lc = Lifecycle().rebalance(0, 10)
+    for event in ("activate", "deactivate", "rebalance"):
+        with pytest.raises(ConflictError):
+            apply(lc, event, 0, 1)
+    assert apply(lc, "kill", 0, 0).status is Status.KILLED
+
+
+def test_bad_waits_and_parallelism_name_the_value() -> None:
+    with pytest.raises(TopologyError, match="-1"):
+        Lifecycle().kill(0, -1)
+    with pytest.raises(TopologyError, match=r"'src'.*0"):
+        Lifecycle().rebalance(0, 1, {"src": 0})
+
+
+def test_lifecycle_round_trips_through_json() -> None:
+    lc = Lifecycle(Status.ACTIVE).rebalance(5, 2, {"src": 4})
+    assert Lifecycle.from_dict(lc.to_dict()) == lc
+
+
+# ----- assignment ---------------------------------------------------------------
+
+def workers(kind: Kind, n: int, cap: int = 100) -> list[Worker]:
+    return [Worker(f"{kind}-{i}", kind, cap) for i in range(n)]
+
+
+def test_units_of_a_topology() -> None:
+    units = units_of("wc", spec(spouts=3, ackers=2))
+    kinds = Counter(u.kind for u in units)
+    assert kinds == {Kind.SPOUT: 3, Kind.ACKER: 2, Kind.BOLTS: 2}
+
+
+def test_even_spread_and_capacity() -> None:
+    units = [Unit("t", Kind.SPOUT, "s", i) for i in range(7)]
+    a = assign(units, workers(Kind.SPOUT, 3))
+    assert sorted(Counter(a.where.values()).values()) == [2, 2, 3]
+    small = assign(units, [Worker("a", Kind.SPOUT, 2), Worker("b", Kind.SPOUT, 3)])
+    assert len(small.where) == 5 and len(small.unassigned) == 2
+
+
+def test_units_go_only_to_workers_of_their_kind() -> None:
+    a = assign(units_of("wc", spec()), workers(Kind.SPOUT, 1) + workers(Kind.ACKER, 1))
+    assert {u.kind for u in a.unassigned} == {Kind.BOLTS}
+    assert all(w.startswith(str(u.kind)) for u, w in a.where.items())
+
+
+def test_a_lost_worker_moves_only_its_own_units() -> None:
+    units = [Unit("t", Kind.ACKER, "__acker", i) for i in range(6)]
+    ws = workers(Kind.ACKER, 3)
+    before = assign(units, ws).where
+    after = assign(units, ws[:2], before).where
+    moved = {u for u in units if before[u] != after[u]}
+    assert moved == {u for u in units if before[u] == ws[2].id}
+    assert sorted(Counter(after.values()).values()) == [3, 3]
+
+
+def test_a_new_worker_takes_a_fair_share() -> None:
+    units = [Unit("t", Kind.SPOUT, "s", i) for i in range(4)]
+    ws = workers(Kind.SPOUT, 1)
+    one = assign(units, ws).where
+    two = assign(units, workers(Kind.SPOUT, 2), one).where
+    assert sorted(Counter(two.values()).values()) == [2, 2]
+
+
+@given(st.integers(0, 40), st.lists(st.integers(1, 10), min_size=1, max_size=6),
+       st.randoms(use_true_random=False))
+def test_assignment_is_balanced_within_capacity(n: int, caps: list[int], rnd: object) -> None:
+    units = [Unit("t", Kind.ACKER, "__acker", i) for i in range(n)]
+    ws = [Worker(f"w{i}", Kind.ACKER, c) for i, c in enumerate(caps)]
+    a = assign(units, ws)
+    load = Counter(a.where.values())
+    assert len(a.where) + len(a.unassigned) == n
+    assert len(a.where) == min(n, sum(caps))
+    assert all(load[w.id] <= w.capacity for w in ws)
+    # Nobody with room sits below another's load minus one (even, as far as capacity allows).
+    for w in ws:
+        if load[w.id] < w.capacity:
+            assert all(load[v.id] <= load[w.id] + 1 for v in ws)
+
+
+# ----- the leader's plan ----------------------------------------------------------
+
+def rec(lc: Lifecycle, s: TopologySpec | None = None) -> TopologyRecord:
+    s = s or spec()
+    return TopologyRecord(s.name, s, lc, 0, 3)
+
+
+def info(w: Worker) -> WorkerInfo:
+    return WorkerInfo(w, "h", 1, 0)
+
+
+def test_plan_assigns_and_marks_spouts_active_or_not() -> None:
+    ws = [info(w) for w in workers(Kind.SPOUT, 1) + workers(Kind.ACKER, 1)
+          + workers(Kind.BOLTS, 1)]
+    p = plan([rec(Lifecycle(Status.INACTIVE))], ws, {}, 0)
+    spout = p.assignments["spout-0"]
+    assert [pl.tasks for pl in spout.placements] == [(0, 1)]
+    assert spout.active == {"wc": False}
+    assert {pl.component for pl in p.assignments["bolts-0"].placements} == {"split", "count"}
+    assert p.unassigned == ()
+
+
+def test_plan_removes_killed_topologies_after_their_wait() -> None:
+    r = rec(Lifecycle().kill(0, 5))
+    ws = [info(w) for w in workers(Kind.SPOUT, 1)]
+    during = plan([r], ws, {}, 4_999)
+    assert during.removals == () and during.assignments["spout-0"].active == {"wc": False}
+    after = plan([r], ws, {"spout-0": during.assignments["spout-0"]}, 5_000)
+    assert after.removals == ("wc",)
+    assert after.assignments["spout-0"] == WorkerAssignment()
+
+
+def test_plan_finishes_a_rebalance_with_the_new_spout_parallelism() -> None:
+    r = rec(Lifecycle().rebalance(0, 1, {"src": 1}))
+    assert advance(r, 999) is r
+    done = advance(r, 1_000)
+    assert done is not None and done.lifecycle == Lifecycle(Status.ACTIVE)
+    assert done.spec.component("src").parallelism == 1
+
+
+def test_bolt_parallelism_cannot_change_in_place() -> None:
+    with pytest.raises(TopologyError, match="'split' is a bolt"):
+        with_parallelism(spec(), {"split": 4})
+    with pytest.raises(TopologyError, match="no component"):
+        with_parallelism(spec(), {"nope": 4})
+
+
+# ----- stats ---------------------------------------------------------------------
+
+def test_aggregate_sums_tasks_and_interpolates_quantiles() -> None:
+    lab = {"topology": "wc", "component": "src"}
+    samples = [("squall_spout_acked_total", lab, 10.0), ("squall_spout_acked_total", lab, 5.0),
+               ("squall_spout_acked_total", {"topology": "other", "component": "src"}, 99.0),
+               ("squall_acker_records_total", {"topology": "wc", "kind": "ack"}, 7.0)]
+    for le, c in ((0.5, 0.0), (1.0, 50.0), (2.0, 100.0), (math.inf, 100.0)):
+        samples.append(("squall_spout_complete_latency_seconds_bucket",
+                        {**lab, "le": str(le)}, c))
+    samples += [("squall_spout_complete_latency_seconds_sum", lab, 120.0),
+                ("squall_spout_complete_latency_seconds_count", lab, 100.0)]
+    st_ = aggregate(samples, "wc")
+    assert st_["src"].counters["acked"] == 15
+    assert st_["__acker"].counters["records"] == 7
+    assert st_["src"].quantile(0.5) == pytest.approx(1.0)
+    assert st_["src"].quantile(0.75) == pytest.approx(1.5)
+    assert st_["src"].latency_ms() == pytest.approx(1200.0)

@@ -248,6 +248,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         assigned = await asyncio.to_thread(control.assignments)
         return [{"id": w.worker.id, "kind": str(w.worker.kind), "capacity": w.worker.capacity,
                  "host": w.host, "pid": w.pid, "started_ms": w.started_ms,
+                 "running": list(w.endpoints),
                  "placements": [p.to_dict() for p in assigned.get(
                      w.worker.id, _EMPTY).placements]} for w in ws]
 

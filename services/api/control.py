@@ -50,12 +50,12 @@ class Control:
         self.s = settings
         self.clock = clock or SystemClock()
         self.state = "CONNECTED"
-        self.zk = zk_connect(settings.zookeeper, session_timeout_s=settings.session_timeout_s,
-                             listener=self._on_state)
-        self.store = TopologyStore(self.zk)
         self.leading = threading.Event()
         self.stopping = threading.Event()
         self.wake = threading.Event()
+        self.zk = zk_connect(settings.zookeeper, session_timeout_s=settings.session_timeout_s,
+                             listener=self._on_state)
+        self.store = TopologyStore(self.zk)
         self.rounds = 0
         self._thread = threading.Thread(target=self._elect, name="squall-leader", daemon=True)
 

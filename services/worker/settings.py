@@ -53,5 +53,6 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
     p.add_argument("--checkpoint-dir", type=Path, help="Spark checkpoint root (bolts)")
     p.add_argument("--master", help="Spark master for bolts (default local[*])")
     p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
-    p.add_argument("--metrics-host", help="host its children's /metrics bind to")
+    p.add_argument("--metrics-host", help="host others reach its processes' /metrics at")
+    p.add_argument("--metrics-port", type=int, help="the worker's own /metrics port (0: off)")
     return load_settings(WorkerSettings, p, argv, "worker")

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
 from services.worker.settings import WorkerSettings
 from squall.assignment import Kind, Placement
 from squall.clock import Clock, SystemClock
@@ -98,8 +100,16 @@ def _proc(p: Placement, args: list[str], spec: dict[str, Any]) -> tuple[str, Pro
 
 
 class WorkerService:
-    def __init__(self, settings: WorkerSettings, clock: Clock | None = None) -> None:
+    def __init__(self, settings: WorkerSettings, registry: CollectorRegistry | None = None,
+                 clock: Clock | None = None) -> None:
         self.s = settings
+        lab = ["worker", "kind"]
+        self.m_procs = Gauge("squall_worker_processes", "Task processes running", lab,
+                             registry=registry).labels(settings.worker_id, str(settings.kind))
+        self.m_restarts = Counter("squall_worker_restarts_total",
+                                  "Task processes restarted after exiting", lab,
+                                  registry=registry).labels(settings.worker_id,
+                                                            str(settings.kind))
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.children: dict[str, Child] = {}
@@ -212,6 +222,8 @@ class WorkerService:
                     log.error("%s exited with %s; restarting (see %s)", k, c.proc.returncode,
                               c.log)
                     self.children[k] = self._start(ps, c.restarts + 1)
+                    self.m_restarts.inc()
+        self.m_procs.set(len(self.children))
 
     # ----- the loop ---------------------------------------------------------
 

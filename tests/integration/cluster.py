@@ -35,7 +35,18 @@ class ApiProcess:
         wait_for(lambda: self._up() or self.proc is None or self.proc.poll() is not None, 60,
                  f"the API on {self.url}")
         assert self.proc.poll() is None, self.log.read_text()[-3000:]
+        wait_for(self._leader_known, 30, "a leader among the API replicas")
         return self
+
+    def _leader_known(self) -> bool:
+        """A leader is elected and answers (a killed replica's election node lingers until
+        its session expires)."""
+        try:
+            leader = httpx.get(f"{self.url}/api/v1/cluster/summary", timeout=2).json()["leader"]
+            return leader is not None and bool(httpx.get(
+                f"{leader}/api/v1/cluster/summary", timeout=2).json()["thisReplicaLeads"])
+        except (httpx.HTTPError, ValueError, KeyError):
+            return False
 
     def _up(self) -> bool:
         try:

@@ -1,0 +1,157 @@
+"""Workers under the control plane: a topology submitted over REST runs on registered
+workers; a spout worker killed mid-stream has its tasks reassigned and no source message
+is lost."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kazoo.client import KazooClient
+
+from squall.kafka import ensure_topics
+from tests.integration.cluster import ApiProcess
+from tests.integration.helpers import (
+    ServiceProcess,
+    committed_offsets,
+    consume,
+    produce_source,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+PARTS = 2
+
+
+def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> ServiceProcess:
+    return ServiceProcess("services.worker", [
+        "--kind", kind, "--worker-id", wid, "--zookeeper", zookeeper,
+        "--bootstrap-servers", bootstrap, "--workdir", str(tmp / wid), "--capacity", "4",
+        "--checkpoint-dir", str(tmp / "checkpoints"), "--session-timeout-s", "3",
+        "--master", "local[2]"], tmp / f"{wid}.log")
+
+
+@pytest.fixture
+def cluster(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    # Other tests' APIs may lead: any leader serves, followers forward the writes.
+    procs = {w: worker(k, w, zookeeper, bootstrap, tmp_path).start() for k, w in [
+        ("acker", f"acker-{uuid.uuid4().hex[:4]}"), ("bolts", f"bolts-{uuid.uuid4().hex[:4]}"),
+        ("spout", f"spoutA-{uuid.uuid4().hex[:4]}"), ("spout", f"spoutB-{uuid.uuid4().hex[:4]}")]}
+    try:
+        yield {"api": api, "workers": procs}
+    finally:
+        for p in procs.values():
+            p.stop()
+        api.stop()
+
+
+def topology(name: str, source: str) -> dict[str, Any]:
+    return {"name": name, "ackers": 1, "message_timeout_s": 30, "max_spout_pending": 500,
+            "spouts": [{"name": "sentences", "topics": [source], "parallelism": PARTS}],
+            "bolts": [
+                {"name": "split", "class": "examples.wordcount:SplitSentenceBatch",
+                 "parallelism": 2, "outputs": {"default": ["word"]},
+                 "inputs": [{"component": "sentences"}]},
+                {"name": "count", "class": "examples.wordcount:WordCountBatch",
+                 "parallelism": 2, "outputs": {"default": ["word", "count"]},
+                 "inputs": [{"component": "split", "grouping": "fields", "fields": ["word"]}]}]}
+
+
+def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], bootstrap: str,
+                                                      zookeeper: str) -> None:
+    api: ApiProcess = cluster["api"]
+    workers: dict[str, ServiceProcess] = cluster["workers"]
+    name = f"wk{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: PARTS}, 30)
+    http = api.client()
+    # Submitted inactive: the spouts start once Spark runs the bolt queries.
+    r = http.post("/topologies", json=topology(name, source), params={"activate": "false"})
+    assert r.status_code == 201, r.text
+
+    def storm() -> dict[str, Any]:
+        out: dict[str, Any] = http.get(f"/api/v1/topology/{name}").json()
+        return out
+
+    wait_for(lambda: all(b["running"] for b in storm()["bolts"]), 180, "the bolt queries")
+    assert http.post(f"/topologies/{name}/activate").status_code == 200
+
+    def spout_tasks() -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for w in http.get("/workers").json():
+            for p in w["placements"]:
+                if p["topology"] == name and p["kind"] == "spout":
+                    out.setdefault(w["id"], []).extend(p["tasks"])
+        return out
+
+    wait_for(lambda: len(spout_tasks()) == 2, 30, "one spout task on each spout worker")
+    victim = sorted(w for w in workers if w.startswith("spoutA"))[0]
+    survivor = sorted(w for w in workers if w.startswith("spoutB"))[0]
+    assert spout_tasks()[victim] and spout_tasks()[survivor]
+
+    def committed() -> int:
+        return sum(max(o, 0) for o in committed_offsets(
+            bootstrap, f"squall.{name}.sentences", source, PARTS))
+
+    first = [f"the quick brown fox jumps over the lazy dog {i}".encode() for i in range(1500)]
+    produce_source(bootstrap, source, first, PARTS)
+    wait_for(lambda: committed() >= 300, 120, "the topology to make progress")
+    # Kill the worker like a lost machine: SIGKILL, its spout process dies with it.
+    workers[victim].signal(signal.SIGKILL)
+    workers[victim].wait(10)
+    second = [f"a second wave of sentences number {i}".encode() for i in range(1500)]
+    produce_source(bootstrap, source, second, PARTS)
+    wait_for(lambda: sorted(spout_tasks().get(survivor, [])) == [0, 1], 60,
+             "the lost worker's spout task to move to the survivor")
+    total = len(first) + len(second)
+    wait_for(lambda: committed() >= total, 180, f"all {total} sentences committed")
+    assert committed() == total
+    # Nothing was dead-lettered: every sentence completed.
+    assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
+    # The lost worker's registration is gone from ZooKeeper.
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(10)
+    try:
+        assert zk.exists(f"/squall/workers/{victim}") is None
+    finally:
+        zk.stop()
+        zk.close()
+    stats = storm()
+    assert stats["status"] == "ACTIVE"
+    assert stats["acker"]["treesFailed"] == 0
+    http.post(f"/topologies/{name}/kill", json={"wait_s": 0})
+    http.close()
+
+
+def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any],
+                                                         bootstrap: str) -> None:
+    api: ApiProcess = cluster["api"]
+    name = f"wd{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: PARTS}, 30)
+    spec = topology(name, source)
+    spec["bolts"] = spec["bolts"][:1]
+
+    def running(kind: str) -> int:
+        """Processes the workers run for this topology (their registered endpoints)."""
+        return sum(1 for w in httpx.get(f"{api.url}/workers", timeout=10).json()
+                   for e in w["running"] if e["topology"] == name and e["kind"] == kind)
+
+    with api.client() as http:
+        assert http.post("/topologies", json=spec).status_code == 201
+        wait_for(lambda: running("spout") == 2 and running("acker") == 1, 60,
+                 "a spout process on each spout worker, and the acker")
+        assert http.post(f"/topologies/{name}/deactivate").json()["status"] == "INACTIVE"
+        wait_for(lambda: running("spout") == 0, 60, "the spouts to drain and stop")
+        assert running("acker") == 1  # the rest of the topology stays up
+        assert http.post(f"/topologies/{name}/activate").json()["status"] == "ACTIVE"
+        wait_for(lambda: running("spout") == 2, 60, "the spouts to start again")
+        assert http.post(f"/topologies/{name}/kill", json={"wait_s": 0}).status_code == 200
+        wait_for(lambda: running("spout") + running("acker") + running("bolts") == 0, 90,
+                 "the killed topology's processes to stop")

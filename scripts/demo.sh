@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Set up from nothing and run the main job on the embedded stack.
-# Until the word-count demo lands (issue #6) this starts Tansu + ZooKeeper, sends
-# word-count-shaped tuple trees through a real acker topic and the XOR ledger,
-# checks that every tree completed, and stops the stack.
+# Set up from nothing and run the main job: the word-count demo on the embedded stack.
+# `squall demo` starts Tansu + ZooKeeper, the REST API and one worker of each kind,
+# submits the word count over REST, feeds sentences with a progress line and prints the
+# top counts, the acker throughput and (last line) a JSON summary. Extra flags go to
+# `squall demo` (default: 20,000 sentences; `--sentences` omitted with `--rate R` feeds
+# until Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
-exec .venv/bin/squall dev smoke "$@"
+if [ "$#" -eq 0 ]; then set -- --sentences 20000; fi
+exec .venv/bin/squall demo "$@"

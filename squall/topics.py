@@ -35,3 +35,8 @@ def edge_topic(topology: str, source: str, stream: str, target: str) -> str:
     parts = (check_name("topology", topology), check_name("component", source),
              check_name("stream", stream), check_name("component", target))
     return "squall.{}.edge.{}.{}.{}".format(*parts)
+
+
+def metrics_topic(topology: str) -> str:
+    """Per-micro-batch reports of the bolts (executed, emitted, acked, failed, errors)."""
+    return f"squall.{check_name('topology', topology)}.metrics"

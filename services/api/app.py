@@ -11,16 +11,20 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import Body, Depends, FastAPI, Header, Path, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel, Field
 
 from services.api import views
 from services.api.control import Control, NotLeader
+from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.stats import aggregate, scrape
 from squall import __version__
@@ -89,6 +93,8 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         "Kafka and Spark. Storm UI's REST routes are under /api/v1; mutating routes need "
         "`Authorization: Bearer <token>`.")
     _handlers(app)
+    registry = CollectorRegistry()
+    metrics = ApiMetrics(registry, control)
     token = settings.token.get_secret_value() if settings.token else None
 
     def authorized(cred: Credentials) -> None:
@@ -106,6 +112,17 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
     async def _unauth(_r: Request, exc: _Unauthorized) -> JSONResponse:
         return _error(exc.status, "unauthorized", exc.detail,
                       {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next: Any) -> Response:
+        t0 = time.perf_counter()
+        response: Response = await call_next(request)
+        route = request.scope.get("route")
+        # The route's template, never the raw path: labels stay bounded.
+        name = getattr(route, "path", "unmatched")
+        metrics.requests.labels(request.method, name, str(response.status_code)).inc()
+        metrics.latency.labels(request.method, name).observe(time.perf_counter() - t0)
+        return response
 
     @app.middleware("http")
     async def forward_writes(request: Request, call_next: Any) -> Response:
@@ -171,6 +188,25 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         return JSONResponse({"ready": ok, "checks": {k: "ok" if v else "unavailable"
                                                      for k, v in checks.items()},
                              "leader": control.leading.is_set()}, 200 if ok else 503)
+
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics of this replica",
+             response_class=PlainTextResponse)
+    async def prometheus_metrics() -> PlainTextResponse:
+        body = await asyncio.to_thread(generate_latest, registry)
+        return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/sd/prometheus", tags=["health"],
+             summary="Prometheus HTTP service discovery: every worker process's /metrics")
+    async def service_discovery() -> list[dict[str, Any]]:
+        ws = await asyncio.to_thread(control.workers)
+        out = []
+        for w in ws:
+            for url in sorted({e["url"] for e in w.endpoints}):
+                u = urlsplit(url)
+                out.append({"targets": [u.netloc], "labels": {
+                    "__metrics_path__": u.path or "/metrics", "worker": w.worker.id,
+                    "worker_kind": str(w.worker.kind)}})
+        return out
 
     # ----- our own routes ------------------------------------------------------
 

@@ -79,6 +79,9 @@ _SUMMED = {
     "squall_bolt_batches_total": "batches", "squall_bolt_input_rows_total": "rows",
     "squall_bolt_batch_duration_seconds_sum": "batch_seconds",
     "squall_bolt_batch_duration_seconds_count": "batches_timed",
+    "squall_bolt_executed_total": "executed", "squall_bolt_emitted_total": "emitted",
+    "squall_bolt_acked_total": "acked", "squall_bolt_failed_total": "failed",
+    "squall_bolt_errors_total": "errors", "squall_bolt_execute_seconds_total": "execute_seconds",
 }
 _LATENCY = ("squall_spout_complete_latency_seconds", "squall_acker_complete_latency_seconds")
 

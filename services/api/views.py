@@ -63,10 +63,16 @@ def _batch_ms(s: ComponentStats | None) -> str:
     return f"{1000 * _c(s, 'batch_seconds') / n:.3f}" if n else "0.000"
 
 
+def _execute_ms(s: ComponentStats | None) -> str:
+    """Storm's execute latency: time in the bolt per tuple executed."""
+    n = _c(s, "executed")
+    return f"{1000 * _c(s, 'execute_seconds') / n:.3f}" if n else "0.000"
+
+
 def _capacity(s: ComponentStats | None, now_ms: int, rec: TopologyRecord) -> str:
     """Storm's capacity: the share of time spent executing (micro-batches, here)."""
     up = uptime_s(rec, now_ms)
-    return f"{min(1.0, _c(s, 'batch_seconds') / up):.3f}" if up > 0 else "0.000"
+    return f"{min(1.0, _c(s, 'execute_seconds') / up):.3f}" if up > 0 else "0.000"
 
 
 def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
@@ -95,8 +101,9 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         bolts.append({"boltId": b.name, "tasks": b.parallelism, "executors": b.parallelism,
                       "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
                       "executed": _c(st, "executed"), "acked": _c(st, "acked"),
-                      "failed": _c(st, "failed"), "executeLatency": _batch_ms(st),
+                      "failed": _c(st, "failed"), "executeLatency": _execute_ms(st),
                       "processLatency": _batch_ms(st), "capacity": _capacity(st, now_ms, rec),
+                      "errors": _c(st, "errors"),
                       "running": _c(st, "active") > 0, "microBatches": _c(st, "batches"),
                       "inputRows": _c(st, "rows"), "lastError": ""})
     ack = stats.get(ACKER)

@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from services.bolts.metrics import BoltMetrics
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
-from squall.topics import acker_topic, dlq_topic
+from squall.topics import acker_topic, dlq_topic, metrics_topic
 from squall.topology import BoltSpec, TopologySpec
 
 log = logging.getLogger("squall.bolts")
@@ -68,7 +68,7 @@ def spark_session(master: str, app: str) -> Any:
 
 
 def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
-    topics = {dlq_topic(spec.name): 1}
+    topics = {dlq_topic(spec.name): 1, metrics_topic(spec.name): 1}
     if spec.ackers:
         topics[acker_topic(spec.name)] = spec.ackers
     for c in spec.components():
@@ -105,6 +105,9 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        if self.metrics:
+            threading.Thread(target=self._read_reports, args=(stop,), daemon=True,
+                             name="bolt-reports").start()
         spark = spark_session(self.s.master, f"squall-{self.spec.name}")
         queries = [start_bolt(spark, self.spec, b, self.s) for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])
@@ -125,3 +128,30 @@ class BoltJob:
                 if m:
                     m.stopped(b.name)
             spark.stop()
+
+    def _read_reports(self, stop: threading.Event) -> None:
+        """Feed the metrics with the sinks' per-micro-batch reports (from now on)."""
+        import json
+
+        from confluent_kafka import Consumer
+
+        assert self.metrics is not None
+        mine = {b.name for b in self.bolts}
+        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers,
+                      "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
+                      "auto.offset.reset": "latest", "enable.auto.commit": False})
+        c.subscribe([metrics_topic(self.spec.name)])
+        try:
+            while not stop.is_set():
+                for m in c.consume(100, 0.5):
+                    if m.error():
+                        continue
+                    try:
+                        rep = json.loads(m.value())
+                    except ValueError:
+                        log.warning("malformed bolt report at offset %s", m.offset())
+                        continue
+                    if isinstance(rep, dict) and rep.get("component") in mine:
+                        self.metrics.report(rep)
+        finally:
+            c.close()

@@ -31,6 +31,19 @@ class BoltMetrics:
                                   buckets=LATENCY_BUCKETS, registry=registry)
         self._seen: dict[str, int] = {}
 
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, base, registry=registry)
+
+        self.executed = counter("squall_bolt_executed_total", "Tuples executed")
+        self.emitted = counter("squall_bolt_emitted_total", "Tuples emitted")
+        self.acked = counter("squall_bolt_acked_total", "Input tuples acked")
+        self.failed = counter("squall_bolt_failed_total", "Input tuples failed")
+        self.errors = counter("squall_bolt_errors_total",
+                              "Exceptions in bolt code (each fails its input)")
+        self.bad = counter("squall_bolt_bad_records_total", "Undecodable edge messages")
+        self.execute_seconds = counter("squall_bolt_execute_seconds_total",
+                                       "Time the bolt's tasks spent in micro-batches")
+
     def started(self, component: str) -> None:
         self.active.labels(self.topology, component).set(1)
 
@@ -53,3 +66,14 @@ class BoltMetrics:
         ms = (p.get("durationMs") or {}).get("triggerExecution")
         if ms is not None:
             self.duration.labels(*lab).observe(float(ms) / 1000)
+
+    def report(self, rep: dict[str, Any]) -> None:
+        """A sink's report of one micro-batch (see ``BoltWriter.commit``)."""
+        lab = (self.topology, str(rep["component"]))
+        for key, c in (("executed", self.executed), ("emitted", self.emitted),
+                       ("acked", self.acked), ("failed", self.failed),
+                       ("errors", self.errors), ("bad", self.bad),
+                       ("seconds", self.execute_seconds)):
+            v = rep.get(key, 0)
+            if isinstance(v, int | float) and v > 0:
+                c.labels(*lab).inc(v)

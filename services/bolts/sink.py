@@ -11,6 +11,7 @@ edge ids) and cost at worst a timeout replay.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,7 @@ from squall.errors import WireFormatError
 from squall.executor import BoltExecutor
 from squall.ids import acker_partitions
 from squall.records import AckerBatch
-from squall.topics import acker_topic, dlq_topic
+from squall.topics import acker_topic, dlq_topic, metrics_topic
 from squall.topology import BoltSpec, TopologySpec
 from squall.wire import (
     DeadLetter,
@@ -121,6 +122,21 @@ class BoltWriter(DataSourceStreamArrowWriter):
         if errors:
             log.warning("bolt %s batch %d: %d errors, last: %s", self.component, batchId,
                         len(errors), errors[-1])
+        # The micro-batch's numbers go to the bolts job's driver through Kafka: this method
+        # runs in a Python worker of Spark's, not in the process that serves /metrics.
+        report = {"component": self.component, "batch": batchId,
+                  "executed": sum(m.executed for m in reps),
+                  "emitted": sum(m.emitted for m in reps), "acked": sum(m.acked for m in reps),
+                  "failed": sum(m.failed for m in reps), "bad": sum(m.bad for m in reps),
+                  "seconds": sum(m.seconds for m in reps),
+                  "errors": sum(len(m.errors) for m in reps), "last_error": errors[-1:]}
+        try:
+            spec = TopologySpec.from_text(self.spec_json)
+            producer = _producer(self.bootstrap)
+            producer.produce(metrics_topic(spec.name), json.dumps(report).encode())
+            producer.flush(5)
+        except Exception as e:  # numbers are best effort; the batch itself is committed
+            log.warning("bolt %s batch %d: report not sent: %s", self.component, batchId, e)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("bolt %s batch %d aborted; Spark will replay it", self.component, batchId)

@@ -125,6 +125,13 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     stats = storm()
     assert stats["status"] == "ACTIVE"
     assert stats["acker"]["treesFailed"] == 0
+    # The bolts' numbers reach the API: every sentence executed and acked, every word emitted.
+    words = sum(len(s.split()) for s in first + second)
+    wait_for(lambda: storm()["bolts"][1]["acked"] >= words, 30, "the bolts' reports")
+    split, count = storm()["bolts"]
+    assert split["executed"] >= total and split["emitted"] >= words
+    assert count["executed"] >= words and count["failed"] == 0
+    assert float(split["executeLatency"]) > 0 and split["microBatches"] > 0
     http.post(f"/topologies/{name}/kill", json={"wait_s": 0})
     http.close()
 

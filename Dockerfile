@@ -1,0 +1,19 @@
+# One image for every Squall service (api, spout / acker / bolts workers) and for the
+# Spark master and worker, so the executors have exactly the driver's Python packages.
+# The steps are the README's "Install by hand" section: Java 17, then `pip install .`.
+FROM python:3.11-slim-bookworm
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps curl \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/squall
+COPY pyproject.toml README.md ./
+COPY squall ./squall
+COPY services ./services
+COPY examples ./examples
+RUN python -m pip install --no-cache-dir .
+ENV PYSPARK_PYTHON=python \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+RUN useradd --create-home squall && mkdir -p /var/lib/squall && chown squall /var/lib/squall
+USER squall
+ENTRYPOINT ["squall"]
+CMD ["--help"]

@@ -17,12 +17,12 @@ from urllib.parse import urlsplit
 
 import httpx
 from fastapi import Body, Depends, FastAPI, Header, Path, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel, Field
 
-from services.api import views
+from services.api import page, views
 from services.api.control import Control, NotLeader
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
@@ -287,6 +287,20 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
                  "running": list(w.endpoints),
                  "placements": [p.to_dict() for p in assigned.get(
                      w.worker.id, _EMPTY).placements]} for w in ws]
+
+    # ----- the topology page ------------------------------------------------
+
+    @app.get("/ui", tags=["ui"], summary="Topologies, with links to their pages",
+             response_class=HTMLResponse)
+    async def ui_index() -> HTMLResponse:
+        recs = await asyncio.to_thread(control.store.list)
+        return HTMLResponse(page.index_page([r.id for r in recs]))
+
+    @app.get("/ui/topologies/{topology_id}", tags=["ui"], response_class=HTMLResponse,
+             summary="The topology's DAG with live per-component numbers")
+    async def ui_topology(topology_id: TopologyId) -> HTMLResponse:
+        await asyncio.to_thread(control.store.get, topology_id)  # 404 for an unknown id
+        return HTMLResponse(page.topology_page(topology_id))
 
     # ----- Storm UI's routes -------------------------------------------------
 

@@ -124,6 +124,9 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                   "treesAcked": _c(ack, "trees_acked"), "treesFailed": _c(ack, "trees_failed"),
                   "treesTimedOut": _c(ack, "trees_timed_out")},
         "assignment": placed,
+        "edges": [{"from": i.component, "to": b.name, "stream": i.stream,
+                   "grouping": str(i.grouping), "fields": list(i.fields)}
+                  for b in spec.bolts for i in b.inputs],
         "configuration": {"topology.message.timeout.secs": spec.message_timeout_s,
                           "topology.max.spout.pending": spec.max_spout_pending,
                           "topology.acker.executors": spec.ackers,

@@ -1,0 +1,123 @@
+"""The topology page in headless Chromium (Debian's package): the DAG is drawn from the
+live API numbers, and a screenshot is taken and checked."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import uuid
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from squall.kafka import ensure_topics
+from tests.integration.cluster import ApiProcess
+from tests.integration.helpers import ServiceProcess, produce_source, wait_for
+
+pytestmark = pytest.mark.integration
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "Debian's chromium is needed for this test (scripts/test.sh installs it)"
+    return exe
+
+
+def browse(url: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp / f"profile-{uuid.uuid4().hex[:6]}"
+    return subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                           "--window-size=1400,900", "--virtual-time-budget=6000", *args, url],
+                          capture_output=True, text=True, timeout=120)
+
+
+def png_pixels(path: Path) -> tuple[int, int, bytes]:
+    """Width, height and the inflated scanlines of a PNG (enough to see it is not blank)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", chunk[:8])
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+@pytest.fixture
+def running(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A topology whose spout and acker run (no Spark here: its bolt stays unassigned)."""
+    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    name = f"pg{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: 1}, 30)
+    workers = [ServiceProcess("services.worker", [
+        "--kind", kind, "--worker-id", f"{kind}-{name}", "--zookeeper", zookeeper,
+        "--bootstrap-servers", bootstrap, "--workdir", str(tmp_path / kind),
+        "--session-timeout-s", "3"], tmp_path / f"{kind}.log").start()
+        for kind in ("acker", "spout")]
+    spec = {"name": name, "ackers": 1, "message_timeout_s": 300,
+            "spouts": [{"name": "sentences", "topics": [source]}],
+            "bolts": [{"name": "split", "class": "examples.wordcount:SplitSentence",
+                       "outputs": {"default": ["word"]},
+                       "inputs": [{"component": "sentences"}]},
+                      {"name": "count", "class": "examples.wordcount:WordCount",
+                       "outputs": {"default": ["word", "count"]},
+                       "inputs": [{"component": "split", "grouping": "fields",
+                                   "fields": ["word"]}]}]}
+    try:
+        with api.client() as http:
+            assert http.post("/topologies", json=spec).status_code == 201
+        produce_source(bootstrap, source, [b"the cow jumped over the moon"] * 250, 1)
+        wait_for(lambda: httpx.get(f"{api.url}/api/v1/topology/{name}", timeout=10).json()
+                 ["spouts"][0]["emitted"] >= 250, 60, "the spout to emit")
+        yield {"api": api, "name": name}
+    finally:
+        for w in workers:
+            w.stop()
+        api.stop()
+
+
+def test_topology_page_draws_the_dag_with_live_numbers(running: dict[str, Any],
+                                                        tmp_path: Path) -> None:
+    url = f"{running['api'].url}/ui/topologies/{running['name']}"
+    r = browse(url, tmp_path, "--dump-dom")
+    dom = r.stdout
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'data-rendered="' in dom, "the page's script did not draw the DAG"
+    for comp in ("sentences", "split", "count", "__acker"):
+        assert f'data-component="{comp}"' in dom, comp
+    assert "emitted 250" in dom  # the spout's number, from the live API
+    assert "fields(word)" in dom and "shuffle" in dom  # edges carry their groupings
+    assert 'class="status ACTIVE"' in dom
+
+
+def test_topology_page_screenshot(running: dict[str, Any], tmp_path: Path) -> None:
+    shot = tmp_path / "topology.png"
+    url = f"{running['api'].url}/ui/topologies/{running['name']}"
+    r = browse(url, tmp_path, f"--screenshot={shot}")
+    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+    width, height, pixels = png_pixels(shot)
+    assert (width, height) == (1400, 900)
+    # Not a blank page: a drawn DAG has many distinct byte values across its scanlines.
+    assert len(set(pixels)) > 64, "the screenshot looks blank"
+
+
+def test_topology_page_of_an_unknown_id_is_404(zookeeper: str, bootstrap: str,
+                                               tmp_path: Path) -> None:
+    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    try:
+        assert httpx.get(f"{api.url}/ui/topologies/ghost", timeout=10).status_code == 404
+        assert "<svg" not in httpx.get(f"{api.url}/ui", timeout=10).text
+    finally:
+        api.stop()

@@ -371,7 +371,8 @@ class SpoutTask:
                 break
             expired.append(root)
         for root in expired:
-            self._fail(self._pending.pop(root), "timeout (no result from the acker)", now_ms, out)
+            # "backstop": no result from the acker within 2x the message timeout.
+            self._fail(self._pending.pop(root), "backstop", now_ms, out)
         return out
 
     def _fail(self, p: _Pending, reason: str, now_ms: int, out: Settled) -> None:

@@ -126,7 +126,7 @@ def test_backstop_fails_trees_the_acker_never_answered() -> None:
     feed(task, [1], 500)
     assert task.expire(2 * T - 1).failed == {}
     st = task.expire(2 * T)
-    assert st.failed == {"timeout (no result from the acker)": 1}
+    assert st.failed == {"backstop": 1}
     assert task.pending == 1
 
 

@@ -190,12 +190,13 @@ def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
             m = c.poll(1.0)
             if m is None:
                 continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
                     break
                 continue
             with contextlib.suppress(ValueError):
-                total.update(json.loads(m.value()))
+                total.update(json.loads(m.value() or b""))
     finally:
         c.close()
     return total.most_common(n)

@@ -404,8 +404,9 @@ def _kafka_ok(bootstrap: str) -> bool:
     from squall.kafka import quiet_logger
 
     try:
-        AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger("readyz"),
-                     "socket.timeout.ms": 2000}).list_topics(timeout=2)
+        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000,
+                                "logger": quiet_logger("readyz")}
+        AdminClient(conf).list_topics(timeout=2)
         return True
     except Exception:
         return False

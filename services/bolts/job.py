@@ -147,7 +147,7 @@ class BoltJob:
                     if m.error():
                         continue
                     try:
-                        rep = json.loads(m.value())
+                        rep = json.loads(m.value() or b"")
                     except ValueError:
                         log.warning("malformed bolt report at offset %s", m.offset())
                         continue

@@ -1,0 +1,89 @@
+"""The ``squall`` CLI as a client of the real API, and ``squall demo`` end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import TOKEN, ApiProcess
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def api(zookeeper: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[ApiProcess]:
+    p = ApiProcess(zookeeper, bootstrap, tmp_path_factory.mktemp("cli") / "api.log").start()
+    yield p
+    p.stop()
+
+
+def squall(*args: str, token: str | None = TOKEN, timeout: float = 60
+           ) -> subprocess.CompletedProcess[str]:
+    env_args = ["--token", token] if token else []
+    return subprocess.run([sys.executable, "-m", "squall.cli", *args, *env_args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_drives_a_topology_through_its_lifecycle(api: ApiProcess, tmp_path: Path) -> None:
+    name = f"cli{uuid.uuid4().hex[:6]}"
+    spec = tmp_path / "t.yaml"
+    spec.write_text(f"name: {name}\nackers: 1\nspouts: [{{name: src, topics: [x], "
+                    "parallelism: 2}]\n")
+    a = ["--api", api.url]
+    r = squall("submit", str(spec), *a)
+    assert r.returncode == 0 and f"submitted {name} (ACTIVE)" in r.stdout, r.stderr
+    r = squall("list", *a)
+    assert r.returncode == 0 and name in r.stdout and "ACTIVE" in r.stdout
+    r = squall("status", name, *a)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and lines[0].startswith(f"{name}  ACTIVE")
+    assert lines[1].split()[:4] == ["component", "kind", "tasks", "emitted"]
+    assert [ln.split()[:3] for ln in lines[2:]] == [["src", "spout", "2"],
+                                                    ["__acker", "acker", "1"]]
+    assert squall("deactivate", name, *a).stdout.strip() == f"{name}: INACTIVE"
+    assert squall("activate", name, *a).stdout.strip() == f"{name}: ACTIVE"
+    r = squall("rebalance", name, "--wait", "0", "-p", "src=1", *a)
+    assert r.stdout.strip() == f"{name}: REBALANCING", r.stderr
+    r = squall("kill", name, "--wait", "0", *a)
+    assert r.returncode == 0 and r.stdout.strip() == f"{name}: KILLED"
+
+
+def test_cli_errors_are_clear_and_exit_2(api: ApiProcess, tmp_path: Path) -> None:
+    a = ["--api", api.url]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nspouts: []\n")
+    r = squall("submit", str(bad), *a)
+    assert r.returncode == 2 and "HTTP 422" in r.stderr and "has no spout" in r.stderr
+    r = squall("activate", "ghost", *a)
+    assert r.returncode == 2 and "HTTP 404" in r.stderr and "ghost" in r.stderr
+    r = squall("kill", "ghost", *a, token=None)
+    assert r.returncode == 2 and "HTTP 401" in r.stderr
+    r = squall("list", "--api", "http://127.0.0.1:1")
+    assert r.returncode == 2 and "cannot reach the API" in r.stderr
+    r = squall("submit", str(tmp_path / "missing.yaml"), *a)
+    assert r.returncode == 2 and "cannot read" in r.stderr
+    r = squall("rebalance", "x", "-p", "src=many", *a)
+    assert r.returncode == 2 and "component=N" in r.stderr
+    assert squall("--help").returncode == 0
+
+
+def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "squall.cli", "demo", "--sentences", "3000",
+                        "--workdir", str(tmp_path / "demo"), "--timeout", "300"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["sentences"] == 3000 and summary["processed"] == 3000
+    assert summary["lost"] == 0 and summary["dead_lettered"] == 0
+    assert summary["acked"] >= 3000 and summary["acker_records_per_s"] > 0
+    top = dict(summary["top_words"])
+    assert summary["top_words"][0][0] == "the"  # in three of Storm's five sentences
+    assert "top words:" in r.stderr and "acker throughput" in r.stderr
+    assert all(n > 0 for n in top.values())

@@ -1,0 +1,70 @@
+"""ZooKeeper trouble, for real: freeze the ZooKeeper process (SIGSTOP) under a running
+API and worker. Writes are refused with 503 and /readyz says why; the worker keeps its
+task processes; once ZooKeeper is back, writes work again and the state is the same."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from tests.integration.cluster import ApiProcess
+from tests.integration.helpers import ServiceProcess, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def own_stack(tmp_path: Path) -> Iterator[StackInfo]:
+    """A stack of its own: freezing the session's ZooKeeper would disturb other tests."""
+    with EmbeddedStack(StackSettings(home=tmp_path / "stack", start_timeout_s=90)) as info:
+        yield info
+
+
+def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
+        own_stack: StackInfo, tmp_path: Path) -> None:
+    zk_pid = next(p.pid for p in own_stack.processes if p.name == "zookeeper")
+    api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
+                     tmp_path / "api.log").start()
+    worker = ServiceProcess("services.worker", [
+        "--kind", "acker", "--worker-id", "acker-zk", "--zookeeper", own_stack.zookeeper,
+        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
+        "--session-timeout-s", "20"], tmp_path / "worker.log").start()
+    name = f"zk{uuid.uuid4().hex[:6]}"
+    http = api.client()
+    try:
+        spec = {"name": name, "ackers": 1, "spouts": [{"name": "s", "topics": ["t"]}]}
+        assert http.post("/topologies", json=spec).status_code == 201
+        wait_for(lambda: worker.metrics().get(
+            "squall_worker_processes{kind=acker,worker=acker-zk}") == 1, 30, "the acker task")
+        os.kill(zk_pid, signal.SIGSTOP)
+        try:
+            def refused() -> bool:
+                r = http.post(f"/topologies/{name}/deactivate")
+                return r.status_code == 503
+            wait_for(refused, 30, "writes to be refused", every_s=0.5)
+            r = http.post(f"/topologies/{name}/deactivate")
+            assert "ZooKeeper" in r.json()["detail"]
+            ready = httpx.get(f"{api.url}/readyz", timeout=10)
+            assert ready.status_code == 503 and ready.json()["checks"]["zookeeper"] == \
+                "unavailable"
+            # The worker keeps its task process while ZooKeeper is away.
+            assert worker.alive()
+            assert worker.metrics()["squall_worker_processes{kind=acker,worker=acker-zk}"] == 1
+        finally:
+            os.kill(zk_pid, signal.SIGCONT)
+        wait_for(lambda: http.post(f"/topologies/{name}/deactivate").status_code == 200, 60,
+                 "writes to work again", every_s=0.5)
+        assert http.get(f"/topologies/{name}").json()["status"] == "INACTIVE"
+        assert httpx.get(f"{api.url}/readyz", timeout=10).status_code == 200
+        assert worker.metrics()["squall_worker_processes{kind=acker,worker=acker-zk}"] == 1
+    finally:
+        http.close()
+        worker.stop()
+        api.stop()

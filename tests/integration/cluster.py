@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,20 @@ class ApiProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+def namespace(zookeeper: str) -> str:
+    """A ZooKeeper chroot of its own (``host:port/squall-test-<id>``): a separate Squall
+    cluster on the shared ZooKeeper, so one test's topologies never reach another's
+    workers."""
+    from kazoo.client import KazooClient
+
+    root = f"/squall-test-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(10)
+    try:
+        zk.ensure_path(root)
+    finally:
+        zk.stop()
+        zk.close()
+    return zookeeper + root

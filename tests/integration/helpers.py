@@ -98,7 +98,8 @@ class ServiceProcess:
                 self.wait(10)
 
     def __enter__(self) -> ServiceProcess:
-        return self.start()
+        # ``with svc.start():`` and ``with svc:`` both start it once.
+        return self if self.alive() else self.start()
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:

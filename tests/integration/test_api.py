@@ -16,7 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from squall.lifecycle import Status
-from tests.integration.cluster import TOKEN, ApiProcess
+from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -37,9 +37,15 @@ def spec(name: str, **over: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def api(zookeeper: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+def ns(zookeeper: str) -> str:
+    """This module's own Squall cluster on the shared ZooKeeper (a chroot)."""
+    return namespace(zookeeper)
+
+
+@pytest.fixture(scope="module")
+def api(ns: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[ApiProcess]:
-    p = ApiProcess(zookeeper, bootstrap, tmp_path_factory.mktemp("api") / "api.log").start()
+    p = ApiProcess(ns, bootstrap, tmp_path_factory.mktemp("api") / "api.log").start()
     wait_for(p.leads, 30, "the only replica to lead")
     yield p
     p.stop()
@@ -52,8 +58,8 @@ def http(api: ApiProcess) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def zk(zookeeper: str) -> Iterator[KazooClient]:
-    c = KazooClient(hosts=zookeeper)
+def zk(ns: str) -> Iterator[KazooClient]:
+    c = KazooClient(hosts=ns)
     c.start(10)
     yield c
     c.stop()
@@ -218,8 +224,8 @@ def test_health_and_readiness(http: httpx.Client) -> None:
     assert r.status_code == 200 and r.json()["checks"] == {"zookeeper": "ok", "kafka": "ok"}
 
 
-def test_readyz_reports_a_broker_that_is_down(zookeeper: str, tmp_path: Path) -> None:
-    p = ApiProcess(zookeeper, "127.0.0.1:1", tmp_path / "api.log").start()
+def test_readyz_reports_a_broker_that_is_down(ns: str, tmp_path: Path) -> None:
+    p = ApiProcess(ns, "127.0.0.1:1", tmp_path / "api.log").start()
     try:
         r = httpx.get(f"{p.url}/readyz", timeout=10)
         assert r.status_code == 503 and r.json()["checks"]["kafka"] == "unavailable"
@@ -227,10 +233,10 @@ def test_readyz_reports_a_broker_that_is_down(zookeeper: str, tmp_path: Path) ->
         p.stop()
 
 
-def test_leader_failover_and_forwarded_writes(zookeeper: str, bootstrap: str, api: ApiProcess,
+def test_leader_failover_and_forwarded_writes(ns: str, bootstrap: str, api: ApiProcess,
                                               tmp_path: Path) -> None:
-    a = ApiProcess(zookeeper, bootstrap, tmp_path / "a.log").start()
-    b = ApiProcess(zookeeper, bootstrap, tmp_path / "b.log").start()
+    a = ApiProcess(ns, bootstrap, tmp_path / "a.log").start()
+    b = ApiProcess(ns, bootstrap, tmp_path / "b.log").start()
     try:
         assert api.leads() and not a.leads() and not b.leads()
         with a.client() as ca:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import TOKEN, ApiProcess
+from squall.dev.stack import die_with_parent
+from tests.integration.cluster import TOKEN, ApiProcess, namespace
+from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +25,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def api(zookeeper: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[ApiProcess]:
-    p = ApiProcess(zookeeper, bootstrap, tmp_path_factory.mktemp("cli") / "api.log").start()
+    log = tmp_path_factory.mktemp("cli") / "api.log"
+    p = ApiProcess(namespace(zookeeper), bootstrap, log).start()
     yield p
     p.stop()
 
@@ -87,3 +94,31 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     assert summary["top_words"][0][0] == "the"  # in three of Storm's five sentences
     assert "top words:" in r.stderr and "acker throughput" in r.stderr
     assert all(n > 0 for n in top.values())
+
+
+def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
+    log = tmp_path / "demo.err"
+
+    def processed() -> int:
+        counts = re.findall(r"processed ([\d,]+)", log.read_text())
+        return int(counts[-1].replace(",", "")) if counts else 0
+
+    with open(log, "wb") as err:
+        p = subprocess.Popen([sys.executable, "-m", "squall.cli", "demo", "--rate", "500",
+                              "--workdir", str(tmp_path / "demo")], stdout=subprocess.PIPE,
+                             stderr=err, preexec_fn=die_with_parent)
+        try:
+            wait_for(lambda: processed() > 0 or p.poll() is not None, 300,
+                     "the demo to process sentences", every_s=0.5)
+            assert p.poll() is None, log.read_text()[-3000:]
+            os.kill(p.pid, signal.SIGINT)  # Ctrl-C
+            t0 = time.monotonic()
+            out, _ = p.communicate(timeout=180)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert p.returncode == 0, log.read_text()[-3000:]
+    assert time.monotonic() - t0 < 120
+    summary = json.loads(out.decode().strip().splitlines()[-1])
+    assert summary["processed"] > 0 and summary["sentences"] >= summary["processed"]
+    assert "stopping: spout worker (drains)" in log.read_text()

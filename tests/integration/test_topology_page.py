@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from squall.kafka import ensure_topics
-from tests.integration.cluster import ApiProcess
+from tests.integration.cluster import ApiProcess, namespace
 from tests.integration.helpers import ServiceProcess, produce_source, wait_for
 
 pytestmark = pytest.mark.integration
@@ -57,6 +57,7 @@ def png_pixels(path: Path) -> tuple[int, int, bytes]:
 @pytest.fixture
 def running(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A topology whose spout and acker run (no Spark here: its bolt stays unassigned)."""
+    zookeeper = namespace(zookeeper)
     api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
     name = f"pg{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
@@ -115,7 +116,7 @@ def test_topology_page_screenshot(running: dict[str, Any], tmp_path: Path) -> No
 
 def test_topology_page_of_an_unknown_id_is_404(zookeeper: str, bootstrap: str,
                                                tmp_path: Path) -> None:
-    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    api = ApiProcess(namespace(zookeeper), bootstrap, tmp_path / "api.log").start()
     try:
         assert httpx.get(f"{api.url}/ui/topologies/ghost", timeout=10).status_code == 404
         assert "<svg" not in httpx.get(f"{api.url}/ui", timeout=10).text

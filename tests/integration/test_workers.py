@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from squall.kafka import ensure_topics
-from tests.integration.cluster import ApiProcess
+from tests.integration.cluster import ApiProcess, namespace
 from tests.integration.helpers import (
     ServiceProcess,
     committed_offsets,
@@ -38,13 +38,13 @@ def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> Se
 
 @pytest.fixture
 def cluster(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    zookeeper = namespace(zookeeper)  # a Squall cluster of its own on the shared ZooKeeper
     api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
-    # Other tests' APIs may lead: any leader serves, followers forward the writes.
     procs = {w: worker(k, w, zookeeper, bootstrap, tmp_path).start() for k, w in [
         ("acker", f"acker-{uuid.uuid4().hex[:4]}"), ("bolts", f"bolts-{uuid.uuid4().hex[:4]}"),
         ("spout", f"spoutA-{uuid.uuid4().hex[:4]}"), ("spout", f"spoutB-{uuid.uuid4().hex[:4]}")]}
     try:
-        yield {"api": api, "workers": procs}
+        yield {"api": api, "workers": procs, "zookeeper": zookeeper}
     finally:
         for p in procs.values():
             p.stop()
@@ -115,7 +115,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     # Nothing was dead-lettered: every sentence completed.
     assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
     # The lost worker's registration is gone from ZooKeeper.
-    zk = KazooClient(hosts=zookeeper)
+    zk = KazooClient(hosts=cluster["zookeeper"])
     zk.start(10)
     try:
         assert zk.exists(f"/squall/workers/{victim}") is None

@@ -97,6 +97,40 @@ def histogram(port: int, name: str) -> list[tuple[float, float]]:
     return sorted(out)
 
 
+def bolt_totals(port: int) -> dict[str, dict[str, float]]:
+    """Per bolt component: micro-batches, their total seconds, rows, task seconds."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out: dict[str, dict[str, float]] = {}
+    keys = {"squall_bolt_batch_duration_seconds_count": "batches",
+            "squall_bolt_batch_duration_seconds_sum": "batch_s",
+            "squall_bolt_input_rows_total": "rows", "squall_bolt_execute_seconds_total": "task_s",
+            "squall_bolt_executed_total": "tuples"}
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            key = keys.get(s.name)
+            if s.name == "squall_bolt_batch_phase_seconds_total":
+                key = f"phase_{s.labels['phase']}"
+            if key:
+                d = out.setdefault(s.labels["component"], {})
+                d[key] = d.get(key, 0.0) + s.value
+    return out
+
+
+def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
+                    ) -> dict[str, dict[str, float]]:
+    prof = {}
+    for comp, a in after.items():
+        d = {k: v - before.get(comp, {}).get(k, 0.0) for k, v in a.items()}
+        n = max(d.get("batches", 0.0), 1.0)
+        prof[comp] = {"micro_batches": d.get("batches", 0.0),
+                      "batch_ms": round(1000 * d.get("batch_s", 0.0) / n, 1),
+                      "task_ms_per_batch": round(1000 * d.get("task_s", 0.0) / n, 1),
+                      "tuples_per_batch": round(d.get("tuples", 0.0) / n, 1),
+                      **{k.removeprefix("phase_") + "_ms": round(1000 * v / n, 1)
+                         for k, v in d.items() if k.startswith("phase_")}}
+    return prof
+
+
 def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]],
              q: float) -> float:
     """Quantile of the observations between two scrapes of a cumulative histogram."""
@@ -137,14 +171,15 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str, float]:
+def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
+               sink: str = "foreach_batch", trigger_ms: int = 50) -> dict[str, float]:
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = topology(name=name, source=src, vectorized=True)
     (tmp / f"{name}.json").write_text(spec.to_json())
     ensure_topics(b, {src: PARTS})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    port = free_port()
+    port, bolts_port = free_port(), free_port()
     procs = []
 
     def start(tag: str, args: list[str]) -> None:
@@ -156,8 +191,9 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str,
                     "--bootstrap-servers", b, "--message-timeout-s", "60"])
     start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
                     "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
-                    "--master", "local[2]", "--trigger-ms", "50",
-                    "--max-rows-per-batch", str(max_rows)])
+                    "--master", "local[2]", "--trigger-ms", str(trigger_ms),
+                    "--max-rows-per-batch", str(max_rows), "--sink", sink,
+                    "--metrics-port", str(bolts_port)])
     edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]
     start("spout", ["services.spout", "--topology", name, "--component", "sentences",
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
@@ -186,9 +222,12 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int) -> dict[str,
         paced = max(int(rate / 2 * 15), 1000)
         say(f"squall: {paced:,} sentences at {rate / 2:,.0f}/s for the latency ...")
         before = histogram(port, "squall_spout_complete_latency_seconds")
+        bolts_before = bolt_totals(bolts_port)
         produce(b, src, make_sentences(paced, 3), rate=rate / 2)
         wait_committed(watch, src, warm + n + paced)
         after = histogram(port, "squall_spout_complete_latency_seconds")
+        prof = where_time_goes(bolts_before, bolt_totals(bolts_port))
+        say(f"squall: micro-batches at half rate: {json.dumps(prof)}")
         return {"sentences_per_s": rate, "p50": quantile(before, after, 0.5),
                 "p99": quantile(before, after, 0.99), "wall_s": t1 - t0,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
@@ -284,12 +323,15 @@ def main() -> None:
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--max-rows-per-batch", type=int, default=50,
                     help="edge messages per bolt micro-batch")
+    ap.add_argument("--sink", choices=["foreach_batch", "writer"], default="foreach_batch",
+                    help="how micro-batches reach the bolt tasks (see squall bolts --help)")
+    ap.add_argument("--trigger-ms", type=int, default=50, help="micro-batch interval")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
-                        args.max_rows_per_batch)
+                        args.max_rows_per_batch, args.sink, args.trigger_ms)
         base = float("nan") if args.skip_baseline else \
             run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     print(json.dumps({
@@ -297,7 +339,7 @@ def main() -> None:
         "complete_latency_p50_s": round(sq["p50"], 3),
         "complete_latency_p99_s": round(sq["p99"], 3),
         "baseline_sentences_per_s": None if base != base else round(base),
-        "sentences": args.sentences,
+        "sentences": args.sentences, "sink": args.sink, "trigger_ms": args.trigger_ms,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
     }))
 

@@ -24,6 +24,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
     p.add_argument("--trigger-ms", type=int, help="micro-batch interval")
     p.add_argument("--metrics-port", type=int)
+    p.add_argument("--sink", choices=["foreach_batch", "writer"],
+                   help="foreachBatch + mapInArrow (default) or the data source writer")
     return load_settings(BoltSettings, p, argv, "bolts")
 
 

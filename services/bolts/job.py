@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -39,6 +39,9 @@ class BoltSettings(BaseSettings):
     trigger_ms: int = Field(200, ge=0)
     metrics_port: int = 0
     metrics_host: str = "0.0.0.0"
+    # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
+    # straight back to this process), or the Python data source writer ("writer").
+    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
 
     def spec(self) -> TopologySpec:
         try:
@@ -76,18 +79,46 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
     ensure_topics(bootstrap, topics, 30)
 
 
-def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings) -> Any:
+def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings,
+               metrics: BoltMetrics | None = None) -> Any:
     reader = (spark.readStream.format("squall_edges")
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(bolt.name)))
               .option("tasks", ",".join(str(t) for t in range(bolt.parallelism)))
               .option("max_rows", str(s.max_rows_per_batch)).load())
-    return (reader.writeStream.format("squall_bolt")
-            .option("topology", spec.to_json()).option("component", bolt.name)
-            .option("bootstrap", s.bootstrap_servers)
-            .option("checkpointLocation", str(s.checkpoint_dir / spec.name / bolt.name))
+    checkpoint = str(s.checkpoint_dir / spec.name / bolt.name)
+    if s.sink == "writer":
+        writer = (reader.writeStream.format("squall_bolt")
+                  .option("topology", spec.to_json()).option("component", bolt.name)
+                  .option("bootstrap", s.bootstrap_servers))
+    else:
+        writer = reader.writeStream.foreachBatch(
+            _batch_runner(spec.to_json(), bolt.name, s.bootstrap_servers, metrics))
+    return (writer.option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(f"{spec.name}.{bolt.name}").start())
+
+
+def _batch_runner(spec_json: str, component: str, bootstrap: str,
+                  metrics: BoltMetrics | None) -> Any:
+    """foreachBatch: the bolt tasks run on the executors (``mapInArrow``, one partition per
+    task); their reports come back to this process, which counts them and logs errors."""
+    from services.bolts.sink import REPORT_SCHEMA, task_runner
+
+    run = task_runner(spec_json, component, bootstrap)
+
+    def batch(df: Any, batch_id: int) -> None:
+        reports = df.mapInArrow(run, REPORT_SCHEMA).collect()
+        errors = [e for r in reports for e in (r["errors"] or [])]
+        if errors:
+            log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
+                        len(errors), errors[-1])
+        if metrics:
+            metrics.report({"component": component, "errors": len(errors), **{
+                k: sum(r[k] for r in reports)
+                for k in ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
+
+    return batch
 
 
 class BoltJob:
@@ -105,11 +136,11 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
-        if self.metrics:
+        if self.metrics and self.s.sink == "writer":
             threading.Thread(target=self._read_reports, args=(stop,), daemon=True,
                              name="bolt-reports").start()
         spark = spark_session(self.s.master, f"squall-{self.spec.name}")
-        queries = [start_bolt(spark, self.spec, b, self.s) for b in self.bolts]
+        queries = [start_bolt(spark, self.spec, b, self.s, self.metrics) for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])
         m = self.metrics
         if m:

@@ -30,6 +30,9 @@ class BoltMetrics:
                                   "Micro-batch duration, read to commit", base,
                                   buckets=LATENCY_BUCKETS, registry=registry)
         self._seen: dict[str, int] = {}
+        self.phases = Counter("squall_bolt_batch_phase_seconds_total",
+                              "Micro-batch time by Spark phase (addBatch = the bolt tasks, "
+                              "the rest is Spark's own)", [*base, "phase"], registry=registry)
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(name, doc, base, registry=registry)
@@ -63,9 +66,12 @@ class BoltMetrics:
         lab = (self.topology, component)
         self.batches.labels(*lab).inc()
         self.rows.labels(*lab).inc(max(0, int(p.get("numInputRows", 0) or 0)))
-        ms = (p.get("durationMs") or {}).get("triggerExecution")
+        phases = p.get("durationMs") or {}
+        ms = phases.get("triggerExecution")
         if ms is not None:
             self.duration.labels(*lab).observe(float(ms) / 1000)
+        for phase, v in phases.items():
+            self.phases.labels(*lab, phase).inc(float(v) / 1000)
 
     def report(self, rep: dict[str, Any]) -> None:
         """A sink's report of one micro-batch (see ``BoltWriter.commit``)."""

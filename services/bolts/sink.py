@@ -14,7 +14,7 @@ import importlib
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ log = logging.getLogger("squall.bolts")
 # Bolt tasks live as long as the Python worker: state (e.g. counts) survives micro-batches.
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
 _PRODUCERS: dict[str, Any] = {}
+_SPECS: dict[str, TopologySpec] = {}
 
 
 @dataclass
@@ -72,49 +73,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.bootstrap = options["bootstrap"]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
-        t0 = time.perf_counter()
-        spec = TopologySpec.from_text(self.spec_json)
-        bolt = spec.component(self.component)
-        assert isinstance(bolt, BoltSpec)
-        producer = _producer(self.bootstrap)
-        rows = list(iterator)
-        task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
-        report = BatchReport(task)
-        batches = []
-        for rb in rows:
-            for topic, part, off, raw in zip(rb.column("topic").to_pylist(),
-                                             rb.column("partition").to_pylist(),
-                                             rb.column("offset").to_pylist(),
-                                             rb.column("value").to_pylist(), strict=True):
-                try:
-                    batches.append(decode_tuples(raw or b""))
-                except WireFormatError as e:
-                    report.bad += 1
-                    letter = DeadLetter(str(e), topic, part, off, 0, self.component)
-                    producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
-        if task >= 0:
-            ex = _executor(spec, bolt, task)
-            res = ex.run(batches)
-            for topic, part, out in res.outputs:
-                for raw_out in encode_tuples_chunked(out):
-                    _produce(producer, topic, raw_out, part)
-            if len(res.acks) and spec.ackers:
-                ab = res.acks
-                owner = acker_partitions(ab.roots, spec.ackers)
-                for p in np.unique(owner).tolist():
-                    sel = owner == p
-                    part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
-                                            ab.tasks[sel], ab.ts_ms[sel])
-                    for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
-                        _produce(producer, acker_topic(spec.name), raw_acks, p)
-            report.executed, report.emitted = res.executed, res.emitted
-            report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
-        left = producer.flush(60)
-        if left:
-            raise RuntimeError(f"{left} messages of bolt {self.component!r} task {task} were not "
-                               "confirmed by Kafka; the micro-batch will be retried")
-        report.seconds = time.perf_counter() - t0
-        return report
+        return run_task(self.spec_json, self.component, self.bootstrap, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         reps = [m for m in messages if isinstance(m, BatchReport)]
@@ -131,7 +90,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
                   "seconds": sum(m.seconds for m in reps),
                   "errors": sum(len(m.errors) for m in reps), "last_error": errors[-1:]}
         try:
-            spec = TopologySpec.from_text(self.spec_json)
+            spec = _spec(self.spec_json)
             producer = _producer(self.bootstrap)
             producer.produce(metrics_topic(spec.name), json.dumps(report).encode())
             producer.flush(5)
@@ -140,6 +99,79 @@ class BoltWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("bolt %s batch %d aborted; Spark will replay it", self.component, batchId)
+
+
+def run_task(spec_json: str, component: str, bootstrap: str,
+             iterator: Iterable[pa.RecordBatch]) -> BatchReport:
+    """One bolt task over its micro-batch partition: execute, produce, flush."""
+    t0 = time.perf_counter()
+    spec = _spec(spec_json)
+    bolt = spec.component(component)
+    assert isinstance(bolt, BoltSpec)
+    producer = _producer(bootstrap)
+    rows = list(iterator)
+    task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
+    report = BatchReport(task)
+    batches = []
+    for rb in rows:
+        for topic, part, off, raw in zip(rb.column("topic").to_pylist(),
+                                         rb.column("partition").to_pylist(),
+                                         rb.column("offset").to_pylist(),
+                                         rb.column("value").to_pylist(), strict=True):
+            try:
+                batches.append(decode_tuples(raw or b""))
+            except WireFormatError as e:
+                report.bad += 1
+                letter = DeadLetter(str(e), topic, part, off, 0, component)
+                producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
+    if task >= 0:
+        ex = _executor(spec, bolt, task)
+        res = ex.run(batches)
+        for topic, part, out in res.outputs:
+            for raw_out in encode_tuples_chunked(out):
+                _produce(producer, topic, raw_out, part)
+        if len(res.acks) and spec.ackers:
+            ab = res.acks
+            owner = acker_partitions(ab.roots, spec.ackers)
+            for p in np.unique(owner).tolist():
+                sel = owner == p
+                part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
+                                        ab.tasks[sel], ab.ts_ms[sel])
+                for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
+                    _produce(producer, acker_topic(spec.name), raw_acks, p)
+        report.executed, report.emitted = res.executed, res.emitted
+        report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
+    left = producer.flush(60)
+    if left:
+        raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
+                           "confirmed by Kafka; the micro-batch will be retried")
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+REPORT_SCHEMA = ("task long, executed long, emitted long, acked long, failed long, bad long, "
+                 "seconds double, errors array<string>")
+
+
+def task_runner(spec_json: str, component: str, bootstrap: str
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """For ``mapInArrow``: run the partition's bolt task, yield its report as one row."""
+
+    def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rep = run_task(spec_json, component, bootstrap, iterator)
+        yield pa.RecordBatch.from_pylist([{
+            "task": rep.task, "executed": rep.executed, "emitted": rep.emitted,
+            "acked": rep.acked, "failed": rep.failed, "bad": rep.bad, "seconds": rep.seconds,
+            "errors": list(rep.errors)}])
+
+    return run
+
+
+def _spec(spec_json: str) -> TopologySpec:
+    spec = _SPECS.get(spec_json)
+    if spec is None:
+        spec = _SPECS[spec_json] = TopologySpec.from_text(spec_json)
+    return spec
 
 
 def _producer(bootstrap: str) -> Any:

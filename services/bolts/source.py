@@ -97,37 +97,31 @@ class EdgeReader(DataSourceStreamReader):
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         assert isinstance(partition, TaskPartition)
-
-        c = Consumer({"bootstrap.servers": partition.bootstrap,
-                      "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
-                      "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,
-                      "max.partition.fetch.bytes": 16 << 20})
-        try:
-            for topic, p, s, e in partition.ranges:
-                c.assign([TopicPartition(topic, p, s)])
-                offsets: list[int] = []
-                values: list[bytes | None] = []
-                deadline = time.monotonic() + 60
-                while (not offsets or offsets[-1] < e - 1) and time.monotonic() < deadline:
-                    for m in c.consume(1000, 0.5):
-                        off = m.offset()
-                        if m.error() or off is None or off >= e:
-                            continue
-                        offsets.append(off)
-                        values.append(m.value())
-                if offsets and offsets[-1] < e - 1:
-                    raise RuntimeError(f"{topic}[{p}]: read up to {offsets[-1]}, needed {e - 1}")
-                n = len(offsets)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([partition.task] * n, pa.int32()), pa.array([topic] * n),
-                     pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
-                     pa.array(values, pa.binary())],
-                    names=["task", "topic", "partition", "offset", "value"])
-        finally:
-            c.close()
+        c = _reader(partition.bootstrap)
+        for topic, p, s, e in partition.ranges:
+            c.assign([TopicPartition(topic, p, s)])
+            offsets: list[int] = []
+            values: list[bytes | None] = []
+            deadline = time.monotonic() + 60
+            while (not offsets or offsets[-1] < e - 1) and time.monotonic() < deadline:
+                for m in c.consume(min(1000, e - s), 0.5):
+                    off = m.offset()
+                    if m.error() or off is None or off >= e:
+                        continue
+                    offsets.append(off)
+                    values.append(m.value())
+            c.unassign()
+            if offsets and offsets[-1] < e - 1:
+                raise RuntimeError(f"{topic}[{p}]: read up to {offsets[-1]}, needed {e - 1}")
+            n = len(offsets)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([partition.task] * n, pa.int32()), pa.array([topic] * n),
+                 pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
+                 pa.array(values, pa.binary())],
+                names=["task", "topic", "partition", "offset", "value"])
 
     def commit(self, end: dict[str, int]) -> None:
         """Spark's checkpoint is the record of progress; nothing to do in Kafka."""
@@ -146,10 +140,10 @@ class EdgeReader(DataSourceStreamReader):
             self._consumer = Consumer({
                 "bootstrap.servers": self.bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
                 "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
-                "max.partition.fetch.bytes": 1 << 14})
+                "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10})
             self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in tps])
         c = self._consumer
-        c.consume(10_000, 0.1)  # a fetch: its response carries each partition's high watermark
+        c.consume(10_000, 0.03)  # a fetch: its response carries each partition's high watermark
         for tp in tps:
             _, high = c.get_watermark_offsets(tp, cached=True)
             if high is not None and high >= 0:
@@ -159,3 +153,20 @@ class EdgeReader(DataSourceStreamReader):
                     # Skip the data up to the end: only the watermark is wanted here.
                     c.seek(TopicPartition(tp.topic, tp.partition, high))
         return dict(self._ends)
+
+
+# One consumer per Python worker, reused by every micro-batch it reads (a new consumer
+# per read cost a connection and metadata round trip each time).
+_READERS: dict[str, Any] = {}
+
+
+def _reader(bootstrap: str) -> Any:
+    from confluent_kafka import Consumer
+
+    c = _READERS.get(bootstrap)
+    if c is None:
+        c = _READERS[bootstrap] = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,
+            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 50})
+    return c

@@ -61,12 +61,12 @@ class Run:
             "100", "--message-timeout-s", str(spec.message_timeout_s)], tmp / "spout.log")
         self.n_bolt_runs = 0
 
-    def bolts(self) -> ServiceProcess:
+    def bolts(self, sink: str = "foreach_batch") -> ServiceProcess:
         self.n_bolt_runs += 1
         return ServiceProcess("services.bolts", [
             "--topology-file", str(self.tmp / "topology.json"), "--components", "split,count",
             "--bootstrap-servers", self.bootstrap, "--checkpoint-dir", str(self.tmp / "ckpt"),
-            "--master", "local[2]", "--trigger-ms", "100"],
+            "--master", "local[2]", "--trigger-ms", "100", "--sink", sink],
             self.tmp / f"bolts-{self.n_bolt_runs}.log", env={"PYSPARK_PYTHON": sys.executable})
 
     def report(self) -> ScriptedBolt:
@@ -108,10 +108,19 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
     return Run(bootstrap, tmp_path, word_count(name, f"src-{name}"), f"src-{name}")
 
 
-def test_word_count_completes_every_tree_and_counts_every_word(run: Run) -> None:
+@pytest.mark.parametrize("sink", ["foreach_batch", "writer"])
+def test_word_count_completes_every_tree_and_counts_every_word(run: Run, sink: str) -> None:
     lines = sentences(400)
-    with run.acker.start(), run.report() as report, run.bolts() as bolts:
+    with run.acker.start(), run.report() as report, run.bolts(sink) as bolts:
         m = run.feed_and_wait(lines, bolts)
+        # The bolts job counts what its tasks did (both ways of running them report it).
+        split = f"component=split,topology={run.spec.name}"
+        wait_for(lambda: bolts.metrics().get(f"squall_bolt_acked_total{{{split}}}", 0)
+                 >= len(lines), 30, "the bolt reports")
+        bm = bolts.metrics()
+        assert bm[f"squall_bolt_executed_total{{{split}}}"] >= len(lines)
+        assert bm[f"squall_bolt_emitted_total{{{split}}}"] >= sum(len(x.split()) for x in lines)
+        assert bm[f"squall_bolt_query_active{{{split}}}"] == 1
     lab = f"component=sentences,topology={run.spec.name}"
     assert m[f"squall_spout_acked_total{{{lab}}}"] >= len(lines)
     replays = m[f"squall_spout_replayed_total{{{lab}}}"]

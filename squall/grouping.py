@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from squall.errors import TopologyError
 
@@ -67,6 +68,15 @@ def _text(v: Any) -> str:
     return str(v)
 
 
+def _hash_strings(values: list[str]) -> I64:
+    """``fields_hash`` of one string field for many rows: each distinct value hashed once
+    (grouping keys repeat: words, user ids), the same result as row by row."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    hashes = np.fromiter((zlib.crc32(u.encode()) for u in uniques), np.int64, len(uniques))
+    out: I64 = hashes[np.asarray(codes, np.intp)]
+    return out
+
+
 @dataclass
 class Router:
     """Partition choice for one edge; keeps the round-robin position of shuffle."""
@@ -93,6 +103,10 @@ class Router:
             return out
         if g is Grouping.FIELDS:
             idx = self.field_index
+            if len(idx) == 1 and n > 64:
+                col = [r[idx[0]] for r in rows]
+                if all(type(v) is str for v in col):
+                    return _hash_strings(col) % e.partitions
             return np.fromiter((fields_hash([r[i] for i in idx]) % e.partitions for r in rows),
                                np.int64, n)
         if g is Grouping.GLOBAL:

@@ -173,3 +173,12 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
     h.send(res.acks)
     assert h.decided == {r: Outcome.FAILED for r in roots}
     assert res.errors == ["KeyError: 'no such column'"]
+
+
+def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
+    from squall.grouping import Edge, Grouping, Router, fields_hash
+
+    words = [f"w{i % 37}" for i in range(500)] + ["", "é", "a\x1fb"]
+    r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
+    got = r.route([(w,) for w in words]).tolist()
+    assert got == [fields_hash([w]) % 7 for w in words]

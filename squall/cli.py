@@ -9,9 +9,13 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from squall import __version__
 from squall.errors import SquallError
+
+if TYPE_CHECKING:
+    from squall.client import ApiClient
 
 
 def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
@@ -106,32 +110,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(DemoSettings(Path(args.workdir), args.sentences, rate, args.timeout))
 
 
-def _client(args: argparse.Namespace) -> object:
+def _client(args: argparse.Namespace) -> ApiClient:
     from squall.client import ApiClient
 
     return ApiClient(args.api, args.token)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from squall.client import ApiClient
-
     path = Path(args.topology)
     try:
         text = path.read_text()
     except OSError as e:
         raise SquallError(f"cannot read {path}: {e}") from None
     c = _client(args)
-    assert isinstance(c, ApiClient)
     out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive)
     print(f"submitted {out['id']} ({out['status']})")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from squall.client import ApiClient, format_table
+    from squall.client import format_table
 
     c = _client(args)
-    assert isinstance(c, ApiClient)
     rows = [("id", "status", "uptime s", "version")] + [
         (t["id"], t["status"], f"{t['uptime_s']:.0f}", str(t["version"])) for t in c.topologies()]
     print(format_table(rows))
@@ -139,10 +139,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from squall.client import ApiClient, format_table, status_rows
+    from squall.client import format_table, status_rows
 
     c = _client(args)
-    assert isinstance(c, ApiClient)
     while True:
         st = c.storm_topology(args.id)
         table = (f"{st['id']}  {st['status']}  up {st['uptimeSeconds']}s  "
@@ -155,10 +154,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_operate(args: argparse.Namespace) -> int:
-    from squall.client import ApiClient
-
     c = _client(args)
-    assert isinstance(c, ApiClient)
     par: dict[str, int] = {}
     for item in getattr(args, "parallelism", None) or []:
         name, _, n = item.partition("=")

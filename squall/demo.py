@@ -267,7 +267,11 @@ def run_demo(s: DemoSettings) -> int:
             summary = {
                 "sentences": fed, "processed": done, "acked": int(prog.spout("acked")),
                 "failed": int(prog.spout("failed")), "replayed": int(prog.spout("replayed")),
-                "dead_lettered": dead, "lost": max(0, fed - (done - dead)) if fed else 0,
+                "dead_lettered": dead,
+                # With --sentences the demo waits for every tree, so what is not completed by
+                # then is lost. Stopped by Ctrl-C, what is in flight is merely unfinished.
+                "lost": max(0, fed - (done - dead)) if s.sentences is not None else None,
+                "unfinished_at_stop": max(0, fed - done) if s.sentences is None else 0,
                 "seconds": round(elapsed, 2),
                 "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,
                 "acker_records_per_s": round(acker_records / elapsed, 1) if elapsed else 0.0,
@@ -276,7 +280,9 @@ def run_demo(s: DemoSettings) -> int:
                 "top_words": top,
             }
             _say(f"acker throughput: {summary['acker_records_per_s']:,.0f} records/s "
-                 f"(mean over the run); lost: {summary['lost']}")
+                 f"(mean over the run); " + (f"lost: {summary['lost']}" if s.sentences
+                                             else f"unfinished at stop: "
+                                                  f"{summary['unfinished_at_stop']:,}"))
             print(json.dumps(summary), flush=True)
         finally:
             prog.close()

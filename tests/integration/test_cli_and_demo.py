@@ -121,4 +121,6 @@ def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path
     assert time.monotonic() - t0 < 120
     summary = json.loads(out.decode().strip().splitlines()[-1])
     assert summary["processed"] > 0 and summary["sentences"] >= summary["processed"]
+    assert summary["lost"] is None  # stopped mid-stream: in flight is not lost
+    assert summary["unfinished_at_stop"] == summary["sentences"] - summary["processed"]
     assert "stopping: spout worker (drains)" in log.read_text()

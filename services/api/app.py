@@ -316,7 +316,10 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
                 "tasksTotal": sum(sum(c.parallelism for c in r.spec.components()) + r.spec.ackers
                                   for r in recs),
                 "leader": await asyncio.to_thread(control.leader_url),
-                "thisReplicaLeads": control.leading.is_set(), "zookeeper": control.state}
+                "thisReplicaLeads": control.leading.is_set(), "zookeeper": control.state,
+                # Known to the leader: tasks no live worker of their kind has room for.
+                "unassignedTasks": [u.key for u in control.unassigned]
+                if control.leading.is_set() else None}
 
     @app.get("/api/v1/supervisor/summary", tags=["storm"], summary="Workers (supervisors)")
     async def supervisor_summary() -> dict[str, Any]:

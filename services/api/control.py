@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from services.api.settings import ApiSettings
+from squall.assignment import Unit
 from squall.clock import Clock, SystemClock
 from squall.coord import (
     ELECTION,
@@ -57,6 +58,7 @@ class Control:
                              listener=self._on_state)
         self.store = TopologyStore(self.zk)
         self.rounds = 0
+        self.unassigned: tuple[Unit, ...] = ()  # the leader's last round: units with no worker
         self._thread = threading.Thread(target=self._elect, name="squall-leader", daemon=True)
 
     # ----- connection and leadership ----------------------------------------
@@ -147,6 +149,9 @@ class Control:
                 write_assignment(self.zk, wid, a)
         for wid in set(current) - set(p.assignments):
             write_assignment(self.zk, wid, None)
+        if p.unassigned != self.unassigned and p.unassigned:
+            log.warning("%d tasks have no worker with room: %s", len(p.unassigned),
+                        ", ".join(u.key for u in p.unassigned[:10]))
         self.unassigned = p.unassigned
         self.rounds += 1
 

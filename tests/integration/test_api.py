@@ -97,6 +97,10 @@ def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
     assert acker["componentType"] == "acker" and acker["tasks"] == 2
     cluster = http.get("/api/v1/cluster/summary").json()
     assert cluster["topologies"] >= 2 and cluster["thisReplicaLeads"]
+    # No workers registered in this cluster: the leader reports every task unassigned.
+    wait_for(lambda: "views/split/0" in http.get("/api/v1/cluster/summary").json()[
+        "unassignedTasks"], 10, "the leader's round")
+    assert "views/sentences/1" in http.get("/api/v1/cluster/summary").json()["unassignedTasks"]
     assert http.get("/docs").status_code == 200
     assert "/api/v1/topology/{topology_id}" in http.get("/openapi.json").json()["paths"]
 

@@ -37,6 +37,7 @@ SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor aw
              "four score and seven years ago", "snow white and the seven dwarfs",
              "i am at two with nature")
 SOURCE = "sentences"
+SOURCE_PARTITIONS = 2
 COUNTS = "wordcount.counts"
 NAME = "wordcount"
 
@@ -51,7 +52,7 @@ class DemoSettings:
 
 def demo_topology(bootstrap: str) -> TopologySpec:
     b = TopologyBuilder()
-    b.set_spout(SOURCE, [SOURCE], 2, scheme="text")
+    b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
     b.set_bolt("split", "examples.wordcount:SplitSentenceBatch", 2,
                outputs={"default": ["word"]}).shuffle_grouping(SOURCE)
     b.set_bolt("count", "examples.wordcount:WordCountBatch", 2,
@@ -149,7 +150,8 @@ class Progress:
     def committed(self) -> int:
         from confluent_kafka import TopicPartition
 
-        got = self.c.committed([TopicPartition(SOURCE, p) for p in range(2)], timeout=10)
+        got = self.c.committed([TopicPartition(SOURCE, p) for p in range(SOURCE_PARTITIONS)],
+                               timeout=10)
         return sum(max(0, t.offset) for t in got)
 
     def refresh(self) -> None:
@@ -210,7 +212,7 @@ def run_demo(s: DemoSettings) -> int:
         signal.signal(sig, lambda *_: stop.set())
     rng = random.Random(7)
     with cluster(s.workdir, stop) as (info, client):
-        ensure_topics(info.bootstrap_servers, {SOURCE: 2, COUNTS: 1}, 30)
+        ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
         spec = demo_topology(info.bootstrap_servers)
         client.submit(spec.to_json())
         _say(f"submitted {NAME!r} over REST; waiting for Spark to start the bolt queries")

@@ -99,14 +99,15 @@ def _check_wait(wait_s: float) -> None:
         raise TopologyError(f"wait time must be 0..86400 seconds, got {wait_s}")
 
 
-def apply(state: Lifecycle, event: str, now_ms: int, wait_s: float = 0.0) -> Lifecycle:
+def apply(state: Lifecycle, event: str, now_ms: int, wait_s: float = 0.0,
+          parallelism: dict[str, int] | None = None) -> Lifecycle:
     """Apply a named event (the REST verbs): activate, deactivate, rebalance, kill."""
     if event == "activate":
         return state.activate()
     if event == "deactivate":
         return state.deactivate()
     if event == "rebalance":
-        return state.rebalance(now_ms, wait_s)
+        return state.rebalance(now_ms, wait_s, parallelism)
     if event == "kill":
         return state.kill(now_ms, wait_s)
     raise TopologyError(f"unknown topology operation {event!r}")

@@ -76,6 +76,11 @@ class TopologySpec:
     def components(self) -> tuple[SpoutSpec | BoltSpec, ...]:
         return (*self.spouts, *self.bolts)
 
+    @property
+    def num_tasks(self) -> int:
+        """Every task: spout and bolt parallelism plus the ackers."""
+        return sum(c.parallelism for c in self.components()) + self.ackers
+
     def component(self, name: str) -> SpoutSpec | BoltSpec:
         for c in self.components():
             if c.name == name:

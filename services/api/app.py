@@ -28,7 +28,7 @@ from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.stats import aggregate, scrape
 from squall import __version__
-from squall.coord import ROOT
+from squall.coord import ROOT, WorkerAssignment
 from squall.errors import (
     ConflictError,
     CoordinationError,
@@ -286,7 +286,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
                  "host": w.host, "pid": w.pid, "started_ms": w.started_ms,
                  "running": list(w.endpoints),
                  "placements": [p.to_dict() for p in assigned.get(
-                     w.worker.id, _EMPTY).placements]} for w in ws]
+                     w.worker.id, WorkerAssignment()).placements]} for w in ws]
 
     # ----- the topology page ------------------------------------------------
 
@@ -313,8 +313,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         total = sum(w.worker.capacity for w in ws)
         return {"squallVersion": __version__, "supervisors": len(ws), "slotsTotal": total,
                 "slotsUsed": used, "slotsFree": max(0, total - used), "topologies": len(recs),
-                "tasksTotal": sum(sum(c.parallelism for c in r.spec.components()) + r.spec.ackers
-                                  for r in recs),
+                "tasksTotal": sum(r.spec.num_tasks for r in recs),
                 "leader": await asyncio.to_thread(control.leader_url),
                 "thisReplicaLeads": control.leading.is_set(), "zookeeper": control.state,
                 # Known to the leader: tasks no live worker of their kind has room for.
@@ -335,8 +334,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         return {"topologies": [
             {"id": r.id, "name": r.spec.name, "status": str(r.lifecycle.status),
              "uptimeSeconds": int(views.uptime_s(r, now())),
-             "tasksTotal": sum(c.parallelism for c in r.spec.components()) + r.spec.ackers,
-             "executorsTotal": sum(c.parallelism for c in r.spec.components()) + r.spec.ackers}
+             "tasksTotal": r.spec.num_tasks, "executorsTotal": r.spec.num_tasks}
             for r in recs]}
 
     @app.get("/api/v1/topology/{topology_id}", tags=["storm"],
@@ -389,9 +387,6 @@ class _Unauthorized(Exception):
         super().__init__(detail)
         self.status = status
         self.detail = detail
-
-
-_EMPTY: Any = type("_Empty", (), {"placements": ()})()
 
 
 def _exists(control: Control, path: str) -> bool:

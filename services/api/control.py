@@ -31,7 +31,7 @@ from squall.coord import (
 )
 from squall.coord import connect as zk_connect
 from squall.errors import ConflictError, CoordinationError, SquallError
-from squall.lifecycle import Lifecycle, Status
+from squall.lifecycle import Lifecycle, Status, apply
 from squall.scheduler import plan, with_parallelism
 from squall.topology import TopologySpec
 
@@ -176,19 +176,9 @@ class Control:
                                 f"{expected_version}; read it again and retry")
         now = self.clock.now_ms()
         wait = rec.spec.message_timeout_s if wait_s is None else wait_s
-        lc = rec.lifecycle
-        if event == "activate":
-            lc = lc.activate()
-        elif event == "deactivate":
-            lc = lc.deactivate()
-        elif event == "rebalance":
-            if parallelism:
-                with_parallelism(rec.spec, parallelism)  # refuse now what could not be applied
-            lc = lc.rebalance(now, wait, parallelism)
-        elif event == "kill":
-            lc = lc.kill(now, wait)
-        else:
-            raise ConflictError(f"unknown operation {event!r}")
+        if event == "rebalance" and parallelism:
+            with_parallelism(rec.spec, parallelism)  # refuse now what could not be applied
+        lc = apply(rec.lifecycle, event, now, wait, parallelism)
         out = self.store.update(dataclasses.replace(rec, lifecycle=lc))
         self.wake.set()
         return out

@@ -69,9 +69,9 @@ def _execute_ms(s: ComponentStats | None) -> str:
     return f"{1000 * _c(s, 'execute_seconds') / n:.3f}" if n else "0.000"
 
 
-def _capacity(s: ComponentStats | None, now_ms: int, rec: TopologyRecord) -> str:
-    """Storm's capacity: the share of time spent executing (micro-batches, here)."""
-    up = uptime_s(rec, now_ms)
+def _capacity(s: ComponentStats | None, now_ms: int, rec: TopologyRecord, tasks: int) -> str:
+    """Storm's capacity: the share of each executor's time spent executing."""
+    up = uptime_s(rec, now_ms) * tasks
     return f"{min(1.0, _c(s, 'execute_seconds') / up):.3f}" if up > 0 else "0.000"
 
 
@@ -102,7 +102,8 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                       "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
                       "executed": _c(st, "executed"), "acked": _c(st, "acked"),
                       "failed": _c(st, "failed"), "executeLatency": _execute_ms(st),
-                      "processLatency": _batch_ms(st), "capacity": _capacity(st, now_ms, rec),
+                      "processLatency": _batch_ms(st),
+                      "capacity": _capacity(st, now_ms, rec, b.parallelism),
                       "errors": _c(st, "errors"),
                       "running": _c(st, "active") > 0, "microBatches": _c(st, "batches"),
                       "inputRows": _c(st, "rows"), "lastError": ""})
@@ -110,9 +111,9 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
     return {
         "id": rec.id, "name": spec.name, "status": str(rec.lifecycle.status),
         "uptimeSeconds": int(uptime_s(rec, now_ms)), "msgTimeout": spec.message_timeout_s,
-        "tasksTotal": sum(c.parallelism for c in spec.components()) + spec.ackers,
+        "tasksTotal": spec.num_tasks,
         "workersTotal": len({p["worker"] for p in placed}),
-        "executorsTotal": sum(c.parallelism for c in spec.components()) + spec.ackers,
+        "executorsTotal": spec.num_tasks,
         "window": WINDOW, "windowHint": "the processes' lifetime",
         "topologyStats": [{"window": WINDOW, "windowPretty": "All time", "emitted": all_emitted,
                            "transferred": all_emitted, "acked": all_acked, "failed": all_failed,

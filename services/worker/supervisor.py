@@ -114,6 +114,8 @@ class WorkerService:
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.children: dict[str, Child] = {}
         self.assignment = WorkerAssignment()
+        self._planned: WorkerAssignment | None = None
+        self._want: dict[str, ProcSpec] = {}
         self.wake = threading.Event()
         self.lost = threading.Event()
         self.started_ms = self.clock.now_ms()
@@ -204,7 +206,11 @@ class WorkerService:
             log.info("stopped %s (exit %s)", c.spec.key, c.proc.returncode)
 
     def reconcile(self) -> None:
-        want = desired(self.assignment, self.s)
+        # The processes wanted change only with the assignment: work them out (parse the
+        # specs, write the bolts' topology files) once per assignment, not every loop.
+        if self._planned is not self.assignment:
+            self._want, self._planned = desired(self.assignment, self.s), self.assignment
+        want = self._want
         gone = [c for k, c in self.children.items() if k not in want]
         for c in gone:
             del self.children[c.spec.key]

@@ -137,12 +137,9 @@ def test_fixture_processes_die_with_their_parent(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     pids = [int(p) for p in r.stdout.split()]
     assert len(pids) == 2, r.stderr
-    import time
+    from tests.integration.helpers import wait_for
 
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_exists(p) for p in pids):
-        time.sleep(0.05)
-    assert not any(_exists(p) for p in pids)
+    wait_for(lambda: not any(_exists(p) for p in pids), 10, "the orphaned children to die")
 
 
 def _exists(pid: int) -> bool:

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,7 +81,7 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
 
 
 def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings,
-               metrics: BoltMetrics | None = None) -> Any:
+               metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
     reader = (spark.readStream.format("squall_edges")
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(bolt.name)))
@@ -90,7 +91,7 @@ def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings,
     if s.sink == "writer":
         writer = (reader.writeStream.format("squall_bolt")
                   .option("topology", spec.to_json()).option("component", bolt.name)
-                  .option("bootstrap", s.bootstrap_servers))
+                  .option("bootstrap", s.bootstrap_servers).option("run", run_id))
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), bolt.name, s.bootstrap_servers, metrics))
@@ -136,11 +137,15 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        run_id = uuid.uuid4().hex
         if self.metrics and self.s.sink == "writer":
-            threading.Thread(target=self._read_reports, args=(stop,), daemon=True,
-                             name="bolt-reports").start()
+            # Positioned before any query starts, so no report of this run can be missed.
+            reports = self._open_reports()
+            threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
+                             daemon=True, name="bolt-reports").start()
         spark = spark_session(self.s.master, f"squall-{self.spec.name}")
-        queries = [start_bolt(spark, self.spec, b, self.s, self.metrics) for b in self.bolts]
+        queries = [start_bolt(spark, self.spec, b, self.s, self.metrics, run_id)
+                   for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])
         m = self.metrics
         if m:
@@ -160,18 +165,27 @@ class BoltJob:
                     m.stopped(b.name)
             spark.stop()
 
-    def _read_reports(self, stop: threading.Event) -> None:
-        """Feed the metrics with the sinks' per-micro-batch reports (from now on)."""
-        import json
+    def _open_reports(self) -> Any:
+        """A consumer of the reports topic, assigned at its current end (no group join:
+        joining takes seconds, and reports sent meanwhile would be skipped)."""
+        from confluent_kafka import Consumer, TopicPartition
 
-        from confluent_kafka import Consumer
+        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers,
+                      "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
+                      "enable.auto.commit": False})
+        tp = TopicPartition(metrics_topic(self.spec.name), 0)
+        # Some brokers (Tansu) answer a little before the end: older runs' reports are
+        # then read too, and dropped by their run id.
+        _, high = c.get_watermark_offsets(tp, timeout=10)
+        c.assign([TopicPartition(tp.topic, 0, max(high, 0))])
+        return c
+
+    def _read_reports(self, c: Any, run_id: str, stop: threading.Event) -> None:
+        """Feed the metrics with this run's per-micro-batch reports of the sinks."""
+        import json
 
         assert self.metrics is not None
         mine = {b.name for b in self.bolts}
-        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers,
-                      "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
-                      "auto.offset.reset": "latest", "enable.auto.commit": False})
-        c.subscribe([metrics_topic(self.spec.name)])
         try:
             while not stop.is_set():
                 for m in c.consume(100, 0.5):
@@ -182,7 +196,8 @@ class BoltJob:
                     except ValueError:
                         log.warning("malformed bolt report at offset %s", m.offset())
                         continue
-                    if isinstance(rep, dict) and rep.get("component") in mine:
+                    if (isinstance(rep, dict) and rep.get("run") == run_id
+                            and rep.get("component") in mine):
                         self.metrics.report(rep)
         finally:
             c.close()

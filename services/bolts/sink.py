@@ -71,6 +71,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.spec_json = options["topology"]
         self.component = options["component"]
         self.bootstrap = options["bootstrap"]
+        self.run_id = options.get("run", "")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
         return run_task(self.spec_json, self.component, self.bootstrap, iterator)
@@ -83,7 +84,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
                         len(errors), errors[-1])
         # The micro-batch's numbers go to the bolts job's driver through Kafka: this method
         # runs in a Python worker of Spark's, not in the process that serves /metrics.
-        report = {"component": self.component, "batch": batchId,
+        report = {"run": self.run_id, "component": self.component, "batch": batchId,
                   "executed": sum(m.executed for m in reps),
                   "emitted": sum(m.emitted for m in reps), "acked": sum(m.acked for m in reps),
                   "failed": sum(m.failed for m in reps), "bad": sum(m.bad for m in reps),

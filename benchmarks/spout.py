@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.kafka import ensure_topics
 from squall.records import AckerBatch, RecordKind
-from squall.topics import acker_topic, edge_topic
+from squall.topics import acker_topic, dlq_topic, edge_topic, results_topic
 from squall.wire import IDS_COL, ROOTS_COL, decode_tuples, encode_acker_batch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,15 +161,20 @@ def main() -> None:
         b = info.bootstrap_servers
         topo, src = f"bench{uuid.uuid4().hex[:6]}", "bench-source"
         edge = edge_topic(topo, "spout", "default", "bolt")
-        ensure_topics(b, {src: parts, edge: 2, acker_topic(topo): 1})
+        # The topology's topics exist before the clock starts, as after a submit (a topic
+        # created by the spout itself costs ~1 s of metadata propagation on its first run).
+        ensure_topics(b, {src: parts, edge: 2, acker_topic(topo): 1, results_topic(topo): 1,
+                          dlq_topic(topo): 1})
         say(f"filling {src} with {n:,} messages of {args.size} bytes ...")
         fill(b, src, n, parts, args.size)
         baseline = bare_consume(b, src, n, parts)
         say(f"bare consumer: {baseline:,.0f} messages/s")
         logs = Path(tmp)
+        acker_port = free_port()
         acker = subprocess.Popen(
             [sys.executable, "-m", "services.acker", "--topology", topo, "--tasks", "0",
-             "--num-ackers", "1", "--bootstrap-servers", b, "--message-timeout-s", "120"],
+             "--num-ackers", "1", "--bootstrap-servers", b, "--message-timeout-s", "120",
+             "--metrics-port", str(acker_port)],
             env=env, stdout=open(logs / "acker.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         stop = threading.Event()

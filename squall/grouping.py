@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+import pyarrow as pa
 
 from squall.errors import TopologyError
 
@@ -71,9 +71,10 @@ def _text(v: Any) -> str:
 def _hash_strings(values: list[str]) -> I64:
     """``fields_hash`` of one string field for many rows: each distinct value hashed once
     (grouping keys repeat: words, user ids), the same result as row by row."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    enc = pa.array(values, pa.string()).dictionary_encode()
+    uniques = enc.dictionary.to_pylist()
     hashes = np.fromiter((zlib.crc32(u.encode()) for u in uniques), np.int64, len(uniques))
-    out: I64 = hashes[np.asarray(codes, np.intp)]
+    out: I64 = hashes[enc.indices.to_numpy(zero_copy_only=False)]
     return out
 
 
@@ -93,22 +94,32 @@ class Router:
                                 f"output fields {list(output_fields)}")
         return cls(edge, tuple(output_fields.index(f) for f in edge.fields))
 
+    @property
+    def needs_rows(self) -> bool:
+        """Whether :meth:`route` looks at the rows' values (not just their number)."""
+        return self.edge.grouping is Grouping.FIELDS
+
     def route(self, rows: Sequence[Sequence[Any]], direct: Sequence[int] | None = None) -> I64:
         """Target partition per row; for ALL, each row repeated once per partition."""
-        n, e = len(rows), self.edge
-        g = e.grouping
+        if self.edge.grouping is not Grouping.FIELDS:
+            return self.route_n(len(rows), direct)
+        n, e, idx = len(rows), self.edge, self.field_index
+        if len(idx) == 1 and n > 64:
+            col = [r[idx[0]] for r in rows]
+            if all(type(v) is str for v in col):
+                return _hash_strings(col) % e.partitions
+        return np.fromiter((fields_hash([r[i] for i in idx]) % e.partitions for r in rows),
+                           np.int64, n)
+
+    def route_n(self, n: int, direct: Sequence[int] | None = None) -> I64:
+        """:meth:`route` for ``n`` rows of a grouping that does not look at values."""
+        e, g = self.edge, self.edge.grouping
+        if g is Grouping.FIELDS:
+            raise TopologyError(f"edge to {e.target!r} groups by fields: route the rows")
         if g in (Grouping.SHUFFLE, Grouping.NONE):
             out = (np.arange(n, dtype=np.int64) + self._next) % e.partitions
             self._next = (self._next + n) % e.partitions
             return out
-        if g is Grouping.FIELDS:
-            idx = self.field_index
-            if len(idx) == 1 and n > 64:
-                col = [r[idx[0]] for r in rows]
-                if all(type(v) is str for v in col):
-                    return _hash_strings(col) % e.partitions
-            return np.fromiter((fields_hash([r[i] for i in idx]) % e.partitions for r in rows),
-                               np.int64, n)
         if g is Grouping.GLOBAL:
             return np.zeros(n, np.int64)
         if g is Grouping.ALL:

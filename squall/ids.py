@@ -97,3 +97,39 @@ def derive_roots(salt: int, source: int, offsets: npt.ArrayLike,
     z[z == np.uint64(0)] = np.uint64(1)
     z[z == np.uint64(TOMBSTONE)] = np.uint64(MAX_ID)
     return z
+
+
+_M1_INV = np.uint64(pow(int(_M1), -1, 1 << 64))
+_M2_INV = np.uint64(pow(int(_M2), -1, 1 << 64))
+
+
+def _unshift(y: U64Array, s: int) -> U64Array:
+    """Inverse of ``x ^ (x >> s)`` (each pass recovers ``s`` more high bits)."""
+    sh = np.uint64(s)
+    x = y ^ (y >> sh)
+    for _ in range(64 // s):
+        x = y ^ (x >> sh)
+    return x
+
+
+def root_keys(salt: int, roots: npt.ArrayLike
+              ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The inverse of :func:`derive_roots` under ``salt``: (source mod 2**16, attempt
+    mod 256, offset mod 2**40) per root.
+
+    A spout reads its results with this instead of keeping a table of roots:
+    the root says which offset and delivery it was. A root of an earlier
+    incarnation (another random salt) decodes to its key XOR the salts'
+    difference: it matches a tree in flight only if that difference is zero in
+    the source and attempt bits and under the window in the offset bits, about
+    window / 2**64 per restart (the caller checks all three and the state). The
+    two roots moved off the reserved values decode wrongly (2**-63 likely).
+    """
+    r = np.asarray(roots, np.uint64)
+    z = _unshift(r, 31) * _M2_INV
+    z = _unshift(z, 27) * _M1_INV
+    packed = (_unshift(z, 30) - _GOLDEN) ^ np.uint64(salt)
+    source = (packed >> np.uint64(48)).astype(np.int64)
+    attempt = ((packed >> np.uint64(40)) & np.uint64(0xFF)).astype(np.int64)
+    offset = (packed & np.uint64((1 << 40) - 1)).astype(np.int64)
+    return source, attempt, offset

@@ -1,23 +1,34 @@
 """Which offsets of one source partition may be committed (Storm's ``OffsetManager``).
 
-Each emitted offset is PENDING until its tree is acked (DONE) or failed. A
-failed one waits for its retry (FAILED, with a due time) or, past the retry
-limit, is handed to the caller to dead-letter, and is DONE once that is
-confirmed. The commit point is the contiguous DONE prefix; offsets never
+Each emitted offset is PENDING (in flight) until its tree is acked (DONE) or
+failed. A failed one waits for its retry (FAILED, with a due time) or, past
+the retry limit, is handed to the caller to dead-letter, and is DONE once that
+is confirmed. The commit point is the contiguous DONE prefix; offsets never
 emitted inside the window (compaction gaps) are skipped, as Storm does. A
 commit is applied only after Kafka confirmed it (:meth:`committed`).
 
-Offsets arrive from Kafka in increasing order, so the emitted offsets are an
-append-only list and finding the commit point is amortized O(1).
+Offsets arrive from Kafka in increasing order, so the window is a packed,
+append-only table (numpy columns: offset, state, failures, emit time) indexed
+by position; finding an offset is arithmetic when the window has no gaps and
+a binary search otherwise. Nothing is kept per offset as a Python object but
+the caller's payload (the message, for a dead letter): at 100k messages a
+second, per-offset dicts and tuples cost more than all the rest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from squall.errors import OffsetError
 from squall.retry import RetrySchedule
+
+I64 = npt.NDArray[np.int64]
 
 
 class State(Enum):
@@ -27,11 +38,10 @@ class State(Enum):
     DONE = "done"
 
 
-@dataclass(slots=True)
-class _Entry:
-    state: State
-    failures: int = 0
-    due_ms: int = 0
+_PENDING, _FAILED, _DEAD_LETTERING, _DONE = 1, 2, 3, 4
+_STATES = {_PENDING: State.PENDING, _FAILED: State.FAILED,
+           _DEAD_LETTERING: State.DEAD_LETTERING, _DONE: State.DONE}
+ATTEMPT_MASK = 0xFF  # attempts as the root ids carry them (squall.ids.derive_roots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +78,18 @@ class OffsetManager:
         self.max_uncommitted = max_uncommitted
         self._committed = committed
         self._end = committed  # one past the highest offset ever emitted
-        self._order: list[int] = []  # emitted offsets >= committed, increasing
-        self._head = 0  # _order[:_head] is below the commit point
-        self._scan = 0  # memo: _order[_head:_scan] is DONE
-        # Offsets not DONE; only those that failed at least once have an entry.
-        self._pending: set[int] = set()
-        self._entries: dict[int, _Entry] = {}
+        # The window: positions [_head, _n) hold emitted offsets >= committed, increasing.
+        cap = 1024
+        self._off = np.zeros(cap, np.int64)
+        self._state = np.zeros(cap, np.uint8)
+        self._fails = np.zeros(cap, np.int32)
+        self._stamp = np.zeros(cap, np.int64)  # when emitted (or its timeout was reset)
+        self._payload: list[Any] = []  # aligned with positions
+        self._head = 0
+        self._n = 0
+        self._scan = 0  # memo: positions [_head, _scan) are DONE
+        self._open = 0  # not DONE
+        self._in_flight = 0  # PENDING
         self._failed: dict[int, int] = {}  # FAILED offset -> due time
 
     # ----- queries -------------------------------------------------------
@@ -88,25 +104,35 @@ class OffsetManager:
         return self._end
 
     def state(self, offset: int) -> State:
-        if offset in self._pending:
-            e = self._entries.get(offset)
-            return e.state if e is not None else State.PENDING
+        p = self._pos(offset)
+        if p is not None:
+            return _STATES[int(self._state[p])]
         if offset < self._end:
-            return State.DONE
+            return State.DONE  # committed, or a gap that never existed
         raise OffsetError(f"offset {offset} was never emitted (emitted up to {self._end - 1})")
 
     def failures(self, offset: int) -> int:
-        e = self._entries.get(offset)
-        return e.failures if e else 0
+        p = self._pos(offset)
+        return int(self._fails[p]) if p is not None else 0
+
+    def payload(self, offset: int) -> Any:
+        """What the caller passed when ``offset`` was emitted (None once it is done)."""
+        p = self._pos(offset)
+        return self._payload[p] if p is not None else None
 
     @property
     def num_pending(self) -> int:
         """Offsets emitted and not yet done (pending, failed or being dead-lettered)."""
-        return len(self._pending)
+        return self._open
+
+    @property
+    def in_flight(self) -> int:
+        """Offsets whose tree is out (PENDING): what max spout pending counts."""
+        return self._in_flight
 
     @property
     def num_uncommitted(self) -> int:
-        return len(self._order) - self._head
+        return self._n - self._head
 
     def at_capacity(self) -> bool:
         """True while no new offset may be emitted (retries still may)."""
@@ -125,14 +151,13 @@ class OffsetManager:
 
     def next_commit_offset(self) -> int | None:
         """The offset to commit (next to read), if it is past the committed one."""
-        order, i = self._order, max(self._head, self._scan)
-        pending = self._pending
-        while i < len(order) and order[i] not in pending:
-            i += 1
+        i, n = max(self._head, self._scan), self._n
+        open_ = np.flatnonzero(self._state[i:n] != _DONE)
+        i = i + int(open_[0]) if open_.size else n
         self._scan = i  # DONE never becomes undone, so the scan never goes back
         if i == self._head:
             return None
-        nxt = order[i] if i < len(order) else order[-1] + 1
+        nxt = int(self._off[i]) if i < n else int(self._off[n - 1]) + 1
         return nxt if nxt > self._committed else None
 
     def retry_due(self, now_ms: int) -> int | None:
@@ -143,81 +168,119 @@ class OffsetManager:
     def next_retry_ms(self) -> int | None:
         return min(self._failed.values()) if self._failed else None
 
+    def in_flight_offsets(self) -> tuple[I64, I64, I64]:
+        """(offsets, attempts, emit times) of the PENDING offsets, in offset order."""
+        h, n = self._head, self._n
+        sel = h + np.flatnonzero(self._state[h:n] == _PENDING)
+        return self._off[sel], self._fails[sel].astype(np.int64), self._stamp[sel]
+
+    def oldest_in_flight_ms(self) -> int | None:
+        h, n = self._head, self._n
+        stamps = self._stamp[h:n][self._state[h:n] == _PENDING]
+        return int(stamps.min()) if stamps.size else None
+
+    def is_in_flight(self, offset: int, attempt: int) -> bool:
+        """Whether ``offset`` is PENDING in delivery ``attempt`` (mod 256, as root ids carry it)."""
+        p = self._pos(offset)
+        return (p is not None and self._state[p] == _PENDING
+                and int(self._fails[p]) & ATTEMPT_MASK == attempt & ATTEMPT_MASK)
+
     # ----- effects -------------------------------------------------------
 
-    def emitted(self, offset: int) -> None:
+    def emitted(self, offset: int, now_ms: int = 0, payload: Any = None) -> None:
         if offset < self._committed:
             raise OffsetError(f"offset {offset} is below the committed offset {self._committed}")
         if offset >= self._end:
-            self._order.append(offset)
-            self._pending.add(offset)
-            self._end = offset + 1
+            self.emitted_new([offset], now_ms, [payload])
             return
-        e = self._entries.get(offset)
-        if e is None or e.state is not State.FAILED:
+        p = self._pos(offset)
+        if p is None or self._state[p] != _FAILED:
             state = self.state(offset).value
             raise OffsetError(f"offset {offset} is {state}; only a failed offset is re-emitted")
-        e.state = State.PENDING
+        self._state[p] = _PENDING
+        self._stamp[p] = now_ms
+        self._in_flight += 1
         del self._failed[offset]
 
-    def emitted_new(self, offsets: list[int]) -> None:
+    def emitted_new(self, offsets: Sequence[int], now_ms: int = 0,
+                    payloads: Sequence[Any] | None = None) -> None:
         """Many new offsets at once (increasing, all past :attr:`fetched_end`)."""
-        if not offsets:
+        k = len(offsets)
+        if not k:
             return
         if offsets[0] < max(self._end, self._committed):
             raise OffsetError(f"offset {offsets[0]} is not new (emitted up to {self._end - 1})")
-        self._order.extend(offsets)
-        self._pending.update(offsets)
-        self._end = offsets[-1] + 1
+        self._reserve(k)
+        a, b = self._n, self._n + k
+        self._off[a:b] = offsets
+        self._state[a:b] = _PENDING
+        self._fails[a:b] = 0
+        self._stamp[a:b] = now_ms
+        self._payload.extend(payloads if payloads is not None else [None] * k)
+        self._n = b
+        self._open += k
+        self._in_flight += k
+        self._end = int(offsets[-1]) + 1
 
     def acked(self, offset: int) -> bool:
         """The tree of ``offset`` completed (or it was dead-lettered). False if stale."""
-        if offset not in self._pending:
+        p = self._pos(offset)
+        if p is None or self._state[p] not in (_PENDING, _DEAD_LETTERING):
             return False
-        e = self._entries.get(offset)
-        if e is not None:
-            if e.state is State.FAILED:
-                return False
-            del self._entries[offset]
-        self._pending.discard(offset)
+        self._done(np.array([p], np.int64))
         return True
 
-    def acked_many(self, offsets: list[int]) -> None:
-        """:meth:`acked` for many offsets (stale ones ignored)."""
-        if not self._entries:  # nothing ever failed here: a set difference
-            self._pending.difference_update(offsets)
-            return
-        for o in offsets:
-            self.acked(o)
+    def acked_many(self, offsets: Sequence[int] | I64) -> int:
+        """:meth:`acked` for many offsets (stale ones ignored); how many were acked."""
+        pos = self._positions(np.asarray(offsets, np.int64))
+        pos = np.unique(pos[pos >= 0])
+        st = self._state[pos]
+        pos = pos[(st == _PENDING) | (st == _DEAD_LETTERING)]
+        self._done(pos)
+        return int(pos.size)
+
+    def settle_acks(self, offsets: I64, attempts: I64, now_ms: int) -> I64:
+        """Acks of trees (offset, attempt): the in-flight ones are done; returns their
+        complete latencies in ms (stale or duplicate acks are left out)."""
+        pos = self._matching(offsets, attempts)
+        lat: I64 = now_ms - self._stamp[pos]
+        self._done(pos)
+        return lat
+
+    def reset_timeouts(self, offsets: I64, attempts: I64, now_ms: int) -> int:
+        """Trees whose timeout was reset: their clock restarts now; how many matched."""
+        pos = self._matching(offsets, attempts)
+        self._stamp[pos] = now_ms
+        return int(pos.size)
 
     def failed(self, offset: int, now_ms: int) -> Retry | DeadLetter | None:
         """The tree of ``offset`` failed: schedule a retry or say to dead-letter it.
 
         None for a stale result (the offset is not pending).
         """
-        if offset not in self._pending:
+        p = self._pos(offset)
+        if p is None or self._state[p] != _PENDING:
             return None
-        e = self._entries.get(offset)
-        if e is None:
-            e = self._entries[offset] = _Entry(State.PENDING)
-        elif e.state is not State.PENDING:
-            return None
-        e.failures += 1
-        if self.retry.exhausted(e.failures):
-            e.state = State.DEAD_LETTERING
-            return DeadLetter(offset, e.failures)
-        e.state = State.FAILED
-        e.due_ms = now_ms + self.retry.delay_ms(e.failures)
-        self._failed[offset] = e.due_ms
-        return Retry(offset, e.due_ms, e.failures)
+        self._fails[p] += 1
+        self._in_flight -= 1
+        failures = int(self._fails[p])
+        if self.retry.exhausted(failures):
+            self._state[p] = _DEAD_LETTERING
+            return DeadLetter(offset, failures)
+        self._state[p] = _FAILED
+        due = now_ms + self.retry.delay_ms(failures)
+        self._failed[offset] = due
+        return Retry(offset, due, failures)
 
     def give_up(self, offset: int) -> DeadLetter:
         """A pending offset that will never succeed (e.g. undecodable): dead-letter it now."""
-        if self.state(offset) is not State.PENDING:
-            raise OffsetError(f"offset {offset} is not pending; only a pending one is given up")
-        e = self._entries.setdefault(offset, _Entry(State.PENDING))
-        e.state = State.DEAD_LETTERING
-        return DeadLetter(offset, e.failures)
+        p = self._pos(offset)
+        if p is None or self._state[p] != _PENDING:
+            state = self.state(offset).value
+            raise OffsetError(f"offset {offset} is {state}; only a pending one is given up")
+        self._state[p] = _DEAD_LETTERING
+        self._in_flight -= 1
+        return DeadLetter(offset, int(self._fails[p]))
 
     def committed(self, offset: int) -> None:
         """Kafka confirmed a commit of ``offset``: forget everything below it."""
@@ -225,14 +288,85 @@ class OffsetManager:
             return
         if offset > self._end:
             raise OffsetError(f"commit {offset} is past the end of what was emitted ({self._end})")
-        order, head = self._order, self._head
-        while head < len(order) and order[head] < offset:
-            if order[head] in self._pending:
-                raise OffsetError(f"commit {offset} passes offset {order[head]}, which is not done")
-            head += 1
-        self._head = head
+        h, n = self._head, self._n
+        upto = h + int(np.searchsorted(self._off[h:n], offset))
+        open_ = np.flatnonzero(self._state[h:upto] != _DONE)
+        if open_.size:
+            raise OffsetError(f"commit {offset} passes offset {int(self._off[h + open_[0]])}, "
+                              "which is not done")
+        self._head = upto
         self._committed = offset
-        if self._head > 1024 and self._head * 2 > len(order):
-            del order[: self._head]
-            self._scan = max(0, self._scan - self._head)
-            self._head = 0
+        if self._head > 1024 and self._head * 2 > self._n:
+            self._compact()
+
+    # ----- the table -----------------------------------------------------
+
+    def _pos(self, offset: int) -> int | None:
+        h, n = self._head, self._n
+        if h == n:
+            return None
+        first, last = int(self._off[h]), int(self._off[n - 1])
+        if not first <= offset <= last:
+            return None
+        if last - first == n - 1 - h:  # no gaps: arithmetic
+            return h + offset - first
+        p = h + int(np.searchsorted(self._off[h:n], offset))
+        return p if self._off[p] == offset else None
+
+    def _positions(self, offsets: I64) -> I64:
+        """Positions of many offsets; -1 where not in the window."""
+        h, n = self._head, self._n
+        out = np.full(offsets.size, -1, np.int64)
+        if h == n or not offsets.size:
+            return out
+        first, last = int(self._off[h]), int(self._off[n - 1])
+        inside = (offsets >= first) & (offsets <= last)
+        if last - first == n - 1 - h:
+            out[inside] = h + offsets[inside] - first
+            return out
+        p = h + np.searchsorted(self._off[h:n], offsets[inside])
+        found = self._off[np.minimum(p, n - 1)] == offsets[inside]
+        out[np.flatnonzero(inside)[found]] = p[found]
+        return out
+
+    def _matching(self, offsets: I64, attempts: I64) -> I64:
+        """Unique positions of in-flight offsets whose attempt matches."""
+        pos = self._positions(offsets)
+        ok = pos >= 0
+        pos, att = pos[ok], attempts[ok]
+        ok = (self._state[pos] == _PENDING) & (
+            (self._fails[pos].astype(np.int64) & ATTEMPT_MASK) == (att & ATTEMPT_MASK))
+        return np.unique(pos[ok])
+
+    def _done(self, pos: I64) -> None:
+        if not pos.size:
+            return
+        self._in_flight -= int(np.count_nonzero(self._state[pos] == _PENDING))
+        self._open -= int(pos.size)
+        self._state[pos] = _DONE
+        payload = self._payload
+        for p in pos.tolist():
+            payload[p] = None  # let the message go now, not at the next commit
+
+    def _reserve(self, k: int) -> None:
+        need = self._n + k
+        cap = self._off.size
+        if need <= cap:
+            return
+        if self._head and need - self._head <= cap // 2:
+            self._compact()
+            return
+        size = max(cap * 2, need)
+        for name in ("_off", "_state", "_fails", "_stamp"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: self._n] = old[: self._n]
+            setattr(self, name, new)
+
+    def _compact(self) -> None:
+        h, n = self._head, self._n
+        for arr in (self._off, self._state, self._fails, self._stamp):
+            arr[: n - h] = arr[h:n]
+        del self._payload[:h]
+        self._scan = max(0, self._scan - h)
+        self._n, self._head = n - h, 0

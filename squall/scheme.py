@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from squall.errors import SquallError, TopologyError
 
 
@@ -26,20 +28,30 @@ class Scheme(Protocol):
     def deserialize(self, data: bytes) -> tuple[Any, ...]: ...
 
 
-def deserialize_many(scheme: Scheme, values: Sequence[bytes | None]) -> list[tuple[Any, ...]]:
-    """All values at once; raises :class:`SchemeError` if any one is bad (decode them singly)."""
-    if isinstance(scheme, RawScheme):
-        return [(v or b"",) for v in values]
-    if isinstance(scheme, TextScheme):
-        try:
-            return [((v or b"").decode("utf-8"),) for v in values]
-        except UnicodeDecodeError as e:
-            raise SchemeError(f"not UTF-8 text: {e}") from None
+def deserialize_columns(scheme: Scheme, values: Sequence[bytes | None]
+                        ) -> tuple[dict[str, pa.Array], list[tuple[Any, ...]] | None]:
+    """All values at once, as Arrow columns by field (and the rows, where they were made).
+
+    Raises :class:`SchemeError` if any one is bad: the caller then decodes them
+    singly to dead-letter just the bad ones. Raw bytes and UTF-8 text never
+    become Python objects per message: Arrow takes the buffers and validates.
+    """
+    if isinstance(scheme, RawScheme | TextScheme):
+        col = pa.array(values, pa.binary())
+        if col.null_count:
+            col = col.fill_null(b"")
+        if isinstance(scheme, TextScheme):
+            try:
+                col = col.cast(pa.string())
+            except pa.ArrowInvalid as e:
+                raise SchemeError(f"not UTF-8 text: {e}") from None
+        return {scheme.fields[0]: col}, None
     n = len(scheme.fields)
     rows = [scheme.deserialize(v or b"") for v in values]
     if any(len(r) != n for r in rows):
         raise SchemeError("a row has the wrong number of values")
-    return rows
+    cols = {f: pa.array([r[c] for r in rows]) for c, f in enumerate(scheme.fields)}
+    return cols, rows
 
 
 class RawScheme:

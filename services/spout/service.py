@@ -2,9 +2,11 @@
 
 One consumer per process reads the source partitions assigned to its tasks
 (partition i of the sorted source partitions goes to task ``i mod N``, as
-storm-kafka-client assigns them; never a group subscription) and each task's
-results partition. Offsets are committed with the task's root salts in the
-commit metadata, so a restarted spout can recognise trees acked before it
+storm-kafka-client assigns them; never a group subscription); a second one
+reads each task's results partition, so results are never queued behind
+prefetched source records (that queue held them back for a second and more).
+Each incarnation's root salt is marked in its results partition (Tansu keeps
+no commit metadata), so a restarted spout can recognise trees acked before it
 could commit them.
 """
 
@@ -98,7 +100,7 @@ class SpoutService:
                     f"num_ackers is {s.num_ackers} but {self.acker} has {have} partitions: "
                     "inits would reach the wrong acker tasks")
         scheme = load_scheme(s.scheme, s.fields)
-        assignment = []
+        assignment, results = [], []
         for task_id in s.tasks:
             sources = [tp for i, tp in enumerate(all_tps) if i % s.num_tasks == task_id]
             res_tp = TopicPartition(self.results, task_id)
@@ -119,10 +121,11 @@ class SpoutService:
                 self._route[tp] = (task, i)
             assignment += [TopicPartition(t, p, o) for (t, p), o in
                            zip(sources, committed, strict=True)]
-            assignment.append(TopicPartition(self.results, task_id, res_end))
+            results.append(TopicPartition(self.results, task_id, res_end))
             log.info("spout task %d reads %s from %s; %d trees acked before the restart",
                      task_id, sources, committed, len(recovered))
         consumer.assign(assignment)
+        self.results_consumer.assign(results)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
@@ -133,7 +136,8 @@ class SpoutService:
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         c = Consumer({"bootstrap.servers": self.s.bootstrap_servers, "group.id": "squall-scan",
-                      "enable.auto.commit": False, "enable.partition.eof": True})
+                      "enable.auto.commit": False, "enable.partition.eof": True,
+                      "fetch.wait.max.ms": 10})
         c.assign([TopicPartition(self.results, task_id, start)])
         acked: set[int] = set()
         salts: list[int] = []
@@ -173,14 +177,21 @@ class SpoutService:
         from confluent_kafka import Consumer, Producer
 
         s = self.s
+        # pyarrow imports pandas on its first pa.array() (a third of a second): let that
+        # happen while start-up waits on Kafka, not in front of the first records.
+        threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
         conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
         consumer = Consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             # Large fetches; a short fetch.wait.max.ms measured 40 % slower.
-                             "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+                             # Large fetches; a wait that bounds the trees' round trip.
+                             "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20,
+                             "fetch.wait.max.ms": s.fetch_wait_max_ms})
         self.producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
+        self.results_consumer = Consumer({
+            **conf, "group.id": f"squall.{s.topology}.{s.component}", "enable.auto.commit": False,
+            "fetch.wait.max.ms": min(s.fetch_wait_max_ms, 20)})
         self._setup(consumer)
         self.producer.flush(30)
         last_commit = self.clock.now_ms()
@@ -188,27 +199,32 @@ class SpoutService:
             while not stop.is_set():
                 self._step(consumer, emit=True)
                 now = self.clock.now_ms()
-                if now - last_commit >= s.commit_interval_s * 1000:
+                if now - last_commit >= s.commit_interval_s * 1000 or self._caught_up():
                     self._commit()
                     last_commit = now
             self._drain(consumer)
         finally:
             self._commit()
             consumer.close()
+            self.results_consumer.close()
 
     def _step(self, consumer: Any, emit: bool) -> None:
-        msgs = consumer.consume(self.s.max_poll_records, 0.05)
+        # Wait on the sources while they may be read, else on the results.
+        reading = emit and len(self._paused) < len(self._route)
+        for m in self.results_consumer.consume(1000, 0 if reading else 0.05):
+            if m.error():
+                log.warning("consume error: %s", m.error())
+            else:
+                self._on_results(self.io[m.partition() or 0].task, m.value(),
+                                 m.offset() or 0, self.clock.now_ms())
+        msgs = consumer.consume(self.s.max_poll_records, 0.02) if reading else []
         now = self.clock.now_ms()
         batches: dict[TP, list[Any]] = defaultdict(list)
         for m in msgs:
             if m.error():
                 log.warning("consume error: %s", m.error())
                 continue
-            topic, part = m.topic(), m.partition()
-            if topic == self.results:
-                self._on_results(self.io[part].task, m.value(), m.offset(), now)
-            elif emit:
-                batches[(topic, part)].append(m)
+            batches[(m.topic(), m.partition())].append(m)
         for tp, ms in batches.items():
             task, src = self._route[tp]
             e = task.on_records(src, [m.offset() for m in ms], [m.value() for m in ms], ms, now)
@@ -221,6 +237,12 @@ class SpoutService:
         if emit:
             self._backpressure(consumer, now)
         self.producer.poll(0)
+
+    def _caught_up(self) -> bool:
+        """Nothing in flight and a commit point moved: commit now, not at the next interval
+        (a burst's last offsets, and the lag a dashboard shows, need not wait)."""
+        tasks = [io.task for io in self.io.values()]
+        return not any(t.pending for t in tasks) and any(t.commits() for t in tasks)
 
     def _drain(self, consumer: Any) -> None:
         """Deactivate: emit nothing more, let the trees in flight complete (bounded)."""
@@ -345,7 +367,8 @@ class SpoutService:
                 t, p = io.sources[src]
                 offsets.append(TopicPartition(t, p, off))
                 done.append((task, src, off))
-            pos = consumer.position([TopicPartition(self.results, task.cfg.task)])[0].offset
+            pos = self.results_consumer.position(
+                [TopicPartition(self.results, task.cfg.task)])[0].offset
             offsets.append(TopicPartition(self.results, task.cfg.task, task.results_position(
                 pos if pos >= 0 else io.results_start)))
         try:
@@ -363,3 +386,9 @@ class SpoutService:
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)
+
+
+def _warm_up() -> None:
+    import pyarrow as pa
+
+    pa.array([0])

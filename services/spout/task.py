@@ -19,19 +19,21 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from itertools import repeat
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from squall.grouping import Edge, Router
-from squall.ids import IdBatcher, derive_roots
+from squall.ids import IdBatcher, derive_roots, root_keys
 from squall.offsets import DeadLetter, OffsetManager, Retry
 from squall.records import AckerBatch, Outcome, RecordKind, Results
 from squall.retry import RetrySchedule
-from squall.scheme import Scheme, SchemeError, deserialize_many
+from squall.scheme import Scheme, SchemeError, deserialize_columns
 from squall.wire import TupleBatch
+
+I64 = npt.NDArray[np.int64]
 
 
 class Guarantee(StrEnum):
@@ -56,12 +58,6 @@ class SpoutConfig:
     @property
     def tracked(self) -> bool:
         return self.guarantee is Guarantee.AT_LEAST_ONCE and self.num_ackers > 0
-
-
-# A pending tree: (source, offset, attempt, emitted_ms, payload). ``payload`` is
-# whatever the service passed with the record (a Kafka message): it is handed
-# back in a Letter if the message must be dead-lettered.
-_Pending = tuple[int, int, int, int, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +90,7 @@ class Settled:
     acked: int = 0
     failed: dict[str, int] = field(default_factory=dict)
     retries: int = 0
-    latencies_ms: list[int] = field(default_factory=list)
+    latencies_ms: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     letters: list[Letter] = field(default_factory=list)
     stale: int = 0
 
@@ -109,7 +105,10 @@ class SpoutTask:
         self.routers = [Router.for_edge(e, cfg.scheme.fields) for e in cfg.edges]
         self._copies = sum(e.copies for e in cfg.edges)
         self._ids = ids or IdBatcher()
-        self._pending: dict[int, _Pending] = {}  # root -> entry, in deadline order
+        # In-flight trees live in the offset managers' tables; a result's root says which
+        # (source, offset, attempt) it is (squall.ids.root_keys). The backstop scans them
+        # no sooner than this (a lower bound of the oldest emit time + 2 timeouts).
+        self._next_expire_ms: int | None = None
         self._seek: dict[int, int] = {}  # source -> offset to re-read from
         # Where each done-but-uncommitted offset's result sits in the results partition:
         # the results position committed is the smallest, so a restart re-reads them.
@@ -125,14 +124,20 @@ class SpoutTask:
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        """Trees in flight (what max spout pending caps)."""
+        return sum(om.in_flight for om in self.offsets) if self.cfg.tracked else 0
 
     def pending_roots(self) -> list[int]:
         """Roots in flight, oldest deadline first."""
-        return list(self._pending)
+        found: list[tuple[int, int]] = []
+        for src, om in enumerate(self.offsets):
+            offs, attempts, stamps = om.in_flight_offsets()
+            roots = derive_roots(self.salt, src, offs, attempts)
+            found += zip(stamps.tolist(), roots.tolist(), strict=True)
+        return [r for _, r in sorted(found, key=lambda sr: sr[0])]
 
     def at_max_pending(self) -> bool:
-        return self.cfg.max_pending is not None and len(self._pending) >= self.cfg.max_pending
+        return self.cfg.max_pending is not None and self.pending >= self.cfg.max_pending
 
     def blocked(self, now_ms: int) -> set[int]:
         """Sources not to poll now: max spout pending, or uncommitted cap with no retry due."""
@@ -192,7 +197,7 @@ class SpoutTask:
             return out
         om = self.offsets[source]
         tracked = self.cfg.tracked
-        room = self.cfg.max_pending - len(self._pending) \
+        room = self.cfg.max_pending - self.pending \
             if (self.cfg.max_pending is not None and tracked) else n
         rows: list[tuple[Any, ...]] = []
         chosen: list[int] = []  # indexes into the inputs
@@ -207,10 +212,9 @@ class SpoutTask:
                 continue
             if len(chosen) >= room:
                 self.request_seek(source, o)
-                return self._finish(source, rows, chosen, attempts, values, offsets, payloads,
-                                    now_ms, out)
+                return self._finish(source, rows, chosen, attempts, offsets, now_ms, out)
             attempt = om.failures(o)
-            om.emitted(o)
+            om.emitted(o, now_ms)
             self._decode(source, i, attempt, offsets, values, payloads, rows, chosen, attempts,
                          out)
         if first_new < n:  # new offsets: in bulk
@@ -220,27 +224,27 @@ class SpoutTask:
             new = list(offsets[first_new:first_new + take])
             if take < n - first_new:
                 self.request_seek(source, offsets[first_new + take])
-            om.emitted_new(new)
+            om.emitted_new(new, now_ms, payloads[first_new:first_new + take])
             recovered = self._recovered_offsets(source, new)
-            bulk = None
-            if not recovered and not rows:
-                try:
-                    bulk = deserialize_many(self.cfg.scheme, values[first_new:first_new + take])
+            if not recovered and not chosen:
+                try:  # the common case: a run of new offsets, decoded column-wise
+                    cols, bulk = deserialize_columns(self.cfg.scheme,
+                                                     values[first_new:first_new + take])
                 except SchemeError:
-                    bulk = None  # one is bad: decode them one by one below
-            if bulk is not None:
-                rows.extend(bulk)
-                chosen.extend(range(first_new, first_new + take))
-                attempts.extend([0] * take)
-            else:
-                for i in range(first_new, first_new + take):
-                    if recovered and offsets[i] in recovered:
-                        om.acked(offsets[i])  # acked before the restart: not emitted again
-                        out.recovered += 1
-                        continue
-                    self._decode(source, i, 0, offsets, values, payloads, rows, chosen,
-                                 attempts, out)
-        return self._finish(source, rows, chosen, attempts, values, offsets, payloads, now_ms, out)
+                    pass  # one is bad: decode them one by one below
+                else:
+                    out.emitted = take
+                    if take:
+                        self._emit(source, cols, bulk, new, [0] * take, now_ms, out)
+                    return out
+            for i in range(first_new, first_new + take):
+                if recovered and offsets[i] in recovered:
+                    om.acked(offsets[i])  # acked before the restart: not emitted again
+                    out.recovered += 1
+                    continue
+                self._decode(source, i, 0, offsets, values, payloads, rows, chosen,
+                             attempts, out)
+        return self._finish(source, rows, chosen, attempts, offsets, now_ms, out)
 
     def _decode(self, source: int, i: int, attempt: int, offsets: Sequence[int],
                 values: Sequence[bytes | None], payloads: Sequence[Any],
@@ -262,22 +266,22 @@ class SpoutTask:
         attempts.append(attempt)
 
     def _finish(self, source: int, rows: list[tuple[Any, ...]], chosen: list[int],
-                attempts: list[int], values: Sequence[bytes | None], offsets: Sequence[int],
-                payloads: Sequence[Any], now_ms: int, out: Emission) -> Emission:
+                attempts: list[int], offsets: Sequence[int], now_ms: int,
+                out: Emission) -> Emission:
         out.emitted = len(chosen)
         out.replayed = sum(1 for a in attempts if a > 0)
         if chosen:
-            self._emit(source, rows, [offsets[i] for i in chosen], attempts,
-                       [payloads[i] for i in chosen], now_ms, out)
+            columns = {f: pa.array([row[c] for row in rows])
+                       for c, f in enumerate(self.cfg.scheme.fields)}
+            self._emit(source, columns, rows, [offsets[i] for i in chosen], attempts, now_ms,
+                       out)
         return out
 
-    def _emit(self, src: int, rows: list[tuple[Any, ...]], offs: list[int], attempts: list[int],
-              payloads: list[Any], now_ms: int, out: Emission) -> None:
-        n = len(rows)
-        om = self.offsets[src]
+    def _emit(self, src: int, columns: dict[str, pa.Array], rows: list[tuple[Any, ...]] | None,
+              offs: list[int], attempts: list[int], now_ms: int, out: Emission) -> None:
+        n = len(offs)
         if not self.cfg.tracked:
-            for o in offs:  # acked at once (no ackers, at-most-once, no guarantee)
-                om.acked(o)
+            self.offsets[src].acked_many(offs)  # acked at once (no ackers, at-most-once, ...)
             roots = np.zeros(n, np.uint64)
             edges = np.zeros((n, max(self._copies, 1)), np.uint64)
         else:
@@ -290,13 +294,13 @@ class SpoutTask:
             out.inits = AckerBatch(roots, init_vals, np.full(n, RecordKind.INIT, np.uint8),
                                    np.full(n, self.cfg.task, np.uint16),
                                    np.full(n, now_ms, np.int64))
-            entries = zip(repeat(src), offs, attempts, repeat(now_ms), payloads)
-            self._pending.update(zip(roots.tolist(), entries, strict=True))
-        columns = {f: pa.array([row[c] for row in rows])
-                   for c, f in enumerate(self.cfg.scheme.fields)}
+            if self._next_expire_ms is None:
+                self._next_expire_ms = now_ms + 2 * self.cfg.timeout_ms
         col = 0
         for edge, router in zip(self.cfg.edges, self.routers, strict=True):
-            parts = router.route(rows)
+            if rows is None and router.needs_rows:
+                rows = list(zip(*(c.to_pylist() for c in columns.values()), strict=True))
+            parts = router.route(rows) if rows is not None else router.route_n(n)
             k = edge.copies
             rep = np.repeat(np.arange(n), k) if k > 1 else np.arange(n)
             ids = edges[:, col:col + k].reshape(-1) if self.cfg.tracked else None
@@ -335,57 +339,79 @@ class SpoutTask:
     def on_results(self, results: Results, now_ms: int, results_offset: int = 0) -> Settled:
         """Apply results read at ``results_offset`` of this task's results partition."""
         out = Settled()
-        pending, lat = self._pending, out.latencies_ms
-        acked = Outcome.ACKED
-        by_src: dict[int, list[int]] = {}
-        for root, outcome in zip(results.roots.tolist(), results.outcomes.tolist(), strict=True):
-            p = pending.pop(root, None)
-            if p is None:
-                out.stale += 1  # a duplicate, or a tree the backstop already failed
-                continue
-            src, off, attempt, emitted_ms, payload = p
-            if outcome == acked:
-                if src in by_src:
-                    by_src[src].append(off)
-                else:
-                    by_src[src] = [off]
-                lat.append(now_ms - emitted_ms)
-            elif outcome == Outcome.RESET:
-                pending[root] = (src, off, attempt, now_ms, payload)  # at the end: deadline order
-            else:
-                reason = "timeout" if outcome == Outcome.TIMED_OUT else "failed"
-                self._fail(p, reason, now_ms, out)
-        for src, offs in by_src.items():
-            self.offsets[src].acked_many(offs)
-            self._done_at[src].append((results_offset, max(offs)))
-            out.acked += len(offs)
+        if not len(results):
+            return out
+        srcs, attempts, low = root_keys(self.salt, results.roots)
+        outcomes = results.outcomes
+        lats = []
+        known = srcs < len(self.offsets)
+        out.stale += int(np.count_nonzero(~known))
+        for src in np.unique(srcs[known]).tolist():
+            om = self.offsets[src]
+            mine = srcs == src
+            offs = _full_offsets(low[mine], om.committed_offset)
+            att, oc = attempts[mine], outcomes[mine]
+            acked = oc == Outcome.ACKED
+            if acked.any():
+                lat = om.settle_acks(offs[acked], att[acked], now_ms)
+                out.stale += int(np.count_nonzero(acked)) - lat.size
+                if lat.size:
+                    lats.append(lat)
+                    out.acked += lat.size
+                    self._done_at[src].append((results_offset, int(offs[acked].max())))
+            reset = oc == Outcome.RESET
+            if reset.any():
+                out.stale += int(np.count_nonzero(reset)) - om.reset_timeouts(
+                    offs[reset], att[reset], now_ms)
+            for i in np.flatnonzero(~acked & ~reset).tolist():  # failures: rare, one by one
+                off = int(offs[i])
+                if not om.is_in_flight(off, int(att[i])):
+                    out.stale += 1  # a duplicate, or a tree the backstop already failed
+                    continue
+                reason = "timeout" if oc[i] == Outcome.TIMED_OUT else "failed"
+                self._fail(src, off, reason, now_ms, out)
+        if lats:
+            out.latencies_ms = np.concatenate(lats)
         return out
 
     def expire(self, now_ms: int) -> Settled:
         """The backstop: trees pending for twice the message timeout fail here."""
         out = Settled()
+        if self._next_expire_ms is None or now_ms < self._next_expire_ms:
+            return out
         limit = now_ms - 2 * self.cfg.timeout_ms
-        expired = []
-        for root, p in self._pending.items():
-            if p[3] > limit:
-                break
-            expired.append(root)
-        for root in expired:
-            # "backstop": no result from the acker within 2x the message timeout.
-            self._fail(self._pending.pop(root), "backstop", now_ms, out)
+        oldest = None
+        for src, om in enumerate(self.offsets):
+            offs, _, stamps = om.in_flight_offsets()
+            for off in offs[stamps <= limit].tolist():
+                # "backstop": no result from the acker within 2x the message timeout.
+                self._fail(src, off, "backstop", now_ms, out)
+            left = stamps[stamps > limit]
+            if left.size:
+                oldest = min(int(left.min()), oldest if oldest is not None else now_ms)
+        self._next_expire_ms = None if oldest is None else oldest + 2 * self.cfg.timeout_ms
         return out
 
-    def _fail(self, p: _Pending, reason: str, now_ms: int, out: Settled) -> None:
-        src, off, _, _, payload = p
+    def _fail(self, src: int, off: int, reason: str, now_ms: int, out: Settled) -> None:
+        om = self.offsets[src]
         out.failed[reason] = out.failed.get(reason, 0) + 1
-        decision = self.offsets[src].failed(off, now_ms)
+        decision = om.failed(off, now_ms)
         if isinstance(decision, Retry):
             out.retries += 1
         elif isinstance(decision, DeadLetter):
-            out.letters.append(Letter(src, off, payload,
+            out.letters.append(Letter(src, off, om.payload(off),
                                       f"{reason} after {decision.failures} attempts",
                                       decision.failures))
 
     def dead_lettered(self, letter: Letter) -> None:
         """The dead letter is confirmed by Kafka: the offset is done."""
         self.offsets[letter.source].acked(letter.offset)
+
+
+def _full_offsets(low: I64, committed: int) -> I64:
+    """Offsets from their low 40 bits (as roots carry them), near the committed one."""
+    span = 1 << 40
+    base = committed - committed % span
+    full: I64 = low + base
+    full[full < committed - span // 2] += span
+    return full

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -254,3 +255,90 @@ def test_emitted_new_takes_many_offsets_at_once() -> None:
     for o in (0, 1, 2, 4):
         m.acked(o)
     assert m.next_commit_offset() == 5
+
+
+def test_acks_match_the_delivery_they_belong_to() -> None:
+    m = OffsetManager(0, RetrySchedule(initial_delay_ms=0, max_retries=None))
+    m.emitted_new([0, 1, 2], now_ms=100, payloads=["a", "b", "c"])
+    assert m.in_flight == 3
+    m.failed(1, 150)
+    m.emitted(1, now_ms=160)  # delivery 1 (one failure before it)
+    lat = m.settle_acks(np.array([0, 1, 1, 2, 2]), np.array([0, 0, 1, 1, 0]), now_ms=200)
+    # offset 1's first delivery and offset 2's wrong attempt are stale; duplicates count once
+    assert sorted(lat.tolist()) == [40, 100, 100]
+    assert m.in_flight == 0 and m.num_pending == 0
+    assert m.payload(0) is None  # let go once done
+    assert m.next_commit_offset() == 3
+
+
+def test_reset_restarts_the_clock_of_the_matching_delivery_only() -> None:
+    m = OffsetManager(0)
+    m.emitted_new([5, 6], now_ms=0)
+    assert m.reset_timeouts(np.array([5, 6, 7]), np.array([0, 3, 0]), now_ms=50) == 1
+    offs, attempts, stamps = m.in_flight_offsets()
+    assert offs.tolist() == [5, 6] and attempts.tolist() == [0, 0]
+    assert stamps.tolist() == [50, 0]
+    assert m.oldest_in_flight_ms() == 0
+
+
+def test_a_large_window_grows_and_compacts() -> None:
+    m = OffsetManager(0)
+    for lo in range(0, 100_000, 10_000):
+        m.emitted_new(list(range(lo, lo + 10_000)), payloads=list(range(lo, lo + 10_000)))
+        m.acked_many(np.arange(lo, lo + 10_000, 2))
+    assert m.num_pending == 50_000 and m.payload(99_999) == 99_999
+    assert m.acked_many(np.arange(1, 60_000, 2)) == 30_000
+    m.committed(m.next_commit_offset() or 0)
+    assert m.committed_offset == 60_001  # 60,000 is even: acked in its batch
+    assert m.payload(60_001) == 60_001 and m.state(60_001) is State.PENDING
+    assert m.num_uncommitted == 39_999
+
+
+@st.composite
+def operations(draw: st.DrawFn) -> list[tuple[str, int]]:
+    ops = st.tuples(st.sampled_from(["new", "gap", "ack", "fail", "replay", "commit"]),
+                    st.integers(0, 60))
+    return draw(st.lists(ops, max_size=120))
+
+
+@settings(max_examples=300, deadline=None)
+@given(operations())
+def test_the_packed_table_answers_as_a_plain_model_does(ops: list[tuple[str, int]]) -> None:
+    """Against a dict of offset -> state: every query agrees after every step."""
+    m = OffsetManager(0, RetrySchedule(initial_delay_ms=0, max_retries=None))
+    model: dict[int, str] = {}
+    end = 0
+    for kind, x in ops:
+        if kind in ("new", "gap"):
+            end += 1 + (x % 3 if kind == "gap" else 0)
+            m.emitted(end - 1)
+            model[end - 1] = "pending"
+            continue
+        if not model:
+            continue
+        o = sorted(model)[x % len(model)]
+        if kind == "ack":
+            assert m.acked(o) == (model[o] == "pending")
+            if model[o] == "pending":
+                model[o] = "done"
+        elif kind == "fail":
+            assert (m.failed(o, 0) is not None) == (model[o] == "pending")
+            if model[o] == "pending":
+                model[o] = "failed"
+        elif kind == "replay" and model[o] == "failed":
+            m.emitted(o)
+            model[o] = "pending"
+        elif kind == "commit":
+            nxt = m.next_commit_offset()
+            window = sorted(model)  # emitted offsets >= the committed one
+            i = next((j for j, k in enumerate(window) if model[k] != "done"), len(window))
+            expect = None if i == 0 else (window[i] if i < len(window) else window[-1] + 1)
+            assert nxt == expect
+            if nxt is not None:
+                m.committed(nxt)
+                assert m.committed_offset == nxt
+                model = {k: v for k, v in model.items() if k >= nxt}
+        for k, v in model.items():
+            assert m.state(k).value == v
+        assert m.num_pending == sum(v != "done" for v in model.values())
+        assert m.in_flight == sum(v == "pending" for v in model.values())

@@ -4,9 +4,20 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from squall.errors import ConfigError
-from squall.ids import MAX_ID, MIN_ID, IdBatcher, acker_partition, acker_partitions, new_id
+from squall.ids import (
+    MAX_ID,
+    MIN_ID,
+    IdBatcher,
+    acker_partition,
+    acker_partitions,
+    derive_roots,
+    new_id,
+    root_keys,
+)
 from squall.retry import RetrySchedule
 
 
@@ -70,3 +81,24 @@ def test_root_to_acker_is_root_mod_n() -> None:
     assert acker_partition(2**64 - 2, 3) == (2**64 - 2) % 3
     with pytest.raises(ValueError, match="got 0"):
         acker_partition(1, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(salt=st.integers(0, 2**64 - 1), source=st.integers(0, 2**16 - 1),
+       offsets=st.lists(st.integers(0, 2**40 - 1), min_size=1, max_size=50),
+       attempt=st.integers(0, 255))
+def test_root_keys_invert_derive_roots(salt: int, source: int, offsets: list[int],
+                                       attempt: int) -> None:
+    roots = derive_roots(salt, source, offsets, [attempt] * len(offsets))
+    src, att, off = root_keys(salt, roots)
+    assert src.tolist() == [source] * len(offsets)
+    assert att.tolist() == [attempt] * len(offsets)
+    assert off.tolist() == offsets
+
+
+def test_a_root_of_another_incarnation_decodes_to_no_key_in_flight() -> None:
+    rng = random.Random(4)
+    old, new = rng.getrandbits(64), rng.getrandbits(64)
+    roots = derive_roots(old, 0, np.arange(100_000), np.zeros(100_000, np.int64))
+    src, att, off = root_keys(new, roots)
+    assert not ((src < 4) & (att == 0) & (off < 1_000_000)).any()

@@ -63,7 +63,7 @@ def test_ack_completes_and_the_prefix_commits() -> None:
     r0, r1, r2 = roots_of(task)
     st = task.on_results(results(task, [r1, r2], Outcome.ACKED), 50)
     assert st.acked == 2
-    assert st.latencies_ms == [50, 50]
+    assert st.latencies_ms.tolist() == [50, 50]
     assert task.commits() == {}  # offset 0 still pending
     task.on_results(results(task, [r0], Outcome.ACKED), 60)
     assert task.commits() == {0: 3}
@@ -208,3 +208,23 @@ def test_untracked_modes_emit_without_anchors_and_commit_at_once(kw: dict[str, o
     assert all(a == {} for _, _, b in e.tuples for a in b.anchors())
     assert task.commits() == {0: 2}
     assert task.pending == 0
+
+
+def test_bad_utf8_in_a_bulk_of_text_dead_letters_just_that_record() -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    e = task.on_records(0, [0, 1, 2], [b"ok", b"\xff\xfe", None], ["p0", "p1", "p2"], 0)
+    assert e.emitted == 2
+    assert [(le.offset, le.payload) for le in e.letters] == [(1, "p1")]
+    assert e.letters[0].reason.startswith("undecodable: not UTF-8")
+    words = sorted(v for _, _, b in e.tuples for v in b.data.column("str").to_pylist())
+    assert words == ["", "ok"]  # a null message is empty text
+
+
+def test_a_result_of_an_earlier_incarnation_is_stale() -> None:
+    old = SpoutTask(cfg(), [0], salt=11)
+    feed(old, [0, 1], 0)
+    task = SpoutTask(cfg(), [0], salt=99)
+    feed(task, [0, 1], 0)
+    st = task.on_results(results(task, roots_of(old), Outcome.ACKED), 5)
+    assert (st.acked, st.stale) == (0, 2)
+    assert task.pending == 2

@@ -26,6 +26,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--metrics-port", type=int)
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
                    help="foreachBatch + mapInArrow (default) or the data source writer")
+    p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],
+                   help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
+                   "the default; compiled once with javac) or Hadoop's own")
     return load_settings(BoltSettings, p, argv, "bolts")
 
 

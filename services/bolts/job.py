@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.metrics import BoltMetrics
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
@@ -43,6 +44,8 @@ class BoltSettings(BaseSettings):
     # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
     # straight back to this process), or the Python data source writer ("writer").
     sink: Literal["foreach_batch", "writer"] = "foreach_batch"
+    # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
+    checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
 
     def spec(self) -> TopologySpec:
         try:
@@ -52,14 +55,18 @@ class BoltSettings(BaseSettings):
         return TopologySpec.from_text(text)
 
 
-def spark_session(master: str, app: str) -> Any:
+def spark_session(master: str, app: str, no_fork: bool = True) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
     from services.bolts.sink import BoltSink
     from services.bolts.source import EdgeSource
 
-    spark = (SparkSession.builder.master(master).appName(app)
+    builder = SparkSession.builder
+    classes = no_fork_classes() if no_fork else None
+    for k, v in (spark_conf(classes) if classes else {}).items():
+        builder = builder.config(k, v)
+    spark = (builder.master(master).appName(app)
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.python.worker.reuse", "true")
@@ -143,7 +150,8 @@ class BoltJob:
             reports = self._open_reports()
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()
-        spark = spark_session(self.s.master, f"squall-{self.spec.name}")
+        spark = spark_session(self.s.master, f"squall-{self.spec.name}",
+                              self.s.checkpoint_fs == "no-fork")
         queries = [start_bolt(spark, self.spec, b, self.s, self.metrics, run_id)
                    for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])

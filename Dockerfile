@@ -3,7 +3,7 @@
 # The steps are the README's "Install by hand" section: Java 17, then `pip install .`.
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps curl \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps curl \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/squall
 COPY pyproject.toml README.md ./

@@ -321,8 +321,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5_000)
     ap.add_argument("--baseline-sentences", type=int, default=30_000)
     ap.add_argument("--skip-baseline", action="store_true")
-    ap.add_argument("--max-rows-per-batch", type=int, default=50,
-                    help="edge messages per bolt micro-batch")
+    ap.add_argument("--max-rows-per-batch", type=int, default=2_000,
+                    help="edge messages per bolt micro-batch (the bolts job's default)")
     ap.add_argument("--sink", choices=["foreach_batch", "writer"], default="foreach_batch",
                     help="how micro-batches reach the bolt tasks (see squall bolts --help)")
     ap.add_argument("--trigger-ms", type=int, default=50, help="micro-batch interval")

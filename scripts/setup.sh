@@ -17,7 +17,7 @@ fi
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing a JDK (ZooKeeper and Spark need Java 17)" >&2
-    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
   else
     echo "setup: Java 17 is needed (ZooKeeper, Spark): install it or set JAVA_HOME" >&2
     exit 1

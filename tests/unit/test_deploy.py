@@ -189,8 +189,8 @@ def test_compose_dockerfile_steps_are_the_readme_install() -> None:
     section = readme.split("### Install by hand", 1)[1].split("\n## ", 1)[0]
     runs = " ".join(line for line in docker.splitlines() if line.startswith(("RUN", " &&")))
     assert "FROM python:3.11" in docker and "Python 3.11" in section
-    for step in ("openjdk-17-jre-headless", "pip install --no-cache-dir ."):
+    for step in ("openjdk-17-jdk-headless", "pip install --no-cache-dir ."):
         assert step in runs, step
         assert step.replace("--no-cache-dir ", "") in section, step
     setup = (ROOT / "scripts/setup.sh").read_text()
-    assert "openjdk-17-jre-headless" in setup and 'pip install' in setup
+    assert "openjdk-17-jdk-headless" in setup and 'pip install' in setup

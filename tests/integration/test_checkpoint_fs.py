@@ -1,0 +1,70 @@
+"""Spark's checkpoints through the no-fork local file system (services/bolts/hadoop.py)."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.bolts import hadoop
+from services.bolts.job import spark_session
+from tests.integration.helpers import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_class_is_compiled_once_and_cached(tmp_path: Path) -> None:
+    first = hadoop.no_fork_classes(tmp_path)
+    assert first is not None
+    compiled = first / "squall" / "hadoop" / "NoForkLocalFs.class"
+    mtime = compiled.stat().st_mtime_ns
+    assert hadoop.no_fork_classes(tmp_path) == first
+    assert compiled.stat().st_mtime_ns == mtime  # not compiled again
+
+
+def test_without_javac_hadoops_default_is_kept(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hadoop.shutil, "which", lambda _name: None)
+    assert hadoop.no_fork_classes(tmp_path / "fresh") is None
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = spark_session("local[1]", "squall-checkpoint-fs-test")
+    yield session
+    session.stop()
+
+
+def run_batches(spark: Any, checkpoint: Path, n: int) -> int:
+    """A rate stream until ``n`` micro-batches committed; the last batch id."""
+    q = (spark.readStream.format("rate").option("rowsPerSecond", 100).load()
+         .writeStream.foreachBatch(lambda df, i: None)
+         .option("checkpointLocation", str(checkpoint))
+         .trigger(processingTime="50 milliseconds").start())
+    try:
+        wait_for(lambda: len(q.recentProgress) >= n, 60, f"{n} micro-batches")
+    finally:
+        q.stop()
+    return int(q.lastProgress["batchId"])
+
+
+def test_checkpoints_go_through_the_no_fork_file_system_and_resume(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    jvm = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
+    fc = jvm.org.apache.hadoop.fs.FileContext.getFileContext(jvm.java.net.URI("file:///"), conf)
+    assert fc.getDefaultFileSystem().getClass().getName() == hadoop.CLASS
+    last = run_batches(spark, tmp_path / "ckpt", 3)
+    offsets = tmp_path / "ckpt" / "offsets"
+    written = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    assert written[-1] >= last
+    first = offsets / str(written[0])
+    assert first.read_text().startswith("v1")
+    assert stat.S_IMODE(first.stat().st_mode) == 0o644  # as Hadoop's own would leave it
+    assert (offsets / f".{written[0]}.crc").exists()  # checksums kept (ChecksumFs)
+    # A restart reads the log back and goes on after what was committed.
+    again = run_batches(spark, tmp_path / "ckpt", 1)
+    assert again > last

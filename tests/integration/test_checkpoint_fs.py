@@ -27,7 +27,7 @@ def test_the_class_is_compiled_once_and_cached(tmp_path: Path) -> None:
 
 def test_without_javac_hadoops_default_is_kept(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hadoop.shutil, "which", lambda _name: None)
+    monkeypatch.setattr("shutil.which", lambda _name: None)
     assert hadoop.no_fork_classes(tmp_path / "fresh") is None
 
 

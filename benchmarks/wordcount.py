@@ -78,13 +78,17 @@ def committed(c: Consumer, topic: str) -> int:
                c.committed([TopicPartition(topic, p) for p in range(PARTS)], timeout=10))
 
 
-def wait_committed(c: Consumer, topic: str, n: int, timeout_s: float = 600) -> float:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if committed(c, topic) >= n:
+def wait_committed(c: Consumer, topic: str, n: int, stall_s: float = 180) -> float:
+    """When every offset is committed; fails after ``stall_s`` without progress."""
+    last, moved = -1, time.monotonic()
+    while time.monotonic() - moved < stall_s:
+        done = committed(c, topic)
+        if done >= n:
             return time.perf_counter()
+        if done > last:
+            last, moved = done, time.monotonic()
         time.sleep(0.05)
-    raise RuntimeError(f"only {committed(c, topic)} of {n} committed on {topic}")
+    raise RuntimeError(f"only {last} of {n} committed on {topic}, no progress for {stall_s}s")
 
 
 def histogram(port: int, name: str) -> list[tuple[float, float]]:
@@ -231,6 +235,11 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         return {"sentences_per_s": rate, "p50": quantile(before, after, 0.5),
                 "p99": quantile(before, after, 0.99), "wall_s": t1 - t0,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
+    except RuntimeError:
+        for tag in ("spout", "acker", "bolts"):
+            lines = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()
+            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(lines[-40:]))
+        raise
     finally:
         watch.close()
         for pr in procs:

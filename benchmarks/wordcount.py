@@ -237,8 +237,8 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
     except RuntimeError:
         for tag in ("spout", "acker", "bolts"):
-            lines = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()
-            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(lines[-40:]))
+            log_tail = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()[-40:]
+            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(log_tail))
         raise
     finally:
         watch.close()

@@ -170,11 +170,9 @@ def main() -> None:
         baseline = bare_consume(b, src, n, parts)
         say(f"bare consumer: {baseline:,.0f} messages/s")
         logs = Path(tmp)
-        acker_port = free_port()
         acker = subprocess.Popen(
             [sys.executable, "-m", "services.acker", "--topology", topo, "--tasks", "0",
-             "--num-ackers", "1", "--bootstrap-servers", b, "--message-timeout-s", "120",
-             "--metrics-port", str(acker_port)],
+             "--num-ackers", "1", "--bootstrap-servers", b, "--message-timeout-s", "120"],
             env=env, stdout=open(logs / "acker.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         stop = threading.Event()

@@ -45,14 +45,16 @@ def no_fork_classes(cache: Path | None = None) -> Path | None:
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        res = subprocess.run([javac, "-nowarn", "-cp", f"{jars}/*", "-d", tmp, str(SOURCE)],
+        classes = Path(tmp) / "classes"
+        res = subprocess.run([javac, "-nowarn", "-cp", f"{jars}/*", "-d", str(classes),
+                              str(SOURCE)],
                              capture_output=True, text=True, timeout=120, check=False)
         if res.returncode != 0:
             log.warning("compiling %s failed (Hadoop's default is used): %s", SOURCE.name,
                         res.stderr.strip()[-500:])
             return None
         try:
-            os.rename(tmp, out)  # atomic: another job may be compiling the same
+            classes.rename(out)  # atomic: another job may be compiling the same
         except OSError:
             if not out.exists():
                 raise

@@ -176,7 +176,8 @@ def tree_cpu(pid: int) -> float:
 
 
 def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
-               sink: str = "foreach_batch", trigger_ms: int = 50) -> dict[str, float]:
+               sink: str = "foreach_batch", trigger_ms: int = 50,
+               latency_rate: float | None = None) -> dict[str, float]:
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = topology(name=name, source=src, vectorized=True)
@@ -223,16 +224,17 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         cpu["broker+bench"] = tree_cpu(os.getpid()) - cpu0["broker+bench"] - sum(cpu.values())
         say(f"squall: {rate:,.0f} sentences/s; CPU seconds over {t1 - t0:.1f} s of wall time: "
             + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
-        paced = max(int(rate / 2 * 15), 1000)
-        say(f"squall: {paced:,} sentences at {rate / 2:,.0f}/s for the latency ...")
+        pace = latency_rate or rate / 2
+        paced = max(int(pace * 15), 1000)
+        say(f"squall: {paced:,} sentences at {pace:,.0f}/s for the latency ...")
         before = histogram(port, "squall_spout_complete_latency_seconds")
         bolts_before = bolt_totals(bolts_port)
-        produce(b, src, make_sentences(paced, 3), rate=rate / 2)
+        produce(b, src, make_sentences(paced, 3), rate=pace)
         wait_committed(watch, src, warm + n + paced)
         after = histogram(port, "squall_spout_complete_latency_seconds")
         prof = where_time_goes(bolts_before, bolt_totals(bolts_port))
         say(f"squall: micro-batches at half rate: {json.dumps(prof)}")
-        return {"sentences_per_s": rate, "p50": quantile(before, after, 0.5),
+        return {"sentences_per_s": rate, "latency_rate": pace, "p50": quantile(before, after, 0.5),
                 "p99": quantile(before, after, 0.99), "wall_s": t1 - t0,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
     except RuntimeError:
@@ -335,12 +337,15 @@ def main() -> None:
     ap.add_argument("--sink", choices=["foreach_batch", "writer"], default="foreach_batch",
                     help="how micro-batches reach the bolt tasks (see squall bolts --help)")
     ap.add_argument("--trigger-ms", type=int, default=50, help="micro-batch interval")
+    ap.add_argument("--latency-rate", type=float, default=None,
+                    help="sentences/s for the latency phase (default: half the measured rate)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
-                        args.max_rows_per_batch, args.sink, args.trigger_ms)
+                        args.max_rows_per_batch, args.sink, args.trigger_ms,
+                        args.latency_rate)
         base = float("nan") if args.skip_baseline else \
             run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     print(json.dumps({
@@ -348,7 +353,8 @@ def main() -> None:
         "complete_latency_p50_s": round(sq["p50"], 3),
         "complete_latency_p99_s": round(sq["p99"], 3),
         "baseline_sentences_per_s": None if base != base else round(base),
-        "sentences": args.sentences, "sink": args.sink, "trigger_ms": args.trigger_ms,
+        "latency_sentences_per_s": round(sq["latency_rate"]), "sentences": args.sentences,
+        "sink": args.sink, "trigger_ms": args.trigger_ms,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
     }))
 

@@ -30,6 +30,8 @@ from squall.records import AckerBatch, AckerRecord, RecordKind
 from squall.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
 from squall.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
+_ANCHORS = pa.list_(pa.uint64())
+
 
 @dataclass
 class ExecResult:
@@ -126,8 +128,7 @@ class BoltExecutor:
 
     def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
         self._result = ExecResult()
-        if isinstance(self.bolt, BatchBolt) and batches and all(_single_anchored(b)
-                                                                 for b in batches):
+        if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
             return self._run_vectorized(self.bolt, batches)
         tuples = [t for b in batches for t in b.tuples()]
         if isinstance(self.bolt, Bolt):
@@ -147,9 +148,7 @@ class BoltExecutor:
         self._result.executed += len(tuples)
         if not tuples:
             return
-        frames = [b.data.drop_columns([c for c in b.data.schema.names if c in RESERVED])
-                  .to_pandas().assign(__stream=b.stream, __source=b.source) for b in batches]
-        df = pd.concat(frames, ignore_index=True)
+        df = _frame(batches)
         try:
             out = bolt.process(df)
             if PARENT not in out.columns:
@@ -207,13 +206,11 @@ class BoltExecutor:
         per root with one sort.
         """
         res = self._result
-        roots = np.concatenate([b.data.column(ROOTS_COL).flatten().to_numpy() for b in batches])
-        ids = np.concatenate([b.data.column(IDS_COL).flatten().to_numpy() for b in batches])
+        roots = _flat(batches, ROOTS_COL)
+        ids = _flat(batches, IDS_COL)
         n = len(roots)
         res.executed = n
-        frames = [b.data.drop_columns([c for c in b.data.schema.names if c in RESERVED])
-                  .to_pandas().assign(__stream=b.stream, __source=b.source) for b in batches]
-        df = pd.concat(frames, ignore_index=True)
+        df = _frame(batches)
         now = _now_ms()
         try:
             out = bolt.process(df)
@@ -278,9 +275,35 @@ class BoltExecutor:
                 stream=e.stream, source=self.context.component, source_task=self.context.task)))
 
 
-def _single_anchored(b: TupleBatch) -> bool:
-    roots = b.data.column(ROOTS_COL)
+def _single_anchored(batches: Sequence[TupleBatch]) -> bool:
+    """Whether every input tuple has exactly one anchor (one compute call for them all)."""
+    roots = pa.chunked_array([b.data.column(ROOTS_COL) for b in batches], _ANCHORS)
     return len(roots) > 0 and pc.all(pc.equal(pc.list_value_length(roots), 1)).as_py() is True
+
+
+def _flat(batches: Sequence[TupleBatch], col: str) -> npt.NDArray[np.uint64]:
+    return np.asarray(pc.list_flatten(pa.chunked_array([b.data.column(col) for b in batches],
+                                                        _ANCHORS)).to_numpy(), np.uint64)
+
+
+def _frame(batches: Sequence[TupleBatch]) -> pd.DataFrame:
+    """The inputs' fields as one pandas frame, plus ``__stream`` and ``__source``.
+
+    One Arrow concatenation and one conversion for the micro-batch: converting each
+    input message on its own cost ~0.35 ms a message, most of a small micro-batch.
+    """
+    fields = [b.data.drop_columns([c for c in b.data.schema.names if c in RESERVED])
+              for b in batches]
+    try:
+        df = pa.Table.from_batches(fields).to_pandas() if len({f.schema for f in fields}) == 1 \
+            else pa.concat_tables([pa.Table.from_batches([f]) for f in fields],
+                                  promote_options="default").to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # same field, other types: pandas unifies
+        df = pd.concat([f.to_pandas() for f in fields], ignore_index=True)
+    sizes = [len(b) for b in batches]
+    df["__stream"] = np.repeat(np.array([b.stream for b in batches], dtype=object), sizes)
+    df["__source"] = np.repeat(np.array([b.source for b in batches], dtype=object), sizes)
+    return df
 
 
 def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],

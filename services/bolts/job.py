@@ -23,6 +23,12 @@ from squall.topology import BoltSpec, TopologySpec
 log = logging.getLogger("squall.bolts")
 
 
+#: C1 only. Every micro-batch runs Catalyst's analysis, optimisation and planning anew,
+#: thousands of methods; with the C2 compiler the JVM was still compiling them minutes
+#: in, ~0.5 of a core (half the job's CPU at half load). C1 alone compiles them cheaply.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 class BoltSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
 
@@ -46,6 +52,8 @@ class BoltSettings(BaseSettings):
     sink: Literal["foreach_batch", "writer"] = "foreach_batch"
     # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
     checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
+    # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
+    java_options: str = JAVA_OPTIONS
 
     def spec(self) -> TopologySpec:
         try:
@@ -55,7 +63,8 @@ class BoltSettings(BaseSettings):
         return TopologySpec.from_text(text)
 
 
-def spark_session(master: str, app: str, no_fork: bool = True) -> Any:
+def spark_session(master: str, app: str, no_fork: bool = True,
+                  java_options: str = JAVA_OPTIONS) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
@@ -64,7 +73,11 @@ def spark_session(master: str, app: str, no_fork: bool = True) -> Any:
 
     builder = SparkSession.builder
     classes = no_fork_classes() if no_fork else None
-    for k, v in (spark_conf(classes) if classes else {}).items():
+    conf = spark_conf(classes) if classes else {}
+    if java_options:
+        conf |= {"spark.driver.extraJavaOptions": java_options,
+                 "spark.executor.extraJavaOptions": java_options}
+    for k, v in conf.items():
         builder = builder.config(k, v)
     spark = (builder.master(master).appName(app)
              .config("spark.ui.enabled", "false")
@@ -151,7 +164,7 @@ class BoltJob:
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
-                              self.s.checkpoint_fs == "no-fork")
+                              self.s.checkpoint_fs == "no-fork", self.s.java_options)
         queries = [start_bolt(spark, self.spec, b, self.s, self.metrics, run_id)
                    for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])

@@ -23,6 +23,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from services.bolts import heap
 from squall.bolt import TaskContext
 from squall.errors import WireFormatError
 from squall.executor import BoltExecutor
@@ -147,6 +148,7 @@ def run_task(spec_json: str, component: str, bootstrap: str,
         raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
                            "confirmed by Kafka; the micro-batch will be retried")
     report.seconds = time.perf_counter() - t0
+    heap.settle()
     return report
 
 
@@ -200,5 +202,6 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
         ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
         ex = _EXECUTORS[key] = BoltExecutor(instance, ctx, spec.edges_from(bolt.name),
                                             dict(bolt.config))
+        heap.grew()
     return ex
 

@@ -21,6 +21,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from services.bolts import heap
+
 SCHEMA = "task int, topic string, partition int, offset long, value binary"
 
 
@@ -122,6 +124,7 @@ class EdgeReader(DataSourceStreamReader):
                  pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
                  pa.array(values, pa.binary())],
                 names=["task", "topic", "partition", "offset", "value"])
+        heap.settle()
 
     def commit(self, end: dict[str, int]) -> None:
         """Spark's checkpoint is the record of progress; nothing to do in Kafka."""
@@ -165,6 +168,7 @@ def _reader(bootstrap: str) -> Any:
 
     c = _READERS.get(bootstrap)
     if c is None:
+        heap.grew()
         c = _READERS[bootstrap] = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,

@@ -1,4 +1,5 @@
-"""Spark's checkpoints through the no-fork local file system (services/bolts/hadoop.py)."""
+"""The bolts job's Spark session: checkpoints through the no-fork local file system
+(services/bolts/hadoop.py), and its JVM flags."""
 
 from __future__ import annotations
 
@@ -68,3 +69,10 @@ def test_checkpoints_go_through_the_no_fork_file_system_and_resume(spark: Any,
     # A restart reads the log back and goes on after what was committed.
     again = run_batches(spark, tmp_path / "ckpt", 1)
     assert again > last
+
+
+def test_the_jvm_runs_with_the_java_options(spark: Any) -> None:
+    """The session's JVM was started with the bolts job's JVM flags (C1 only)."""
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                .getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in args

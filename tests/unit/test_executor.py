@@ -182,3 +182,38 @@ def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
     r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
     got = r.route([(w,) for w in words]).tolist()
     assert got == [fields_hash([w]) % 7 for w in words]
+
+
+def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
+    """Inputs with other fields (or another type for a field) come as one frame, in order,
+    each row labelled with its stream and source."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from squall.bolt import PARENT, BatchBolt
+    from squall.executor import _frame
+
+    a = TupleBatch.single_anchored({"word": pa.array(["x", "y"])}, None, None, source="s1")
+    b = TupleBatch.single_anchored({"word": pa.array(["z"]), "n": pa.array([7])}, None, None,
+                                   stream="other", source="s2")
+    c = TupleBatch.single_anchored({"word": pa.array([3])}, None, None, source="s3")
+    df = _frame([a, b])
+    assert df["word"].tolist() == ["x", "y", "z"]
+    assert df["n"].isna().tolist() == [True, True, False]
+    assert df["__stream"].tolist() == ["default", "default", "other"]
+    assert df["__source"].tolist() == ["s1", "s1", "s2"]
+    mixed = _frame([a, c])  # string and int64 for one field: pandas unifies them
+    assert mixed["word"].tolist() == ["x", "y", 3]
+    assert mixed["__source"].tolist() == ["s1", "s1", "s3"]
+
+    seen: list[pd.DataFrame] = []
+
+    class Spy(BatchBolt):
+        outputs: ClassVar = {}
+
+        def process(self, df: pd.DataFrame) -> pd.DataFrame:
+            seen.append(df)
+            return pd.DataFrame({PARENT: pd.Series([], dtype="int64")})
+
+    BoltExecutor(Spy(), ctx("spy"), []).run([a, b])
+    assert seen[0]["word"].tolist() == ["x", "y", "z"]

@@ -114,6 +114,8 @@ def bolt_totals(port: int) -> dict[str, dict[str, float]]:
             key = keys.get(s.name)
             if s.name == "squall_bolt_batch_phase_seconds_total":
                 key = f"phase_{s.labels['phase']}"
+            if s.name == "squall_bolt_task_phase_seconds_total":
+                key = f"in_task_{s.labels['phase']}"
             if key:
                 d = out.setdefault(s.labels["component"], {})
                 d[key] = d.get(key, 0.0) + s.value
@@ -131,7 +133,9 @@ def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[s
                       "task_ms_per_batch": round(1000 * d.get("task_s", 0.0) / n, 1),
                       "tuples_per_batch": round(d.get("tuples", 0.0) / n, 1),
                       **{k.removeprefix("phase_") + "_ms": round(1000 * v / n, 1)
-                         for k, v in d.items() if k.startswith("phase_")}}
+                         for k, v in d.items() if k.startswith("phase_")},
+                      **{k + "_ms_per_batch": round(1000 * v / n, 1)
+                         for k, v in d.items() if k.startswith("in_task_")}}
     return prof
 
 

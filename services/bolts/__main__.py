@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from services.bolts.job import JAVA_OPTIONS, BoltJob, BoltSettings
+from services.bolts.job import BoltJob, BoltSettings
 from services.bolts.metrics import BoltMetrics
 from services.common import load_settings, run_service
 
@@ -30,8 +30,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
                    help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
                    "the default; compiled once with javac) or Hadoop's own")
     p.add_argument("--java-options",
-                   help="JVM flags of the Spark driver and executors (default "
-                   f"{JAVA_OPTIONS!r}: C1 only, see docs/decisions.md; '' for the JVM's own)")
+                   help="JVM flags of the Spark driver and executors, as one string "
+                   "(--java-options='-Xmx2g'); default: the JVM's own")
     return load_settings(BoltSettings, p, argv, "bolts")
 
 

@@ -23,10 +23,10 @@ from squall.topology import BoltSpec, TopologySpec
 log = logging.getLogger("squall.bolts")
 
 
-#: C1 only. Every micro-batch runs Catalyst's analysis, optimisation and planning anew,
-#: thousands of methods; with the C2 compiler the JVM was still compiling them minutes
-#: in, ~0.5 of a core (half the job's CPU at half load). C1 alone compiles them cheaply.
-JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: The JVM's own by default. "-XX:TieredStopAtLevel=1" (C1 only) saves ~0.5 of a core of
+#: JIT compilation at half load, but made ~half the job starts fail a query's first task
+#: (OptionalDataException deserializing it): see docs/decisions.md.
+JAVA_OPTIONS = ""
 
 
 class BoltSettings(BaseSettings):
@@ -135,7 +135,11 @@ def _batch_runner(spec_json: str, component: str, bootstrap: str,
             log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
                         len(errors), errors[-1])
         if metrics:
-            metrics.report({"component": component, "errors": len(errors), **{
+            phases: dict[str, float] = {}
+            for r in reports:
+                for k, v in (r["phases"] or {}).items():
+                    phases[k] = phases.get(k, 0.0) + v
+            metrics.report({"component": component, "errors": len(errors), "phases": phases, **{
                 k: sum(r[k] for r in reports)
                 for k in ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
 

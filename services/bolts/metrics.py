@@ -46,6 +46,11 @@ class BoltMetrics:
         self.bad = counter("squall_bolt_bad_records_total", "Undecodable edge messages")
         self.execute_seconds = counter("squall_bolt_execute_seconds_total",
                                        "Time the bolt's tasks spent in micro-batches")
+        self.task_phases = Counter(
+            "squall_bolt_task_phase_seconds_total",
+            "The bolt tasks' time by phase: input (waiting for the micro-batch's rows), "
+            "execute (decoding and the bolt), produce (encoding, to Kafka), flush (waiting "
+            "for Kafka's confirmation)", [*base, "phase"], registry=registry)
 
     def started(self, component: str) -> None:
         self.active.labels(self.topology, component).set(1)
@@ -83,3 +88,7 @@ class BoltMetrics:
             v = rep.get(key, 0)
             if isinstance(v, int | float) and v > 0:
                 c.labels(*lab).inc(v)
+        phases = rep.get("phases")
+        for phase, v in (phases.items() if isinstance(phases, dict) else ()):
+            if isinstance(v, int | float) and v > 0:
+                self.task_phases.labels(*lab, str(phase)).inc(v)

@@ -56,6 +56,11 @@ class BatchReport(WriterCommitMessage):
     bad: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    #: where ``seconds`` went: waiting for the input, the bolt, producing, Kafka's confirmation
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+PHASES = ("input", "execute", "produce", "flush")
 
 
 class BoltSink(DataSource):
@@ -90,7 +95,8 @@ class BoltWriter(DataSourceStreamArrowWriter):
                   "emitted": sum(m.emitted for m in reps), "acked": sum(m.acked for m in reps),
                   "failed": sum(m.failed for m in reps), "bad": sum(m.bad for m in reps),
                   "seconds": sum(m.seconds for m in reps),
-                  "errors": sum(len(m.errors) for m in reps), "last_error": errors[-1:]}
+                  "errors": sum(len(m.errors) for m in reps), "last_error": errors[-1:],
+                  "phases": {k: sum(m.phases.get(k, 0.0) for m in reps) for k in PHASES}}
         try:
             spec = _spec(self.spec_json)
             producer = _producer(self.bootstrap)
@@ -112,6 +118,8 @@ def run_task(spec_json: str, component: str, bootstrap: str,
     assert isinstance(bolt, BoltSpec)
     producer = _producer(bootstrap)
     rows = list(iterator)
+    t_input = time.perf_counter()
+    t_exec = t_prod = t_input
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
     report = BatchReport(task)
     batches = []
@@ -129,6 +137,7 @@ def run_task(spec_json: str, component: str, bootstrap: str,
     if task >= 0:
         ex = _executor(spec, bolt, task)
         res = ex.run(batches)
+        t_exec = time.perf_counter()
         for topic, part, out in res.outputs:
             for raw_out in encode_tuples_chunked(out):
                 _produce(producer, topic, raw_out, part)
@@ -143,17 +152,27 @@ def run_task(spec_json: str, component: str, bootstrap: str,
                     _produce(producer, acker_topic(spec.name), raw_acks, p)
         report.executed, report.emitted = res.executed, res.emitted
         report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
+        t_prod = time.perf_counter()
     left = producer.flush(60)
     if left:
         raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
                            "confirmed by Kafka; the micro-batch will be retried")
-    report.seconds = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    report.seconds = t_end - t0
+    report.phases = {"input": t_input - t0, "execute": t_exec - t_input,
+                     "produce": t_prod - t_exec, "flush": t_end - t_prod}
     heap.settle()
     return report
 
 
 REPORT_SCHEMA = ("task long, executed long, emitted long, acked long, failed long, bad long, "
-                 "seconds double, errors array<string>")
+                 "seconds double, errors array<string>, phases map<string, double>")
+
+
+_REPORT_ARROW = pa.schema([
+    *((k, pa.int64()) for k in ("task", "executed", "emitted", "acked", "failed", "bad")),
+    ("seconds", pa.float64()), ("errors", pa.list_(pa.string())),
+    ("phases", pa.map_(pa.string(), pa.float64()))])
 
 
 def task_runner(spec_json: str, component: str, bootstrap: str
@@ -165,7 +184,8 @@ def task_runner(spec_json: str, component: str, bootstrap: str
         yield pa.RecordBatch.from_pylist([{
             "task": rep.task, "executed": rep.executed, "emitted": rep.emitted,
             "acked": rep.acked, "failed": rep.failed, "bad": rep.bad, "seconds": rep.seconds,
-            "errors": list(rep.errors)}])
+            "errors": list(rep.errors), "phases": list(rep.phases.items())}],
+            schema=_REPORT_ARROW)
 
     return run
 

@@ -146,7 +146,9 @@ class EdgeReader(DataSourceStreamReader):
                 "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10})
             self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in tps])
         c = self._consumer
-        c.consume(10_000, 0.03)  # a fetch: its response carries each partition's high watermark
+        # The consumer fetches in the background (fetch.wait.max.ms 10): each response
+        # brings the partitions' high watermarks; this drains what it fetched, no waiting.
+        c.consume(10_000, 0)
         for tp in tps:
             _, high = c.get_watermark_offsets(tp, cached=True)
             if high is not None and high >= 0:

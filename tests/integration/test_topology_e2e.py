@@ -121,6 +121,13 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, sink: s
         assert bm[f"squall_bolt_executed_total{{{split}}}"] >= len(lines)
         assert bm[f"squall_bolt_emitted_total{{{split}}}"] >= sum(len(x.split()) for x in lines)
         assert bm[f"squall_bolt_query_active{{{split}}}"] == 1
+        # ... and where their time went, phase by phase, adding up to their whole time.
+        phases = {p: bm.get("squall_bolt_task_phase_seconds_total{component=split,"
+                            f"phase={p},topology={run.spec.name}}}", 0.0)
+                  for p in ("input", "execute", "produce", "flush")}
+        assert all(v > 0 for v in phases.values()), phases
+        total = bm[f"squall_bolt_execute_seconds_total{{{split}}}"]
+        assert sum(phases.values()) == pytest.approx(total, rel=0.01)
     lab = f"component=sentences,topology={run.spec.name}"
     assert m[f"squall_spout_acked_total{{{lab}}}"] >= len(lines)
     replays = m[f"squall_spout_replayed_total{{{lab}}}"]

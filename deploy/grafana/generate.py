@@ -113,6 +113,12 @@ def component() -> dict[str, Any]:
               0, 24, w=6, h=4, kind="stat"),
         panel(8, "Micro-batches", [(f"sum(squall_bolt_batches_total{{{TC}}})", "batches")],
               6, 24, w=6, h=4, kind="stat"),
+        panel(9, "Where the micro-batches' time goes (seconds per second)", [
+            (q("squall_bolt_task_phase_seconds_total", "phase", TC), "task: {{phase}}"),
+            (q("squall_bolt_batch_phase_seconds_total", "phase", TC), "spark: {{phase}}")],
+            0, 28, w=24, unit="s",
+            description="The bolt tasks' time (input: waiting for the rows; execute: decoding "
+            "and the bolt; produce; flush: Kafka's confirmation) and Spark's phases"),
     ]
     return dashboard("squall-component", "Squall / Component", p, [
         variable("topology", "label_values(squall_bolt_executed_total, topology)"),

@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,6 +55,20 @@ class BoltSettings(BaseSettings):
     checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
     # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
     java_options: str = JAVA_OPTIONS
+    # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
+    spark_conf: tuple[str, ...] = ()
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _conf(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for kv in v:
+            key, eq, _ = kv.partition("=")
+            if not eq or not key.strip().startswith("spark."):
+                raise ValueError(f"{kv!r} is not a Spark setting KEY=VALUE with KEY spark.*")
+        return v
+
+    def conf(self) -> dict[str, str]:
+        return dict((k.strip(), val) for k, _, val in (kv.partition("=") for kv in self.spark_conf))
 
     def spec(self) -> TopologySpec:
         try:
@@ -64,7 +79,8 @@ class BoltSettings(BaseSettings):
 
 
 def spark_session(master: str, app: str, no_fork: bool = True,
-                  java_options: str = JAVA_OPTIONS) -> Any:
+                  java_options: str = JAVA_OPTIONS,
+                  extra_conf: Mapping[str, str] | None = None) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
@@ -77,14 +93,12 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     if java_options:
         conf |= {"spark.driver.extraJavaOptions": java_options,
                  "spark.executor.extraJavaOptions": java_options}
-    for k, v in conf.items():
+    conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+             "spark.python.worker.reuse": "true",
+             "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+    for k, v in (conf | dict(extra_conf or {})).items():
         builder = builder.config(k, v)
-    spark = (builder.master(master).appName(app)
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.python.worker.reuse", "true")
-             .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-             .getOrCreate())
+    spark = builder.master(master).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(EdgeSource)
     spark.dataSource.register(BoltSink)
@@ -168,7 +182,8 @@ class BoltJob:
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
-                              self.s.checkpoint_fs == "no-fork", self.s.java_options)
+                              self.s.checkpoint_fs == "no-fork", self.s.java_options,
+                              self.s.conf())
         queries = [start_bolt(spark, self.spec, b, self.s, self.metrics, run_id)
                    for b in self.bolts]
         log.info("bolt queries running: %s", [q.name for q in queries])

@@ -109,7 +109,8 @@ class EdgeReader(DataSourceStreamReader):
             values: list[bytes | None] = []
             deadline = time.monotonic() + 60
             while (not offsets or offsets[-1] < e - 1) and time.monotonic() < deadline:
-                for m in c.consume(min(1000, e - s), 0.5):
+                left = e - (offsets[-1] + 1 if offsets else s)
+                for m in c.consume(min(1000, left), 0.5):
                     off = m.offset()
                     if m.error() or off is None or off >= e:
                         continue
@@ -161,7 +162,10 @@ class EdgeReader(DataSourceStreamReader):
 
 
 # One consumer per Python worker, reused by every micro-batch it reads (a new consumer
-# per read cost a connection and metadata round trip each time).
+# per read cost a connection and metadata round trip each time). It only reads what is
+# known to be there, so fetches need not wait for data: a fetch left waiting at the end
+# of the log (fetch.wait.max.ms) held up the next read's first fetch for that long, each
+# micro-batch (50 ms per range read at 50 ms; ~3 ms per 100 messages at 1 ms).
 _READERS: dict[str, Any] = {}
 
 
@@ -174,5 +178,5 @@ def _reader(bootstrap: str) -> Any:
         c = _READERS[bootstrap] = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,
-            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 50})
+            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 1})
     return c

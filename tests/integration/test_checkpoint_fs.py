@@ -34,7 +34,8 @@ def test_without_javac_hadoops_default_is_kept(tmp_path: Path,
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = spark_session("local[1]", "squall-checkpoint-fs-test", java_options="-Xss4m")
+    session = spark_session("local[1]", "squall-checkpoint-fs-test", java_options="-Xss4m",
+                            extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "7"})
     yield session
     session.stop()
 
@@ -76,3 +77,8 @@ def test_the_jvm_runs_with_the_java_options(spark: Any) -> None:
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                 .getInputArguments())
     assert "-Xss4m" in args
+
+
+def test_extra_spark_conf_is_applied_last(spark: Any) -> None:
+    """The bolts job's --conf settings reach the session (over its own defaults)."""
+    assert spark.conf.get("spark.sql.streaming.numRecentProgressUpdates") == "7"

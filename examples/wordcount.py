@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from squall.bolt import PARENT, BasicBolt, BatchBolt, Bolt
@@ -34,39 +34,37 @@ class SplitSentenceBatch(BatchBolt):
 
 
 class WordCount(Bolt):
-    """Storm's rich bolt: counts words, emits (word, count) anchored to the word, acks it."""
+    """Storm's rich bolt: counts words, emits (word, count) anchored to the word, acks it.
+
+    Stateful: the counts are the task's keyed state, which follows the task from Spark
+    worker to worker and survives restarts.
+    """
 
     outputs: ClassVar = {"default": ("word", "count")}
-
-    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        super().prepare(conf, context, collector)
-        self.counts: Counter[str] = Counter()
+    stateful = True
 
     def execute(self, t: Tuple) -> None:
         word = t["word"]
-        self.counts[word] += 1
-        self.collector.emit((word, self.counts[word]), t)
+        n = self.state.get(word, 0) + 1
+        self.state.put(word, n)
+        self.collector.emit((word, n), t)
         self.collector.ack(t)
 
 
 class WordCountBatch(BatchBolt):
-    """The count, vectorized: running count per word across micro-batches."""
+    """The count, vectorized: running count per word across micro-batches (task state)."""
 
     outputs: ClassVar = {"default": ("word", "count")}
-
-    def prepare(self, conf: Any, context: Any) -> None:
-        super().prepare(conf, context)
-        self.counts: dict[str, int] = {}
+    stateful = True
 
     def process(self, df: pd.DataFrame) -> pd.DataFrame:
-        words = df["word"].astype(str)
-        running = words.groupby(words).cumcount().to_numpy() + 1
-        prior = words.map(self.counts).fillna(0).to_numpy().astype("int64")
-        counts = prior + running
-        last = pd.Series(counts, index=words.to_numpy()).groupby(level=0).max()
-        self.counts.update({str(k): int(v) for k, v in last.items()})
-        return pd.DataFrame({"word": words.to_numpy(), "count": counts,
-                             PARENT: range(len(df))})
+        words = df["word"].astype(str).to_numpy()
+        uniq, inv = np.unique(words, return_inverse=True)
+        prior = np.fromiter((self.state.get(w, 0) for w in uniq.tolist()), np.int64, uniq.size)
+        running = pd.Series(inv).groupby(inv).cumcount().to_numpy() + 1
+        counts = prior[inv] + running
+        self.state.update(zip(uniq.tolist(), (prior + np.bincount(inv)).tolist(), strict=True))
+        return pd.DataFrame({"word": words, "count": counts, PARENT: range(len(df))})
 
 
 def topology(name: str = "wordcount", source: str = "sentences", split_parallelism: int = 2,

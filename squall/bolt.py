@@ -10,6 +10,11 @@
   is anchored to it; the inputs are acked after the batch (failed if it raises).
 
 Output fields are declared per stream in the class attribute ``outputs``.
+
+A bolt with ``stateful = True`` gets a :class:`~squall.state.KeyValueState`
+through ``init_state`` (Storm's ``IStatefulBolt``), kept in ``self.state``: it
+follows the task from Spark worker to worker and survives restarts. State kept
+in other attributes lives in one Python worker only.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from squall.tuples import DEFAULT_STREAM, Tuple
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from squall.state import KeyValueState
 
 PARENT = "__parent"
 
@@ -71,7 +78,17 @@ def _anchor_list(anchors: Tuple | Sequence[Tuple] | None) -> list[Tuple]:
     return list(anchors)
 
 
-class Bolt:
+class _Stateful:
+    #: Whether the task's state is kept in a :class:`KeyValueState` (``self.state``).
+    stateful: ClassVar[bool] = False
+
+    def init_state(self, state: KeyValueState) -> None:
+        """Called once after ``prepare`` with the task's state (Storm's ``initState``); it
+        is brought up to date before every micro-batch."""
+        self.state = state
+
+
+class Bolt(_Stateful):
     """Storm's rich bolt. Override :meth:`execute`; ack or fail every input."""
 
     outputs: ClassVar[Mapping[str, Sequence[str]]] = {DEFAULT_STREAM: ()}
@@ -102,7 +119,7 @@ class BasicBolt(Bolt):
         self.collector.ack(t)
 
 
-class BatchBolt:
+class BatchBolt(_Stateful):
     """Vectorized bolt: a micro-batch in as a DataFrame, output rows with their ``__parent``."""
 
     outputs: ClassVar[Mapping[str, Sequence[str]]] = {DEFAULT_STREAM: ()}

@@ -49,3 +49,8 @@ class ConflictError(SquallError):
 
 class CoordinationError(SquallError):
     """ZooKeeper cannot be reached (or the session is suspended): nothing was changed."""
+
+
+class StateError(SquallError):
+    """A bolt task's state cannot be saved or read back (the message names the key or the
+    log and byte)."""

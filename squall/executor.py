@@ -27,6 +27,7 @@ from squall.errors import TopologyError
 from squall.grouping import Edge, Grouping, Router
 from squall.ids import IdBatcher, new_id
 from squall.records import AckerBatch, AckerRecord, RecordKind
+from squall.state import KeyValueState
 from squall.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
 from squall.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
@@ -78,6 +79,11 @@ class BoltExecutor:
             bolt.prepare(conf or {}, context, OutputCollector(self))
         else:
             bolt.prepare(conf or {}, context)
+        #: the task's keyed state, if the bolt is stateful (the caller keeps it current)
+        self.state: KeyValueState | None = None
+        if bolt.stateful:
+            self.state = KeyValueState()
+            bolt.init_state(self.state)
 
     # ----- the collector's side ---------------------------------------------
 

@@ -121,26 +121,29 @@ def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings,
               .option("topics", ",".join(spec.input_topics(bolt.name)))
               .option("tasks", ",".join(str(t) for t in range(bolt.parallelism)))
               .option("max_rows", str(s.max_rows_per_batch)).load())
-    checkpoint = str(s.checkpoint_dir / spec.name / bolt.name)
+    checkpoint = (s.checkpoint_dir / spec.name / bolt.name).resolve()
+    # Stateful bolts' state logs, kept with the query's progress (services/bolts/state_log.py).
+    state_dir = str(checkpoint / "squall-state")
     if s.sink == "writer":
         writer = (reader.writeStream.format("squall_bolt")
                   .option("topology", spec.to_json()).option("component", bolt.name)
-                  .option("bootstrap", s.bootstrap_servers).option("run", run_id))
+                  .option("bootstrap", s.bootstrap_servers).option("run", run_id)
+                  .option("state_dir", state_dir))
     else:
         writer = reader.writeStream.foreachBatch(
-            _batch_runner(spec.to_json(), bolt.name, s.bootstrap_servers, metrics))
-    return (writer.option("checkpointLocation", checkpoint)
+            _batch_runner(spec.to_json(), bolt.name, s.bootstrap_servers, metrics, state_dir))
+    return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(f"{spec.name}.{bolt.name}").start())
 
 
 def _batch_runner(spec_json: str, component: str, bootstrap: str,
-                  metrics: BoltMetrics | None) -> Any:
+                  metrics: BoltMetrics | None, state_dir: str) -> Any:
     """foreachBatch: the bolt tasks run on the executors (``mapInArrow``, one partition per
     task); their reports come back to this process, which counts them and logs errors."""
     from services.bolts.sink import REPORT_SCHEMA, task_runner
 
-    run = task_runner(spec_json, component, bootstrap)
+    run = task_runner(spec_json, component, bootstrap, state_dir)
 
     def batch(df: Any, batch_id: int) -> None:
         reports = df.mapInArrow(run, REPORT_SCHEMA).collect()

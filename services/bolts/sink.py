@@ -10,12 +10,14 @@ edge ids) and cost at worst a timeout replay.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from services.bolts import heap
+from services.bolts.state_log import TaskStateLog, log_path
 from squall.bolt import TaskContext
 from squall.errors import WireFormatError
 from squall.executor import BoltExecutor
@@ -33,6 +36,7 @@ from squall.topics import acker_topic, dlq_topic, metrics_topic
 from squall.topology import BoltSpec, TopologySpec
 from squall.wire import (
     DeadLetter,
+    TupleBatch,
     decode_tuples,
     encode_acker_batches,
     encode_tuples_chunked,
@@ -78,9 +82,11 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.component = options["component"]
         self.bootstrap = options["bootstrap"]
         self.run_id = options.get("run", "")
+        self.state_dir = options.get("state_dir", "")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
-        return run_task(self.spec_json, self.component, self.bootstrap, iterator)
+        return run_task(self.spec_json, self.component, self.bootstrap, iterator,
+                        self.state_dir)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         reps = [m for m in messages if isinstance(m, BatchReport)]
@@ -110,8 +116,10 @@ class BoltWriter(DataSourceStreamArrowWriter):
 
 
 def run_task(spec_json: str, component: str, bootstrap: str,
-             iterator: Iterable[pa.RecordBatch]) -> BatchReport:
-    """One bolt task over its micro-batch partition: execute, produce, flush."""
+             iterator: Iterable[pa.RecordBatch], state_dir: str = "") -> BatchReport:
+    """One bolt task over its micro-batch partition: execute, produce, flush; a stateful
+    bolt's state is brought up to date first and its changes logged last (in
+    ``state_dir``; without one it stays in this worker)."""
     t0 = time.perf_counter()
     spec = _spec(spec_json)
     bolt = spec.component(component)
@@ -134,35 +142,49 @@ def run_task(spec_json: str, component: str, bootstrap: str,
                 report.bad += 1
                 letter = DeadLetter(str(e), topic, part, off, 0, component)
                 producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
-    if task >= 0:
+    if task < 0:
+        _flush(producer, component, task)
+    else:
         ex = _executor(spec, bolt, task)
-        res = ex.run(batches)
-        t_exec = time.perf_counter()
-        for topic, part, out in res.outputs:
-            for raw_out in encode_tuples_chunked(out):
-                _produce(producer, topic, raw_out, part)
-        if len(res.acks) and spec.ackers:
-            ab = res.acks
-            owner = acker_partitions(ab.roots, spec.ackers)
-            for p in np.unique(owner).tolist():
-                sel = owner == p
-                part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
-                                        ab.tasks[sel], ab.ts_ms[sel])
-                for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
-                    _produce(producer, acker_topic(spec.name), raw_acks, p)
-        report.executed, report.emitted = res.executed, res.emitted
-        report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
-        t_prod = time.perf_counter()
-    left = producer.flush(60)
-    if left:
-        raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
-                           "confirmed by Kafka; the micro-batch will be retried")
+        log_ = _state_log(ex, state_dir, task)
+        with log_.turn() if log_ else contextlib.nullcontext():
+            t_exec, t_prod = _execute(ex, batches, spec, producer, report)
+            _flush(producer, component, task)
     t_end = time.perf_counter()
     report.seconds = t_end - t0
     report.phases = {"input": t_input - t0, "execute": t_exec - t_input,
                      "produce": t_prod - t_exec, "flush": t_end - t_prod}
     heap.settle()
     return report
+
+
+def _execute(ex: BoltExecutor, batches: list[TupleBatch], spec: TopologySpec, producer: Any,
+             report: BatchReport) -> tuple[float, float]:
+    """Run the bolt and produce its tuples and acks; when the bolt and the producing ended."""
+    res = ex.run(batches)
+    t_exec = time.perf_counter()
+    for topic, part, out in res.outputs:
+        for raw_out in encode_tuples_chunked(out):
+            _produce(producer, topic, raw_out, part)
+    if len(res.acks) and spec.ackers:
+        ab = res.acks
+        owner = acker_partitions(ab.roots, spec.ackers)
+        for p in np.unique(owner).tolist():
+            sel = owner == p
+            part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
+                                    ab.tasks[sel], ab.ts_ms[sel])
+            for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
+                _produce(producer, acker_topic(spec.name), raw_acks, p)
+    report.executed, report.emitted = res.executed, res.emitted
+    report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
+    return t_exec, time.perf_counter()
+
+
+def _flush(producer: Any, component: str, task: int) -> None:
+    left = producer.flush(60)
+    if left:
+        raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
+                           "confirmed by Kafka; the micro-batch will be retried")
 
 
 REPORT_SCHEMA = ("task long, executed long, emitted long, acked long, failed long, bad long, "
@@ -175,12 +197,12 @@ _REPORT_ARROW = pa.schema([
     ("phases", pa.map_(pa.string(), pa.float64()))])
 
 
-def task_runner(spec_json: str, component: str, bootstrap: str
+def task_runner(spec_json: str, component: str, bootstrap: str, state_dir: str = ""
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """For ``mapInArrow``: run the partition's bolt task, yield its report as one row."""
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rep = run_task(spec_json, component, bootstrap, iterator)
+        rep = run_task(spec_json, component, bootstrap, iterator, state_dir)
         yield pa.RecordBatch.from_pylist([{
             "task": rep.task, "executed": rep.executed, "emitted": rep.emitted,
             "acked": rep.acked, "failed": rep.failed, "bad": rep.bad, "seconds": rep.seconds,
@@ -225,3 +247,16 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
         heap.grew()
     return ex
 
+
+
+_STATE_LOGS: dict[int, TaskStateLog] = {}
+
+
+def _state_log(ex: BoltExecutor, state_dir: str, task: int) -> TaskStateLog | None:
+    """The log that keeps a stateful task's state current in this worker (one per executor)."""
+    if ex.state is None or not state_dir:
+        return None
+    log_ = _STATE_LOGS.get(id(ex))
+    if log_ is None:
+        log_ = _STATE_LOGS[id(ex)] = TaskStateLog(log_path(Path(state_dir), task), ex.state)
+    return log_

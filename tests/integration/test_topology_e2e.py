@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 import uuid
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +63,12 @@ class Run:
             "100", "--message-timeout-s", str(spec.message_timeout_s)], tmp / "spout.log")
         self.n_bolt_runs = 0
 
-    def bolts(self, sink: str = "foreach_batch") -> ServiceProcess:
+    def bolts(self, sink: str = "foreach_batch", *extra: str) -> ServiceProcess:
         self.n_bolt_runs += 1
         return ServiceProcess("services.bolts", [
             "--topology-file", str(self.tmp / "topology.json"), "--components", "split,count",
             "--bootstrap-servers", self.bootstrap, "--checkpoint-dir", str(self.tmp / "ckpt"),
-            "--master", "local[2]", "--trigger-ms", "100", "--sink", sink],
+            "--master", "local[2]", "--trigger-ms", "100", "--sink", sink, *extra],
             self.tmp / f"bolts-{self.n_bolt_runs}.log", env={"PYSPARK_PYTHON": sys.executable})
 
     def report(self) -> ScriptedBolt:
@@ -96,6 +98,13 @@ class Run:
 
 def sentences(n: int) -> list[bytes]:
     return [f"the quick brown fox {i % 7} jumps over the lazy dog {i}".encode() for i in range(n)]
+
+
+def highest_counts(values: Iterable[Sequence[Any]]) -> Counter[str]:
+    top: Counter[str] = Counter()
+    for word, n in values:
+        top[str(word)] = max(top[str(word)], int(n))
+    return top
 
 
 def expected_counts(lines: list[bytes]) -> Counter[str]:
@@ -138,6 +147,39 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, sink: s
     assert all(seen[w] >= want[w] for w in want)
     words_per_sentence = max(len(line.split()) for line in lines)
     assert sum(seen.values()) <= sum(want.values()) + words_per_sentence * replays
+    # The counts are the count tasks' state, which followed each task from one of Spark's
+    # Python workers to the next: a word's highest count is its number of occurrences
+    # (more only by replays). State split between workers would count short.
+    top = highest_counts(report.values)
+    assert all(top[w] >= want[w] for w in want), {w: (top[w], want[w]) for w in want
+                                                  if top[w] < want[w]}
+    assert sum(top.values()) <= sum(want.values()) + words_per_sentence * replays
+
+
+def committed_or_dead(run: Run, bolts: ServiceProcess, n: int) -> bool:
+    return run.committed() >= n or not bolts.alive()
+
+
+def test_counts_follow_their_task_when_spark_runs_it_in_another_worker(run: Run) -> None:
+    """Python workers not reused: each micro-batch of a task runs in a fresh process, so
+    only the task's state log carries its counts from one micro-batch to the next."""
+    lines, waves = sentences(300), 3
+    size = len(lines) // waves
+    with run.acker.start(), run.report() as report, \
+            run.bolts("foreach_batch", "--conf", "spark.python.worker.reuse=false") as bolts:
+        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
+                 120, "the bolt queries")
+        with run.spout.start():
+            for k in range(waves):  # one wave at a time: several micro-batches per task
+                produce_source(run.bootstrap, run.source, lines[k * size:(k + 1) * size],
+                               SOURCE_PARTS)
+                done = functools.partial(committed_or_dead, run, bolts, (k + 1) * size)
+                wait_for(done, 240, f"wave {k + 1} committed")
+                assert bolts.alive(), bolts.log_tail()
+    want = expected_counts(lines)
+    top = highest_counts(report.values)
+    assert all(top[w] >= want[w] for w in want), {w: (top[w], want[w]) for w in want
+                                                  if top[w] < want[w]}
 
 
 def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
@@ -155,6 +197,9 @@ def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
     seen = Counter(str(v[0]) for v in report.values)
     want = expected_counts(lines)
     assert all(seen[w] >= want[w] for w in want), "a word was lost"
+    # The second job went on from the first one's counts (the tasks' state logs).
+    top = highest_counts(report.values)
+    assert all(top[w] >= want[w] for w in want), "a count started over"
 
 
 @pytest.mark.parametrize(("bolt", "reason", "timeout_s"), [

@@ -6,15 +6,17 @@ import itertools
 import random
 from typing import Any, ClassVar
 
+import pandas as pd
 import pytest
 
 from examples.join import BatchTotal
 from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount, WordCountBatch
-from squall.bolt import BasicBolt, Bolt, TaskContext
+from squall.bolt import PARENT, BasicBolt, Bolt, TaskContext
 from squall.executor import BoltExecutor, ExecResult
 from squall.grouping import Edge, Grouping
 from squall.ledger import Ledger
 from squall.records import AckerBatch, Outcome
+from squall.state import KeyValueState
 from squall.tuples import Anchoring, Tuple
 from squall.wire import TupleBatch, decode_tuples, encode_tuples
 
@@ -77,11 +79,26 @@ def test_word_count_trees_complete_and_words_land_on_their_partition(
     counted = count.run(through([b for _, _, b in out.outputs]))
     h.send(counted.acks)
     assert h.decided == {r: Outcome.ACKED for r in roots}
-    assert count.bolt.counts["the"] == 3  # type: ignore[union-attr]
+    assert count.state is not None and count.state["the"] == 3
     again = split.run(through([h.spout(["the the"])[1]]))
     more = count.run(through([b for _, _, b in again.outputs]))
-    assert count.bolt.counts["the"] == 5  # type: ignore[union-attr]  # state across batches
+    assert count.state["the"] == 5  # state across batches
     assert more.acked == 2
+    # The emitted counts are the running counts: the two "the" of the second batch: 4, 5.
+    assert count.state.changes() == {"the": 5, **{w: 1 for w in ("cow", "jumped", "over",
+                                                                    "moon", "an", "apple", "a",
+                                                                    "day", "end")}}
+
+
+def test_the_vectorized_count_emits_running_counts_from_the_task_state() -> None:
+    bolt = WordCountBatch()
+    state = KeyValueState({"a": 10})
+    bolt.init_state(state)
+    out = bolt.process(pd.DataFrame({"word": ["a", "b", "a", "c", "b", "a"]}))
+    assert out["count"].tolist() == [11, 1, 12, 1, 2, 13]
+    assert out[PARENT].tolist() == list(range(6))
+    assert state.changes() == {"a": 13, "b": 2, "c": 1}
+    assert bolt.process(pd.DataFrame({"word": ["c"]}))["count"].tolist() == [2]
 
 
 class Explodes(BasicBolt):

@@ -125,9 +125,13 @@ def bolt_totals(port: int) -> dict[str, dict[str, float]]:
 def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
                     ) -> dict[str, dict[str, float]]:
     prof = {}
+    # A bolt fused into another's query (squall.chains) has no micro-batches of its own:
+    # its figures are per micro-batch of the query it runs in (the most batches seen).
+    queries = max((a.get("batches", 0.0) - before.get(c, {}).get("batches", 0.0)
+                   for c, a in after.items()), default=0.0)
     for comp, a in after.items():
         d = {k: v - before.get(comp, {}).get(k, 0.0) for k, v in a.items()}
-        n = max(d.get("batches", 0.0), 1.0)
+        n = max(d.get("batches", 0.0) or queries, 1.0)
         prof[comp] = {"micro_batches": d.get("batches", 0.0),
                       "batch_ms": round(1000 * d.get("batch_s", 0.0) / n, 1),
                       "task_ms_per_batch": round(1000 * d.get("task_s", 0.0) / n, 1),

@@ -32,6 +32,10 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--java-options",
                    help="JVM flags of the Spark driver and executors, as one string "
                    "(--java-options='-Xmx2g'); default: the JVM's own")
+    p.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=None,
+                   help="run a bolt whose only input is another bolt of this job in that "
+                   "bolt's query, one micro-batch per tree instead of two (default: on; "
+                   "foreach_batch sink only)")
     p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
                    help="any other Spark setting, as spark-submit's (repeatable; applied last)")
     return load_settings(BoltSettings, p, argv, "bolts")

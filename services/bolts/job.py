@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.metrics import BoltMetrics
+from squall.chains import chains
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
 from squall.topics import acker_topic, dlq_topic, metrics_topic
@@ -57,6 +58,9 @@ class BoltSettings(BaseSettings):
     java_options: str = JAVA_OPTIONS
     # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
     spark_conf: tuple[str, ...] = ()
+    # Run a bolt whose only input is another bolt of this job in that bolt's query
+    # (squall/chains.py): one micro-batch per tree instead of two. foreach_batch only.
+    fuse: bool = True
 
     @field_validator("spark_conf")
     @classmethod
@@ -114,51 +118,62 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
     ensure_topics(bootstrap, topics, 30)
 
 
-def start_bolt(spark: Any, spec: TopologySpec, bolt: BoltSpec, s: BoltSettings,
+def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
                metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
+    """One query for a chain of bolts (``squall.chains``): it reads the head's inputs."""
+    head = spec.component(chain[0])
+    assert isinstance(head, BoltSpec)
     reader = (spark.readStream.format("squall_edges")
               .option("bootstrap", s.bootstrap_servers)
-              .option("topics", ",".join(spec.input_topics(bolt.name)))
-              .option("tasks", ",".join(str(t) for t in range(bolt.parallelism)))
+              .option("topics", ",".join(spec.input_topics(head.name)))
+              .option("tasks", ",".join(str(t) for t in range(head.parallelism)))
               .option("max_rows", str(s.max_rows_per_batch)).load())
-    checkpoint = (s.checkpoint_dir / spec.name / bolt.name).resolve()
-    # Stateful bolts' state logs, kept with the query's progress (services/bolts/state_log.py).
-    state_dir = str(checkpoint / "squall-state")
+    checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
+    # Stateful bolts' state logs, each bolt's kept with its own query's progress (so they do
+    # not move when fusing is switched on or off): services/bolts/state_log.py.
+    state_dirs = {c: str((s.checkpoint_dir / spec.name / c).resolve() / "squall-state")
+                  for c in chain}
     if s.sink == "writer":
+        assert len(chain) == 1, "the writer sink runs one bolt per query"
         writer = (reader.writeStream.format("squall_bolt")
-                  .option("topology", spec.to_json()).option("component", bolt.name)
+                  .option("topology", spec.to_json()).option("component", head.name)
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
-                  .option("state_dir", state_dir))
+                  .option("state_dir", state_dirs[head.name]))
     else:
         writer = reader.writeStream.foreachBatch(
-            _batch_runner(spec.to_json(), bolt.name, s.bootstrap_servers, metrics, state_dir))
+            _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
+                          state_dirs))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
-            .queryName(f"{spec.name}.{bolt.name}").start())
+            .queryName(f"{spec.name}.{head.name}").start())
 
 
-def _batch_runner(spec_json: str, component: str, bootstrap: str,
-                  metrics: BoltMetrics | None, state_dir: str) -> Any:
-    """foreachBatch: the bolt tasks run on the executors (``mapInArrow``, one partition per
-    task); their reports come back to this process, which counts them and logs errors."""
+def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
+                  metrics: BoltMetrics | None, state_dirs: Mapping[str, str]) -> Any:
+    """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
+    per head task); their reports come back to this process, which counts them and logs
+    errors."""
     from services.bolts.sink import REPORT_SCHEMA, task_runner
 
-    run = task_runner(spec_json, component, bootstrap, state_dir)
+    run = task_runner(spec_json, chain, bootstrap, state_dirs)
 
     def batch(df: Any, batch_id: int) -> None:
         reports = df.mapInArrow(run, REPORT_SCHEMA).collect()
-        errors = [e for r in reports for e in (r["errors"] or [])]
-        if errors:
-            log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
-                        len(errors), errors[-1])
-        if metrics:
-            phases: dict[str, float] = {}
-            for r in reports:
-                for k, v in (r["phases"] or {}).items():
-                    phases[k] = phases.get(k, 0.0) + v
-            metrics.report({"component": component, "errors": len(errors), "phases": phases, **{
-                k: sum(r[k] for r in reports)
-                for k in ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
+        for component in chain:
+            mine = [r for r in reports if r["component"] == component]
+            errors = [e for r in mine for e in (r["errors"] or [])]
+            if errors:
+                log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
+                            len(errors), errors[-1])
+            if metrics and mine:
+                phases: dict[str, float] = {}
+                for r in mine:
+                    for k, v in (r["phases"] or {}).items():
+                        phases[k] = phases.get(k, 0.0) + v
+                metrics.report({"component": component, "errors": len(errors),
+                                "phases": phases, **{
+                                    k: sum(r[k] for r in mine) for k in
+                                    ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
 
     return batch
 
@@ -187,24 +202,28 @@ class BoltJob:
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                               self.s.checkpoint_fs == "no-fork", self.s.java_options,
                               self.s.conf())
-        queries = [start_bolt(spark, self.spec, b, self.s, self.metrics, run_id)
-                   for b in self.bolts]
-        log.info("bolt queries running: %s", [q.name for q in queries])
+        plan = chains(self.spec, [b.name for b in self.bolts],
+                      self.s.fuse and self.s.sink == "foreach_batch")
+        queries = [start_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)
+                   for chain in plan]
+        log.info("bolt queries running: %s (chains: %s)", [q.name for q in queries],
+                 [" -> ".join(c) for c in plan])
         m = self.metrics
         if m:
             for b in self.bolts:
                 m.started(b.name)
         try:
             while not stop.wait(0.5):
-                for b, q in zip(self.bolts, queries, strict=True):
+                for chain, q in zip(plan, queries, strict=True):
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
                     if m:
-                        m.progress(b.name, q.lastProgress)
+                        m.progress(chain[0], q.lastProgress)
         finally:
-            for b, q in zip(self.bolts, queries, strict=True):
+            for q in queries:
                 q.stop()
-                if m:
+            if m:
+                for b in self.bolts:
                     m.stopped(b.name)
             spark.stop()
 

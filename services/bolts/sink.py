@@ -15,7 +15,7 @@ import importlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from pyspark.sql.types import StructType
 from services.bolts import heap
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.bolt import TaskContext
+from squall.chains import fused_edge
 from squall.errors import WireFormatError
 from squall.executor import BoltExecutor
 from squall.ids import acker_partitions
@@ -53,6 +54,7 @@ _SPECS: dict[str, TopologySpec] = {}
 @dataclass
 class BatchReport(WriterCommitMessage):
     task: int
+    component: str = ""
     executed: int = 0
     emitted: int = 0
     acked: int = 0
@@ -117,19 +119,30 @@ class BoltWriter(DataSourceStreamArrowWriter):
 
 def run_task(spec_json: str, component: str, bootstrap: str,
              iterator: Iterable[pa.RecordBatch], state_dir: str = "") -> BatchReport:
-    """One bolt task over its micro-batch partition: execute, produce, flush; a stateful
-    bolt's state is brought up to date first and its changes logged last (in
-    ``state_dir``; without one it stays in this worker)."""
+    """One bolt task over its micro-batch partition (see :func:`run_chain`)."""
+    return run_chain(spec_json, (component,), bootstrap, iterator,
+                     {component: state_dir} if state_dir else {})[0]
+
+
+def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
+              iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str]
+              ) -> list[BatchReport]:
+    """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
+    (``squall.chains``) on what it emitted to them: execute, produce, flush.
+
+    A stateful task's state is brought up to date before it runs and its changes are
+    logged after the flush (in ``state_dirs[component]``; without one it stays in this
+    worker). Task locks are taken in chain order, tasks ascending: no two Spark tasks
+    can wait on each other. One report per bolt of the chain, head first.
+    """
     t0 = time.perf_counter()
     spec = _spec(spec_json)
-    bolt = spec.component(component)
-    assert isinstance(bolt, BoltSpec)
+    head = chain[0]
     producer = _producer(bootstrap)
     rows = list(iterator)
     t_input = time.perf_counter()
-    t_exec = t_prod = t_input
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
-    report = BatchReport(task)
+    reports = [BatchReport(task, component=c) for c in chain]
     batches = []
     for rb in rows:
         for topic, part, off, raw in zip(rb.column("topic").to_pylist(),
@@ -139,45 +152,74 @@ def run_task(spec_json: str, component: str, bootstrap: str,
             try:
                 batches.append(decode_tuples(raw or b""))
             except WireFormatError as e:
-                report.bad += 1
-                letter = DeadLetter(str(e), topic, part, off, 0, component)
+                reports[0].bad += 1
+                letter = DeadLetter(str(e), topic, part, off, 0, head)
                 producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
-    if task < 0:
-        _flush(producer, component, task)
-    else:
+    t_decoded = time.perf_counter()
+    with contextlib.ExitStack() as turns:
+        if task >= 0:
+            inputs: dict[int, list[TupleBatch]] = {task: batches}
+            for i, comp in enumerate(chain):
+                fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
+                inputs = _run_component(spec, comp, inputs, fused, state_dirs.get(comp, ""),
+                                        producer, reports[i], turns)
+                if not inputs:
+                    break
+        t_prod = time.perf_counter()
+        _flush(producer, head, task)
+    t_end = time.perf_counter()
+    h = reports[0]
+    h.phases = {"input": t_input - t0,
+                "execute": t_decoded - t_input + h.phases.get("execute", 0.0),
+                "produce": h.phases.get("produce", 0.0), "flush": t_end - t_prod}
+    # The head's own time: the fused bolts' is in their reports.
+    h.seconds = (t_end - t0) - sum(r.seconds for r in reports[1:])
+    heap.settle()
+    return reports
+
+
+def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
+                   fused_topic: str, state_dir: str, producer: Any, report: BatchReport,
+                   turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
+    """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
+    what goes to the fused bolt (``fused_topic``) is returned by its task instead."""
+    bolt = spec.component(component)
+    assert isinstance(bolt, BoltSpec)
+    fused: dict[int, list[TupleBatch]] = {}
+    run_s = prod_s = 0.0
+    for task in sorted(inputs):
+        t0 = time.perf_counter()
         ex = _executor(spec, bolt, task)
         log_ = _state_log(ex, state_dir, task)
-        with log_.turn() if log_ else contextlib.nullcontext():
-            t_exec, t_prod = _execute(ex, batches, spec, producer, report)
-            _flush(producer, component, task)
-    t_end = time.perf_counter()
-    report.seconds = t_end - t0
-    report.phases = {"input": t_input - t0, "execute": t_exec - t_input,
-                     "produce": t_prod - t_exec, "flush": t_end - t_prod}
-    heap.settle()
-    return report
-
-
-def _execute(ex: BoltExecutor, batches: list[TupleBatch], spec: TopologySpec, producer: Any,
-             report: BatchReport) -> tuple[float, float]:
-    """Run the bolt and produce its tuples and acks; when the bolt and the producing ended."""
-    res = ex.run(batches)
-    t_exec = time.perf_counter()
-    for topic, part, out in res.outputs:
-        for raw_out in encode_tuples_chunked(out):
-            _produce(producer, topic, raw_out, part)
-    if len(res.acks) and spec.ackers:
-        ab = res.acks
-        owner = acker_partitions(ab.roots, spec.ackers)
-        for p in np.unique(owner).tolist():
-            sel = owner == p
-            part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
-                                    ab.tasks[sel], ab.ts_ms[sel])
-            for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
-                _produce(producer, acker_topic(spec.name), raw_acks, p)
-    report.executed, report.emitted = res.executed, res.emitted
-    report.acked, report.failed, report.errors = res.acked, res.failed, res.errors[-5:]
-    return t_exec, time.perf_counter()
+        if log_ is not None:
+            turns.enter_context(log_.turn())
+        res = ex.run(inputs[task])
+        t1 = time.perf_counter()
+        for topic, part, out in res.outputs:
+            if topic == fused_topic:
+                fused.setdefault(part, []).append(out)
+                continue
+            for raw_out in encode_tuples_chunked(out):
+                _produce(producer, topic, raw_out, part)
+        if len(res.acks) and spec.ackers:
+            ab = res.acks
+            owner = acker_partitions(ab.roots, spec.ackers)
+            for p in np.unique(owner).tolist():
+                sel = owner == p
+                part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
+                                        ab.tasks[sel], ab.ts_ms[sel])
+                for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
+                    _produce(producer, acker_topic(spec.name), raw_acks, p)
+        report.executed += res.executed
+        report.emitted += res.emitted
+        report.acked += res.acked
+        report.failed += res.failed
+        report.errors = (report.errors + res.errors)[-5:]
+        run_s += t1 - t0
+        prod_s += time.perf_counter() - t1
+    report.phases = {"execute": run_s, "produce": prod_s}
+    report.seconds = run_s + prod_s
+    return fused
 
 
 def _flush(producer: Any, component: str, task: int) -> None:
@@ -187,27 +229,31 @@ def _flush(producer: Any, component: str, task: int) -> None:
                            "confirmed by Kafka; the micro-batch will be retried")
 
 
-REPORT_SCHEMA = ("task long, executed long, emitted long, acked long, failed long, bad long, "
-                 "seconds double, errors array<string>, phases map<string, double>")
+REPORT_SCHEMA = ("component string, task long, executed long, emitted long, acked long, "
+                 "failed long, bad long, seconds double, errors array<string>, "
+                 "phases map<string, double>")
 
 
 _REPORT_ARROW = pa.schema([
+    ("component", pa.string()),
     *((k, pa.int64()) for k in ("task", "executed", "emitted", "acked", "failed", "bad")),
     ("seconds", pa.float64()), ("errors", pa.list_(pa.string())),
     ("phases", pa.map_(pa.string(), pa.float64()))])
 
 
-def task_runner(spec_json: str, component: str, bootstrap: str, state_dir: str = ""
+def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
+                state_dirs: Mapping[str, str] | None = None
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """For ``mapInArrow``: run the partition's bolt task, yield its report as one row."""
+    """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt."""
+    dirs = dict(state_dirs or {})
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rep = run_task(spec_json, component, bootstrap, iterator, state_dir)
+        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs)
         yield pa.RecordBatch.from_pylist([{
-            "task": rep.task, "executed": rep.executed, "emitted": rep.emitted,
-            "acked": rep.acked, "failed": rep.failed, "bad": rep.bad, "seconds": rep.seconds,
-            "errors": list(rep.errors), "phases": list(rep.phases.items())}],
-            schema=_REPORT_ARROW)
+            "component": rep.component, "task": rep.task, "executed": rep.executed,
+            "emitted": rep.emitted, "acked": rep.acked, "failed": rep.failed, "bad": rep.bad,
+            "seconds": rep.seconds, "errors": list(rep.errors),
+            "phases": list(rep.phases.items())} for rep in reps], schema=_REPORT_ARROW)
 
     return run
 

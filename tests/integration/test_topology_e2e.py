@@ -117,11 +117,17 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
     return Run(bootstrap, tmp_path, word_count(name, f"src-{name}"), f"src-{name}")
 
 
-@pytest.mark.parametrize("sink", ["foreach_batch", "writer"])
-def test_word_count_completes_every_tree_and_counts_every_word(run: Run, sink: str) -> None:
+@pytest.mark.parametrize("mode", ["fused", "unfused", "writer"])
+def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: str) -> None:
+    """Fused: count runs in split's query (squall.chains); unfused: a query each, the
+    words through Kafka; writer: the data source writer instead of foreachBatch."""
     lines = sentences(400)
-    with run.acker.start(), run.report() as report, run.bolts(sink) as bolts:
+    sink, extra = ("writer", []) if mode == "writer" else \
+        ("foreach_batch", ["--no-fuse"] if mode == "unfused" else [])
+    with run.acker.start(), run.report() as report, run.bolts(sink, *extra) as bolts:
         m = run.feed_and_wait(lines, bolts)
+        chains = "['split -> count']" if mode == "fused" else "['split', 'count']"
+        assert f"(chains: {chains})" in bolts.log_tail(200)
         # The bolts job counts what its tasks did (both ways of running them report it).
         split = f"component=split,topology={run.spec.name}"
         wait_for(lambda: bolts.metrics().get(f"squall_bolt_acked_total{{{split}}}", 0)
@@ -129,6 +135,9 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, sink: s
         bm = bolts.metrics()
         assert bm[f"squall_bolt_executed_total{{{split}}}"] >= len(lines)
         assert bm[f"squall_bolt_emitted_total{{{split}}}"] >= sum(len(x.split()) for x in lines)
+        count = f"component=count,topology={run.spec.name}"
+        wait_for(lambda: bolts.metrics().get(f"squall_bolt_acked_total{{{count}}}", 0)
+                 >= sum(len(x.split()) for x in lines), 30, "the count bolt's reports")
         assert bm[f"squall_bolt_query_active{{{split}}}"] == 1
         # ... and where their time went, phase by phase, adding up to their whole time.
         phases = {p: bm.get("squall_bolt_task_phase_seconds_total{component=split,"

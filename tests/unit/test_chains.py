@@ -1,0 +1,54 @@
+"""Which bolts run fused into one query."""
+
+from __future__ import annotations
+
+from squall.chains import chains, fused_edge
+from squall.grouping import Grouping
+from squall.topology import TopologyBuilder, TopologySpec
+
+
+def spec() -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout("s", "src")
+    b.set_bolt("split", "m:Split", 2, outputs={"default": ["word"]}).shuffle_grouping("s")
+    b.set_bolt("count", "m:Count", 3, outputs={"default": ["word", "n"]}) \
+        .fields_grouping("split", ["word"])
+    b.set_bolt("log", "m:Log", 1, outputs={}).global_grouping("split")
+    b.set_bolt("report", "m:Report", 1, outputs={}).global_grouping("count")
+    b.set_bolt("join", "m:Join", 1, outputs={}).shuffle_grouping("count") \
+        .shuffle_grouping("split")
+    return b.build("t")
+
+
+def test_a_bolt_with_one_bolt_input_runs_in_its_upstreams_query() -> None:
+    every = ["split", "count", "log", "report", "join"]
+    # split fuses count (the first subscriber); log reads split through Kafka; count fuses
+    # report; join has two inputs: a query of its own.
+    assert chains(spec(), every) == [("split", "count", "report"), ("log",), ("join",)]
+
+
+def test_only_bolts_of_this_job_are_fused() -> None:
+    assert chains(spec(), ["count", "report"]) == [("count", "report")]
+    assert chains(spec(), ["split", "report"]) == [("split",), ("report",)]
+
+
+def test_fusing_can_be_switched_off() -> None:
+    assert chains(spec(), ["split", "count"], fuse=False) == [("split",), ("count",)]
+
+
+def test_a_cycle_of_bolts_is_not_fused_into_itself() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", "src")
+    b.set_bolt("a", "m:A", 1, outputs={"default": ["x"]}).shuffle_grouping("b")
+    b.set_bolt("b", "m:B", 1, outputs={"default": ["x"]}).shuffle_grouping("a")
+    b.set_bolt("c", "m:C", 1, outputs={"default": ["x"]}).shuffle_grouping("s")
+    spec = b.build("cyc")
+    got = chains(spec, ["a", "b", "c"])
+    assert sorted(n for c in got for n in c) == ["a", "b", "c"]  # each exactly once
+    assert all(len(c) <= 2 for c in got)
+
+
+def test_the_fused_edge_keeps_its_grouping() -> None:
+    e = fused_edge(spec(), "split", "count")
+    assert (e.target, e.partitions, e.grouping, e.fields) == ("count", 3, Grouping.FIELDS,
+                                                              ("word",))

@@ -127,7 +127,9 @@ def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSett
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(head.name)))
               .option("tasks", ",".join(str(t) for t in range(head.parallelism)))
-              .option("max_rows", str(s.max_rows_per_batch)).load())
+              .option("max_rows", str(s.max_rows_per_batch))
+              .option("report_topic", metrics_topic(spec.name)).option("run", run_id)
+              .option("component", head.name).load())
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
     # Stateful bolts' state logs, each bolt's kept with its own query's progress (so they do
     # not move when fusing is switched on or off): services/bolts/state_log.py.
@@ -162,15 +164,16 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         for component in chain:
             mine = [r for r in reports if r["component"] == component]
             errors = [e for r in mine for e in (r["errors"] or [])]
-            if errors:
+            count = sum(r["error_count"] for r in mine)
+            if count:
                 log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
-                            len(errors), errors[-1])
+                            count, errors[-1] if errors else "?")
             if metrics and mine:
                 phases: dict[str, float] = {}
                 for r in mine:
                     for k, v in (r["phases"] or {}).items():
                         phases[k] = phases.get(k, 0.0) + v
-                metrics.report({"component": component, "errors": len(errors),
+                metrics.report({"component": component, "errors": count,
                                 "phases": phases, **{
                                     k: sum(r[k] for r in mine) for k in
                                     ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
@@ -194,8 +197,9 @@ class BoltJob:
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
         run_id = uuid.uuid4().hex
-        if self.metrics and self.s.sink == "writer":
-            # Positioned before any query starts, so no report of this run can be missed.
+        if self.metrics:
+            # Reports of the writer sink's micro-batches and of the edge reader's fetch
+            # retries. Positioned before any query starts: no report of this run is missed.
             reports = self._open_reports()
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()

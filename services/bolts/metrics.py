@@ -44,6 +44,9 @@ class BoltMetrics:
         self.errors = counter("squall_bolt_errors_total",
                               "Exceptions in bolt code (each fails its input)")
         self.bad = counter("squall_bolt_bad_records_total", "Undecodable edge messages")
+        self.fetch_retries = counter(
+            "squall_bolt_fetch_retries_total",
+            "Edge range reads that brought nothing for a while and were re-positioned")
         self.execute_seconds = counter("squall_bolt_execute_seconds_total",
                                        "Time the bolt's tasks spent in micro-batches")
         self.task_phases = Counter(
@@ -84,6 +87,7 @@ class BoltMetrics:
         for key, c in (("executed", self.executed), ("emitted", self.emitted),
                        ("acked", self.acked), ("failed", self.failed),
                        ("errors", self.errors), ("bad", self.bad),
+                       ("fetch_retries", self.fetch_retries),
                        ("seconds", self.execute_seconds)):
             v = rep.get(key, 0)
             if isinstance(v, int | float) and v > 0:

@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from services.bolts import heap
+from services.bolts import clients, heap
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.bolt import TaskContext
 from squall.chains import fused_edge
@@ -47,7 +47,6 @@ log = logging.getLogger("squall.bolts")
 
 # Bolt tasks live as long as the Python worker: state (e.g. counts) survives micro-batches.
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
-_PRODUCERS: dict[str, Any] = {}
 _SPECS: dict[str, TopologySpec] = {}
 
 
@@ -61,6 +60,9 @@ class BatchReport(WriterCommitMessage):
     failed: int = 0
     bad: int = 0
     seconds: float = 0.0
+    #: every exception of bolt code (each failed its input) ...
+    error_count: int = 0
+    #: ... and the last few of them, for the log
     errors: list[str] = field(default_factory=list)
     #: where ``seconds`` went: waiting for the input, the bolt, producing, Kafka's confirmation
     phases: dict[str, float] = field(default_factory=dict)
@@ -95,7 +97,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
         errors = [e for m in reps for e in m.errors]
         if errors:
             log.warning("bolt %s batch %d: %d errors, last: %s", self.component, batchId,
-                        len(errors), errors[-1])
+                        sum(m.error_count for m in reps), errors[-1])
         # The micro-batch's numbers go to the bolts job's driver through Kafka: this method
         # runs in a Python worker of Spark's, not in the process that serves /metrics.
         report = {"run": self.run_id, "component": self.component, "batch": batchId,
@@ -103,11 +105,11 @@ class BoltWriter(DataSourceStreamArrowWriter):
                   "emitted": sum(m.emitted for m in reps), "acked": sum(m.acked for m in reps),
                   "failed": sum(m.failed for m in reps), "bad": sum(m.bad for m in reps),
                   "seconds": sum(m.seconds for m in reps),
-                  "errors": sum(len(m.errors) for m in reps), "last_error": errors[-1:],
+                  "errors": sum(m.error_count for m in reps), "last_error": errors[-1:],
                   "phases": {k: sum(m.phases.get(k, 0.0) for m in reps) for k in PHASES}}
         try:
             spec = _spec(self.spec_json)
-            producer = _producer(self.bootstrap)
+            producer = clients.producer(self.bootstrap)
             producer.produce(metrics_topic(spec.name), json.dumps(report).encode())
             producer.flush(5)
         except Exception as e:  # numbers are best effort; the batch itself is committed
@@ -138,7 +140,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     t0 = time.perf_counter()
     spec = _spec(spec_json)
     head = chain[0]
-    producer = _producer(bootstrap)
+    producer = clients.producer(bootstrap)
     rows = list(iterator)
     t_input = time.perf_counter()
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
@@ -214,6 +216,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         report.emitted += res.emitted
         report.acked += res.acked
         report.failed += res.failed
+        report.error_count += len(res.errors)
         report.errors = (report.errors + res.errors)[-5:]
         run_s += t1 - t0
         prod_s += time.perf_counter() - t1
@@ -230,13 +233,14 @@ def _flush(producer: Any, component: str, task: int) -> None:
 
 
 REPORT_SCHEMA = ("component string, task long, executed long, emitted long, acked long, "
-                 "failed long, bad long, seconds double, errors array<string>, "
+                 "failed long, bad long, error_count long, seconds double, errors array<string>, "
                  "phases map<string, double>")
 
 
 _REPORT_ARROW = pa.schema([
     ("component", pa.string()),
-    *((k, pa.int64()) for k in ("task", "executed", "emitted", "acked", "failed", "bad")),
+    *((k, pa.int64()) for k in ("task", "executed", "emitted", "acked", "failed", "bad",
+                                "error_count")),
     ("seconds", pa.float64()), ("errors", pa.list_(pa.string())),
     ("phases", pa.map_(pa.string(), pa.float64()))])
 
@@ -252,7 +256,7 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
         yield pa.RecordBatch.from_pylist([{
             "component": rep.component, "task": rep.task, "executed": rep.executed,
             "emitted": rep.emitted, "acked": rep.acked, "failed": rep.failed, "bad": rep.bad,
-            "seconds": rep.seconds, "errors": list(rep.errors),
+            "error_count": rep.error_count, "seconds": rep.seconds, "errors": list(rep.errors),
             "phases": list(rep.phases.items())} for rep in reps], schema=_REPORT_ARROW)
 
     return run
@@ -263,16 +267,6 @@ def _spec(spec_json: str) -> TopologySpec:
     if spec is None:
         spec = _SPECS[spec_json] = TopologySpec.from_text(spec_json)
     return spec
-
-
-def _producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    p = _PRODUCERS.get(bootstrap)
-    if p is None:
-        p = _PRODUCERS[bootstrap] = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2,
-                                              "enable.idempotence": True})
-    return p
 
 
 def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:

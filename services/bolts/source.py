@@ -10,6 +10,8 @@ high watermark of a fetch response: Tansu answers ListOffsets wrongly.
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -21,9 +23,19 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from services.bolts import heap
+from services.bolts import clients, heap
 
 SCHEMA = "task int, topic string, partition int, offset long, value binary"
+#: The same, as the Arrow schema of every batch ``read`` yields (an empty one included:
+#: Spark rejects a batch whose columns are typed null).
+ARROW_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()),
+                          ("partition", pa.int32()), ("offset", pa.int64()),
+                          ("value", pa.binary())])
+#: A range read that brings nothing for this long is retried: re-positioned, with backoff.
+STALL_S = 1.0
+MAX_BACKOFF_S = 5.0
+
+log = logging.getLogger("squall.bolts.source")
 
 
 def _key(topic: str, partition: int) -> str:
@@ -37,6 +49,8 @@ class TaskPartition(InputPartition):
     task: int
     ranges: list[tuple[str, int, int, int]]  # topic, partition, start, end (exclusive)
     bootstrap: str
+    #: where to count fetch retries: (metrics topic, run id, component); () = nowhere
+    report: tuple[str, str, str] | tuple[()] = ()
 
 
 class EdgeSource(DataSource):
@@ -57,6 +71,9 @@ class EdgeReader(DataSourceStreamReader):
         self.topics = [t for t in options["topics"].split(",") if t]
         self.tasks = [int(t) for t in options["tasks"].split(",") if t]
         self.max_rows = int(options.get("max_rows", "2000"))
+        self.report: tuple[str, str, str] | tuple[()] = (
+            (options["report_topic"], options.get("run", ""), options.get("component", ""))
+            if options.get("report_topic") else ())
         self._consumer: Any = None
         self._ends: dict[str, int] = {}
 
@@ -95,36 +112,19 @@ class EdgeReader(DataSourceStreamReader):
             ranges = [(t, task, start.get(_key(t, task), 0), end[_key(t, task)])
                       for t in self.topics if end[_key(t, task)] > start.get(_key(t, task), 0)]
             if ranges:
-                parts.append(TaskPartition(task, ranges, self.bootstrap))
+                parts.append(TaskPartition(task, ranges, self.bootstrap, self.report))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from confluent_kafka import TopicPartition
-
         assert isinstance(partition, TaskPartition)
-        c = _reader(partition.bootstrap)
+        c = clients.edge_consumer(partition.bootstrap)
+        retries = 0
         for topic, p, s, e in partition.ranges:
-            c.assign([TopicPartition(topic, p, s)])
-            offsets: list[int] = []
-            values: list[bytes | None] = []
-            deadline = time.monotonic() + 60
-            while (not offsets or offsets[-1] < e - 1) and time.monotonic() < deadline:
-                left = e - (offsets[-1] + 1 if offsets else s)
-                for m in c.consume(min(1000, left), 0.5):
-                    off = m.offset()
-                    if m.error() or off is None or off >= e:
-                        continue
-                    offsets.append(off)
-                    values.append(m.value())
-            c.unassign()
-            if offsets and offsets[-1] < e - 1:
-                raise RuntimeError(f"{topic}[{p}]: read up to {offsets[-1]}, needed {e - 1}")
-            n = len(offsets)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([partition.task] * n, pa.int32()), pa.array([topic] * n),
-                 pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
-                 pa.array(values, pa.binary())],
-                names=["task", "topic", "partition", "offset", "value"])
+            got = read_range(c, topic, p, s, e)
+            retries += got.retries
+            yield edge_batch(partition.task, topic, p, got.offsets, got.values)
+        if retries and partition.report:
+            _report_retries(partition, retries)
         heap.settle()
 
     def commit(self, end: dict[str, int]) -> None:
@@ -161,22 +161,94 @@ class EdgeReader(DataSourceStreamReader):
         return dict(self._ends)
 
 
-# One consumer per Python worker, reused by every micro-batch it reads (a new consumer
-# per read cost a connection and metadata round trip each time). It only reads what is
-# known to be there, so fetches need not wait for data: a fetch left waiting at the end
-# of the log (fetch.wait.max.ms) held up the next read's first fetch for that long, each
-# micro-batch (50 ms per range read at 50 ms; ~3 ms per 100 messages at 1 ms).
-_READERS: dict[str, Any] = {}
+@dataclass
+class RangeRead:
+    offsets: list[int]
+    values: list[bytes | None]
+    retries: int = 0
+    #: the range's records are gone from the broker (deleted, or a broker that lost them)
+    lost: int = 0
 
 
-def _reader(bootstrap: str) -> Any:
-    from confluent_kafka import Consumer
+def read_range(c: Any, topic: str, p: int, start: int, end: int,
+               stall_s: float = STALL_S, clock: Any = time.monotonic,
+               sleep: Any = time.sleep) -> RangeRead:
+    """Every record of ``topic[p]`` in ``[start, end)``: the range is known to be there.
 
-    c = _READERS.get(bootstrap)
-    if c is None:
-        heap.grew()
-        c = _READERS[bootstrap] = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,
-            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 1})
-    return c
+    An empty or short answer is never taken for the end of the data: a fetch
+    that brings nothing for ``stall_s`` is retried (re-positioned at the next
+    offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
+    long as it takes. Only the broker saying the offsets no longer exist ends a
+    read early: those tuples' trees then time out and are replayed from the
+    source, so nothing is lost.
+    """
+    from confluent_kafka import KafkaError, TopicPartition
+
+    out = RangeRead([], [])
+    nxt = start
+    backoff = 0.05
+    c.assign([TopicPartition(topic, p, start)])
+    last = clock()
+    try:
+        while nxt < end:
+            got = False
+            for m in c.consume(min(1000, end - nxt), 0.5):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                        out.lost = end - nxt
+                        log.error("%s[%d]: offsets %d..%d are gone from the broker (%s); their "
+                                  "trees will time out and be replayed from the source",
+                                  topic, p, nxt, end - 1, err)
+                        return out
+                    continue
+                off = m.offset()
+                if off is None or off < nxt or off >= end:
+                    continue
+                out.offsets.append(off)
+                out.values.append(m.value())
+                nxt = off + 1
+                got = True
+            if got:
+                last, backoff = clock(), 0.05
+                continue
+            # Offsets without a record (transaction markers, compaction) end a range too.
+            pos = c.position([TopicPartition(topic, p)])[0].offset
+            if pos is not None and pos > nxt:
+                nxt = pos
+                continue
+            if clock() - last < stall_s:
+                continue
+            out.retries += 1
+            log.warning("%s[%d]: no record for %.1f s at offset %d (range %d..%d, retry %d); "
+                        "re-positioning in %.2f s", topic, p, clock() - last, nxt, start,
+                        end - 1, out.retries, backoff)
+            sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+            c.unassign()
+            c.assign([TopicPartition(topic, p, nxt)])
+            last = clock()
+    finally:
+        c.unassign()
+    return out
+
+
+def edge_batch(task: int, topic: str, p: int, offsets: list[int],
+               values: list[bytes | None]) -> pa.RecordBatch:
+    n = len(offsets)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([task] * n, pa.int32()), pa.array([topic] * n, pa.string()),
+         pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
+         pa.array(values, pa.binary())], schema=ARROW_SCHEMA)
+
+
+def _report_retries(part: TaskPartition, retries: int) -> None:
+    """Fetch retries go to the job's driver (it serves /metrics) through the reports topic."""
+    topic, run, component = part.report  # type: ignore[misc]
+    try:
+        producer = clients.producer(part.bootstrap)
+        producer.produce(topic, json.dumps({"run": run, "component": component,
+                                            "fetch_retries": retries}).encode())
+        producer.flush(5)
+    except Exception as e:  # a count is best effort; the records were read
+        log.warning("fetch retries not reported: %s", e)

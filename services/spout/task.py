@@ -30,7 +30,7 @@ from squall.ids import IdBatcher, derive_roots, root_keys
 from squall.offsets import DeadLetter, OffsetManager, Retry
 from squall.records import AckerBatch, Outcome, RecordKind, Results
 from squall.retry import RetrySchedule
-from squall.scheme import Scheme, SchemeError, deserialize_columns
+from squall.scheme import Scheme, SchemeError, deserialize_columns, to_columns
 from squall.wire import TupleBatch
 
 I64 = npt.NDArray[np.int64]
@@ -212,7 +212,8 @@ class SpoutTask:
                 continue
             if len(chosen) >= room:
                 self.request_seek(source, o)
-                return self._finish(source, rows, chosen, attempts, offsets, now_ms, out)
+                return self._finish(source, rows, chosen, attempts, offsets, payloads,
+                                    now_ms, out)
             attempt = om.failures(o)
             om.emitted(o, now_ms)
             self._decode(source, i, attempt, offsets, values, payloads, rows, chosen, attempts,
@@ -244,7 +245,7 @@ class SpoutTask:
                     continue
                 self._decode(source, i, 0, offsets, values, payloads, rows, chosen,
                              attempts, out)
-        return self._finish(source, rows, chosen, attempts, offsets, now_ms, out)
+        return self._finish(source, rows, chosen, attempts, offsets, payloads, now_ms, out)
 
     def _decode(self, source: int, i: int, attempt: int, offsets: Sequence[int],
                 values: Sequence[bytes | None], payloads: Sequence[Any],
@@ -252,27 +253,42 @@ class SpoutTask:
                 out: Emission) -> None:
         scheme = self.cfg.scheme
         try:
-            vals = scheme.deserialize(values[i] or b"")
+            vals = tuple(scheme.deserialize(values[i] or b""))
             if len(vals) != len(scheme.fields):
                 raise SchemeError(f"scheme gave {len(vals)} values for fields {scheme.fields}")
         except SchemeError as e:
-            om = self.offsets[source]
             reason = str(e) if str(e).startswith("scheme gave") else f"undecodable: {e}"
-            out.letters.append(Letter(source, offsets[i], payloads[i], reason,
-                                      om.give_up(offsets[i]).failures))
+            self._letter(source, i, offsets, payloads, reason, out)
+            return
+        except Exception as e:  # a user scheme's own failure is the record's, not the spout's
+            self._letter(source, i, offsets, payloads,
+                         f"undecodable: {type(e).__name__}: {e}", out)
             return
         rows.append(vals)
         chosen.append(i)
         attempts.append(attempt)
 
+    def _letter(self, source: int, i: int, offsets: Sequence[int], payloads: Sequence[Any],
+                reason: str, out: Emission) -> None:
+        om = self.offsets[source]
+        out.letters.append(Letter(source, offsets[i], payloads[i], reason,
+                                  om.give_up(offsets[i]).failures))
+
     def _finish(self, source: int, rows: list[tuple[Any, ...]], chosen: list[int],
-                attempts: list[int], offsets: Sequence[int], now_ms: int,
-                out: Emission) -> Emission:
+                attempts: list[int], offsets: Sequence[int], payloads: Sequence[Any],
+                now_ms: int, out: Emission) -> Emission:
+        columns, bad = to_columns(self.cfg.scheme.fields, rows) if chosen else ({}, {})
+        if bad:  # values that cannot share a column with the others: dead letters
+            for k, reason in bad.items():
+                self._letter(source, chosen[k], offsets, payloads, f"undecodable: {reason}",
+                             out)
+            keep = [k for k in range(len(chosen)) if k not in bad]
+            rows = [rows[k] for k in keep]
+            chosen = [chosen[k] for k in keep]
+            attempts = [attempts[k] for k in keep]
         out.emitted = len(chosen)
         out.replayed = sum(1 for a in attempts if a > 0)
         if chosen:
-            columns = {f: pa.array([row[c] for row in rows])
-                       for c, f in enumerate(self.cfg.scheme.fields)}
             self._emit(source, columns, rows, [offsets[i] for i in chosen], attempts, now_ms,
                        out)
         return out

@@ -1,0 +1,83 @@
+"""The edge reader's range loop: an empty or short answer is retried, never taken for the end.
+
+A scripted consumer stands in for Kafka here (the loop's decisions are what is
+tested); tests/integration/test_edge_source.py reads real ranges from Tansu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import KafkaError
+
+from services.bolts.source import ARROW_SCHEMA, edge_batch, read_range
+
+
+@dataclass
+class Msg:
+    off: int
+    code: int | None = None
+
+    def error(self) -> Any:
+        return None if self.code is None else KafkaError(self.code)
+
+    def offset(self) -> int:
+        return self.off
+
+    def value(self) -> bytes:
+        return f"v{self.off}".encode()
+
+
+@dataclass
+class Scripted:
+    """Answers each consume with the next scripted list; then with nothing."""
+
+    answers: list[list[Msg]]
+    assigned: list[int] = field(default_factory=list)
+
+    def assign(self, tps: list[Any]) -> None:
+        self.assigned.append(tps[0].offset)
+
+    def unassign(self) -> None:
+        pass
+
+    def consume(self, n: int, timeout: float) -> list[Msg]:
+        return self.answers.pop(0) if self.answers else []
+
+    def position(self, tps: list[Any]) -> list[Any]:
+        return [type("TP", (), {"offset": -1001})()]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 0.5  # each look at the clock: one half-second poll went by
+        return self.t
+
+
+def test_empty_answers_are_retried_with_backoff_until_the_range_is_read() -> None:
+    c = Scripted([[Msg(10), Msg(11)]] + [[] for _ in range(12)] + [[Msg(12), Msg(13)]])
+    slept: list[float] = []
+    got = read_range(c, "t", 0, 10, 14, stall_s=1.0, clock=Clock(), sleep=slept.append)
+    assert got.offsets == [10, 11, 12, 13]
+    assert got.retries >= 2 and got.retries == len(slept)
+    assert slept == sorted(slept) and slept[0] < slept[-1]  # backoff grows
+    assert c.assigned[0] == 10 and set(c.assigned[1:]) == {12}  # re-positioned at the gap
+
+
+def test_a_range_the_broker_no_longer_has_ends_the_read_and_says_so() -> None:
+    c = Scripted([[Msg(5)], [Msg(0, KafkaError.OFFSET_OUT_OF_RANGE)]])
+    got = read_range(c, "t", 0, 5, 9, clock=Clock(), sleep=lambda s: None)
+    assert got.offsets == [5] and got.lost == 3
+
+
+def test_an_empty_batch_is_typed_like_a_full_one() -> None:
+    empty = edge_batch(1, "t", 0, [], [])
+    assert empty.schema == ARROW_SCHEMA and empty.num_rows == 0
+    full = edge_batch(1, "t", 0, [3], [b"x"])
+    assert full.schema == ARROW_SCHEMA
+    assert pa.Table.from_batches([empty, full]).num_rows == 1

@@ -13,23 +13,30 @@ class BatchTotal(Bolt):
 
     The total belongs to every input's tuple tree: none completes until the
     total is processed downstream, and a failure of the total fails them all.
+
+    The buffer lives across micro-batches, so it is the task's state, not an
+    attribute: Spark runs a task's micro-batches in whichever of its Python
+    workers is idle, so an attribute would be split between them (half-filled
+    buffers whose inputs time out) and lost on a restart.
     """
 
     outputs: ClassVar = {"default": ("total", "n")}
+    stateful = True
 
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         super().prepare(conf, context, collector)
         self.size = int(conf.get("size", 3))
-        self.buffer: list[Tuple] = []
 
     def execute(self, t: Tuple) -> None:
-        self.buffer.append(t)
-        if len(self.buffer) >= self.size:
-            total = sum(int(x[0]) for x in self.buffer)
-            self.collector.emit((total, len(self.buffer)), self.buffer)
-            for x in self.buffer:
-                self.collector.ack(x)
-            self.buffer = []
+        buffer: list[Tuple] = [*self.state.get("buffer", []), t]
+        if len(buffer) < self.size:
+            self.state.put("buffer", buffer)
+            return
+        total = sum(int(x[0]) for x in buffer)
+        self.collector.emit((total, len(buffer)), buffer)
+        for x in buffer:
+            self.collector.ack(x)
+        self.state.put("buffer", [])
 
 
 class LogTotal(Bolt):

@@ -70,16 +70,24 @@ class ApiClient:
 def status_rows(storm: dict[str, Any]) -> list[tuple[str, ...]]:
     """``squall status``'s table from ``/api/v1/topology/:id``."""
     rows: list[tuple[str, ...]] = [
-        ("component", "kind", "tasks", "emitted", "acked", "failed", "latency ms")]
+        ("component", "kind", "tasks", "emitted", "acked", "failed", "latency ms", "restarts")]
+
+    def restarts(c: dict[str, Any]) -> str:
+        n = f"{c.get('restarts', 0):,}"
+        return f"{n} CRASH LOOP" if c.get("crashLooping") else n
+
     for s in storm["spouts"]:
         rows.append((s["spoutId"], "spout", str(s["tasks"]), f"{s['emitted']:,.0f}",
-                     f"{s['acked']:,.0f}", f"{s['failed']:,.0f}", s["completeLatency"]))
+                     f"{s['acked']:,.0f}", f"{s['failed']:,.0f}", s["completeLatency"],
+                     restarts(s)))
     for b in storm["bolts"]:
         rows.append((b["boltId"], "bolt", str(b["tasks"]), f"{b['emitted']:,.0f}",
-                     f"{b['acked']:,.0f}", f"{b['failed']:,.0f}", b["executeLatency"]))
+                     f"{b['acked']:,.0f}", f"{b['failed']:,.0f}", b["executeLatency"],
+                     restarts(b)))
     a = storm["acker"]
     rows.append(("__acker", "acker", str(a["tasks"]), f"{a['records']:,.0f}",
-                 f"{a['treesAcked']:,.0f}", f"{a['treesFailed'] + a['treesTimedOut']:,.0f}", ""))
+                 f"{a['treesAcked']:,.0f}", f"{a['treesFailed'] + a['treesTimedOut']:,.0f}", "",
+                 restarts(a)))
     return rows
 
 

@@ -41,6 +41,8 @@ class ExecResult:
     #: the acker records of the micro-batch, XOR-coalesced per root
     acks: AckerBatch = field(default_factory=AckerBatch.empty)
     errors: list[str] = field(default_factory=list)
+    #: said once per task: e.g. state kept in attributes (per-process scratch)
+    warnings: list[str] = field(default_factory=list)
     executed: int = 0
     emitted: int = 0
     acked: int = 0
@@ -84,6 +86,7 @@ class BoltExecutor:
         if bolt.stateful:
             self.state = KeyValueState()
             bolt.init_state(self.state)
+        self._scratch: dict[str, tuple[int, int | None]] | None = _attribute_shape(bolt)
 
     # ----- the collector's side ---------------------------------------------
 
@@ -135,7 +138,9 @@ class BoltExecutor:
     def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
         self._result = ExecResult()
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
-            return self._run_vectorized(self.bolt, batches)
+            out = self._run_vectorized(self.bolt, batches)
+            self._check_scratch()
+            return out
         tuples = [t for b in batches for t in b.tuples()]
         if isinstance(self.bolt, Bolt):
             for t in tuples:
@@ -147,7 +152,26 @@ class BoltExecutor:
                     self.fail(t)
         else:
             self._run_batch(self.bolt, batches, tuples)
+        self._check_scratch()
         return self._flush()
+
+    def _check_scratch(self) -> None:
+        """Warn once if the bolt rebinds or grows its attributes across micro-batches: Spark
+        runs a task's micro-batches in whichever Python worker is idle, so they are
+        per-process scratch, split between workers, and lost on restart."""
+        if self._scratch is None:
+            return
+        now = _attribute_shape(self.bolt)
+        changed = sorted(k for k in now.keys() | self._scratch.keys()
+                         if now.get(k) != self._scratch.get(k))
+        if changed:
+            self._scratch = None
+            self._result.warnings.append(
+                f"bolt {self.context.component!r} changed its attributes {changed} while "
+                "executing: attributes are per-process scratch (Spark runs a task's "
+                "micro-batches in any of its Python workers, and restarts lose them); keep "
+                "what must last across micro-batches in the state API (stateful = True, "
+                "self.state)")
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
                    tuples: list[Tuple]) -> None:
@@ -279,6 +303,17 @@ class BoltExecutor:
             res.outputs.append((e.topic, p, TupleBatch.single_anchored(
                 {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
                 stream=e.stream, source=self.context.component, source_task=self.context.task)))
+
+
+_FRAMEWORK_ATTRS = frozenset({"state", "collector", "conf", "context"})
+
+
+def _attribute_shape(bolt: Any) -> dict[str, tuple[int, int | None]]:
+    """Each user attribute's identity and, for a container, its size."""
+    return {k: (id(v), len(v) if isinstance(v, list | dict | set) else None)
+            for k, v in vars(bolt).items()
+            if k not in _FRAMEWORK_ATTRS and not k.startswith("__")} \
+        if hasattr(bolt, "__dict__") else {}
 
 
 def _single_anchored(batches: Sequence[TupleBatch]) -> bool:

@@ -16,24 +16,33 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
 from squall.errors import SquallError
 from squall.kafka import ensure_topics
+from squall.restarts import Restarts
 from squall.topology import SpoutSpec, TopologySpec
 
 
 @dataclass
 class Child:
     name: str
+    module: str
+    args: list[str]
     proc: subprocess.Popen[bytes]
     log: Path
     metrics_port: int
+    started_ms: int
+    policy: Restarts = field(default_factory=Restarts)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
@@ -42,7 +51,29 @@ def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
     out = open(log, "ab")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen([sys.executable, "-m", module, *args, "--metrics-port", str(port)],
                             stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-    return Child(name, proc, log, port)
+    out.close()
+    return Child(name, module, args, proc, log, port, _now_ms())
+
+
+def supervise(children: list[Child], logdir: Path) -> list[str]:
+    """Restart children that exited, with backoff (squall/restarts.py); what happened, said."""
+    said = []
+    now = _now_ms()
+    for i, c in enumerate(children):
+        if c.alive():
+            c.policy.running(now, c.started_ms)
+            continue
+        if not c.policy.waiting:
+            due = c.policy.exited(now, c.started_ms)
+            said.append(f"{c.name} exited with {c.proc.returncode}; restarting in "
+                        f"{(due - now) / 1000:.0f} s ({c.policy.in_a_row} exits in a row"
+                        f"{', a crash loop' if c.policy.crash_looping else ''}; see {c.log})")
+        if c.policy.due(now):
+            c.policy.restarted()
+            fresh = _start(c.name, c.module, c.args, logdir)
+            fresh.policy = c.policy
+            children[i] = fresh
+    return said
 
 
 def acker_args(spec: TopologySpec, tasks: Sequence[int], bootstrap: str) -> list[str]:
@@ -154,10 +185,9 @@ def run(topology_file: Path, bootstrap: str | None, workdir: Path, master: str) 
         children = start_topology(spec, topology_file.resolve(), servers, workdir, master)
         try:
             last = -1.0
-            while not stop.wait(2.0):
-                dead = [c for c in children if not c.alive()]
-                if dead:
-                    raise SquallError(f"{dead[0].name} exited; see {dead[0].log}")
+            while not stop.wait(1.0):
+                for line in supervise(children, workdir):
+                    print(f"\n{time.strftime('%H:%M:%S')}  {line}", file=sys.stderr, flush=True)
                 acked = spout_acked(children)
                 if acked != last:
                     print(f"\r{time.strftime('%H:%M:%S')}  source messages fully processed: "

@@ -318,6 +318,36 @@ def decode_salt_marker(payload: bytes) -> int | None:
     return int(struct.unpack_from("<Q", payload, _HEADER.size)[0])
 
 
+# ----- progress marks -------------------------------------------------------
+# A bolts job writes its watermark (squall/progress.py) into every acker partition,
+# after the acks of the micro-batches it covers: the acker reads them in that order.
+
+_PROGRESS_MAGIC = b"SQPG"
+
+
+def encode_progress(job: str, watermark_ms: int) -> bytes:
+    name = job.encode()
+    return _HEADER.pack(_PROGRESS_MAGIC, _VERSION, 0, 0, len(name), watermark_ms, 0) + name
+
+
+def decode_progress(payload: bytes) -> tuple[str, int] | None:
+    """``(job, watermark_ms)`` if ``payload`` is a progress mark; None for anything else."""
+    if payload[:4] != _PROGRESS_MAGIC:
+        return None
+    _, ts_ms = _header(payload, _PROGRESS_MAGIC, 1, "progress mark")
+    try:
+        return payload[_HEADER.size:].decode(), ts_ms
+    except UnicodeDecodeError as e:
+        raise WireFormatError(f"progress mark: job name is not UTF-8: {e}") from None
+
+
+def results_clock(payload: bytes) -> int:
+    """The acker's timeout clock when it wrote this result batch (an empty batch is its
+    heartbeat): the spout's backstop runs on it."""
+    return int(_header(payload, _RESULT_MAGIC, _RESULT_ROW, "result batch")[1]) \
+        if payload[:4] == _RESULT_MAGIC else -1
+
+
 # ----- dead letters --------------------------------------------------------
 
 

@@ -43,6 +43,11 @@ class AckerMetrics:
         self.lag = Gauge("squall_acker_lag_messages",
                          "Messages of the acker partition not yet applied", [*t, "task"],
                          registry=registry)
+        self.clock_delay = Gauge(
+            "squall_acker_timeout_clock_delay_seconds",
+            "How far the timeout clock is behind the wall clock: the bolts' backlog "
+            "(message timeouts count only time the bolts could have processed a tuple; NaN "
+            "until a bolts job reports its progress)", [*t, "task"], registry=registry)
         self.latency = BulkHistogram("squall_acker_complete_latency_seconds",
                                      "Time from a tree's first record to its completion",
                                      t, registry=registry)

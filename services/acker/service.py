@@ -44,6 +44,7 @@ class AckerService:
         self.dlq = settings.dlq_topic or dlq_topic(settings.topology)
         self.tasks: dict[int, AckerTask] = {}
         self.ready = threading.Event()
+        self._spout_tasks: tuple[int, int] | None = None  # results partitions, when learnt
 
     # ----- the loop ------------------------------------------------------
 
@@ -65,12 +66,13 @@ class AckerService:
                                        timeout=30)
         for tp in committed:
             start = tp.offset if tp.offset >= 0 else 0
-            self.tasks[tp.partition] = AckerTask(tp.partition, s.timeout_ms, start, now)
+            self.tasks[tp.partition] = AckerTask(tp.partition, s.timeout_ms, start, now,
+                                                 gated=s.timeout_clock == "bolts")
             log.info("acker task %d starts at offset %d of %s", tp.partition, start, self.topic)
         consumer.assign([TopicPartition(self.topic, t.task, t.next_offset)
                          for t in self.tasks.values()])
         self.ready.set()
-        last_commit = now
+        last_commit = last_beat = now
         try:
             while not stop.is_set():
                 msgs = consumer.consume(s.max_poll_messages, 0.05)
@@ -85,7 +87,11 @@ class AckerService:
                 for p, batch in by_part.items():
                     self._handle(self.tasks[p], batch, now)
                 for task in self.tasks.values():
-                    self._publish(task.expire(self._expiry_clock(consumer, task, now)))
+                    clock = self._expiry_clock(consumer, task, now)
+                    self._publish(task.expire(clock), task, clock)
+                if now - last_beat >= s.heartbeat_interval_s * 1000:
+                    self._heartbeat(consumer, now)
+                    last_beat = now
                 self.producer.poll(0)
                 if now - last_commit >= s.commit_interval_s * 1000:
                     self._commit(consumer)
@@ -100,7 +106,7 @@ class AckerService:
         self.metrics.count_records(applied.kinds.tolist())
         for bad in applied.bad:
             self._dead_letter(task.task, bad, batch)
-        self._publish(applied.results)
+        self._publish(applied.results, task, now)
 
     def _expiry_clock(self, consumer: Any, task: AckerTask, now: int) -> int:
         """Wall time once caught up; while re-reading a backlog, the records' own time.
@@ -117,7 +123,24 @@ class AckerService:
 
     # ----- outputs ------------------------------------------------------
 
-    def _publish(self, results: Results) -> None:
+    def _heartbeat(self, consumer: Any, now: int) -> None:
+        """Each task's timeout clock to every spout task (the spouts' backstop runs on it)."""
+        if self._spout_tasks is None or now - self._spout_tasks[1] > 30_000:
+            md = consumer.list_topics(self.results_topic, timeout=5)
+            t = md.topics.get(self.results_topic)
+            self._spout_tasks = (len(t.partitions) if t and t.partitions else 0, now)
+        for task in self.tasks.values():
+            at = task.timeout_now(self._expiry_clock(consumer, task, now))
+            self.metrics.clock_delay.labels(self.s.topology, str(task.task)).set(
+                float("nan") if at is None else max(0, now - at) / 1000)
+            if at is None:
+                continue  # no clock yet: the spouts' backstop waits too
+            for spout_task in range(self._spout_tasks[0]):
+                produce(self.producer, self.results_topic, encode_results(Results.empty(), at),
+                        partition=spout_task, key=_acker_key(task),
+                        on_delivery=self._delivered)
+
+    def _publish(self, results: Results, task: AckerTask, clock: int) -> None:
         n = len(results)
         if not n:
             return
@@ -131,13 +154,16 @@ class AckerService:
         if resets:
             self.metrics.resets.labels(topo).inc(resets)
         self.metrics.latency.observe_many(results.latency_ms[decided] / 1000.0, topo)
-        now = self.clock.now_ms()
-        for task in np.unique(results.tasks).tolist():
-            part = results.select(results.tasks == task)
+        # Stamped with the clock the trees were judged at (the spouts' backstop runs on it).
+        stamp = task.timeout_now(clock)
+        stamp = -1 if stamp is None else stamp
+        for spout_task in np.unique(results.tasks).tolist():
+            part = results.select(results.tasks == spout_task)
             for lo in range(0, len(part), _RESULTS_PER_MESSAGE):
                 chunk = part.slice(lo, lo + _RESULTS_PER_MESSAGE)
-                produce(self.producer, self.results_topic, encode_results(chunk, now),
-                        partition=task, on_delivery=self._delivered)
+                produce(self.producer, self.results_topic, encode_results(chunk, stamp),
+                        partition=spout_task, key=_acker_key(task),
+                        on_delivery=self._delivered)
 
     def _dead_letter(self, task: int, bad: BadRecord, batch: list[Message]) -> None:
         log.warning("bad record at %s[%d]@%d: %s (dead-lettered to %s)", self.topic, task,
@@ -180,3 +206,8 @@ class AckerService:
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)
+
+
+def _acker_key(task: AckerTask) -> bytes:
+    """Results carry their acker task as the message key: a spout keeps one clock each."""
+    return str(task.task).encode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,6 +29,11 @@ class AckerSettings(BaseSettings):
     commit_interval_s: float = Field(1.0, gt=0)
     max_poll_messages: int = Field(500, ge=1)
     create_topics: bool = True
+    # "bolts": a message timeout counts only time the bolts could have processed the tree's
+    # tuples (squall/progress.py: no replay storms when they are slow); "wall": Storm's.
+    timeout_clock: Literal["bolts", "wall"] = "bolts"
+    # How often an acker task tells each spout task its timeout clock (an empty result batch).
+    heartbeat_interval_s: float = Field(1.0, gt=0)
 
     @field_validator("topology")
     @classmethod
@@ -71,4 +77,7 @@ def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
     p.add_argument("--dlq-topic", help="dead-letter topic (default squall.<topology>.dlq)")
     p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
+    p.add_argument("--timeout-clock", choices=["bolts", "wall"],
+                   help="bolts (default): timeouts count only time the bolts could have "
+                   "processed a tree; wall: Storm's, from emit")
     return load_settings(AckerSettings, p, argv, "acker")

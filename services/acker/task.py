@@ -15,8 +15,9 @@ import numpy as np
 
 from squall.errors import WireFormatError
 from squall.ledger import Ledger
+from squall.progress import TimeoutClock
 from squall.records import AckerBatch, Results
-from squall.wire import decode_acker_batch
+from squall.wire import decode_acker_batch, decode_progress
 
 # Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
 _REBASE_AT = 1 << 31
@@ -50,8 +51,10 @@ class AckerTask:
     """The ledger of acker partition ``task``, and where reading must resume."""
 
     def __init__(self, task: int, timeout_ms: int, start_offset: int, now_ms: int,
-                 rotation_ms: int | None = None) -> None:
+                 rotation_ms: int | None = None, gated: bool = False) -> None:
+        """``gated``: timeouts wait for the bolts' progress marks (squall/progress.py)."""
         self.task = task
+        self.clock = TimeoutClock(gated)
         self.ledger = Ledger(timeout_ms, rotation_ms=rotation_ms, now_ms=now_ms)
         self._base = start_offset
         self._next = start_offset
@@ -85,6 +88,10 @@ class AckerTask:
                 bad.append(BadRecord(m.offset, "empty message (no value)"))
                 continue
             try:
+                mark = decode_progress(m.payload)
+                if mark is not None:
+                    self.clock.mark(*mark)
+                    continue
                 batches.append(decode_acker_batch(m.payload))
                 offsets.append(m.offset)
             except WireFormatError as e:
@@ -107,8 +114,13 @@ class AckerTask:
         results = self.ledger.apply(batch, now_ms, seq=seq)
         return Applied(results, bad, kinds)
 
+    def timeout_now(self, now_ms: int) -> int | None:
+        """The time trees are timed out at (None: not yet; see squall/progress.py)."""
+        return self.clock.now(now_ms)
+
     def expire(self, now_ms: int) -> Results:
-        return self.ledger.expire(now_ms)
+        at = self.clock.now(now_ms)
+        return Results.empty() if at is None else self.ledger.expire(at)
 
     def take_orphans(self) -> int:
         """Orphans expired since the last call (for a counter)."""

@@ -159,6 +159,9 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
                                              settings.scrape_timeout_s)
         return aggregate(samples, tid)
 
+    async def restarts_of(tid: str) -> dict[str, tuple[int, bool]]:
+        return views.restarts_of(tid, await asyncio.to_thread(control.workers))
+
     def version_of(if_match: str | None) -> int | None:
         if if_match is None:
             return None
@@ -342,7 +345,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
     async def storm_topology(topology_id: TopologyId) -> dict[str, Any]:
         rec = await asyncio.to_thread(control.store.get, topology_id)
         return views.storm_topology(rec, now(), await asyncio.to_thread(control.assignments),
-                                    await stats_of(topology_id))
+                                    await stats_of(topology_id), await restarts_of(topology_id))
 
     @app.get("/api/v1/topology/{topology_id}/component/{component}", tags=["storm"],
              summary="A component (spout, bolt or __acker)")
@@ -351,7 +354,8 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         rec = await asyncio.to_thread(control.store.get, topology_id)
         return views.storm_component(rec, component, now(),
                                      await asyncio.to_thread(control.assignments),
-                                     await stats_of(topology_id))
+                                     await stats_of(topology_id),
+                                     await restarts_of(topology_id))
 
     async def storm_op(tid: str, event: str, wait: float | None = None,
                        parallelism: dict[str, int] | None = None) -> dict[str, Any]:

@@ -83,20 +83,26 @@ function draw(t) {
                   (e.stream !== 'default' ? ` [${e.stream}]` : '');
     svg.appendChild(el('text', {class: 'elabel', x: mx - 30, y: (y1 + y2) / 2 - 6}, label));
   });
-  t.spouts.forEach(sp => node(svg, pos[sp.spoutId], 'spout', sp.spoutId, [
+  // A process that keeps exiting is restarted with backoff; never silently.
+  const loop = (x, kind) => x.crashLooping ? `${kind} (crash loop)` : kind;
+  const restarts = x => x.restarts ? `   restarts ${fmt(x.restarts)}` : '';
+  t.spouts.forEach(sp => node(svg, pos[sp.spoutId], loop(sp, 'spout'), sp.spoutId, [
     `emitted ${fmt(sp.emitted)}   acked ${fmt(sp.acked)}`,
     `failed ${fmt(sp.failed)}   pending ${fmt(sp.pending)}   lag ${fmt(sp.lag)}`,
-    `latency ${sp.completeLatency} ms   tasks ${sp.tasks}`], sp.failed > 0 ? 'failing' : ''));
-  t.bolts.forEach(b => node(svg, pos[b.boltId], b.running ? 'bolt' : 'bolt (starting)', b.boltId, [
+    `latency ${sp.completeLatency} ms   tasks ${sp.tasks}${restarts(sp)}`],
+    sp.failed > 0 || sp.crashLooping ? 'failing' : ''));
+  t.bolts.forEach(b => node(svg, pos[b.boltId], loop(b, b.running ? 'bolt' : 'bolt (starting)'),
+    b.boltId, [
     `executed ${fmt(b.executed)}   emitted ${fmt(b.emitted)}`,
     `acked ${fmt(b.acked)}   failed ${fmt(b.failed)}   errors ${fmt(b.errors)}`,
-    `execute ${b.executeLatency} ms   capacity ${b.capacity}`],
-    b.failed > 0 ? 'failing' : (Number(b.capacity) > 0.8 ? 'hot' : '')));
+    `execute ${b.executeLatency} ms   capacity ${b.capacity}${restarts(b)}`],
+    b.failed > 0 || b.crashLooping ? 'failing' : (Number(b.capacity) > 0.8 ? 'hot' : '')));
   const a = t.acker;
-  node(svg, pos['__acker'], 'acker', '__acker', [
+  node(svg, pos['__acker'], loop(a, 'acker'), '__acker', [
     `records ${fmt(a.records)}   pending trees ${fmt(a.pendingTrees)}`,
     `trees acked ${fmt(a.treesAcked)}   failed ${fmt(a.treesFailed)}`,
-    `timed out ${fmt(a.treesTimedOut)}   tasks ${a.tasks}`], a.treesFailed > 0 ? 'failing' : '');
+    `timed out ${fmt(a.treesTimedOut)}   tasks ${a.tasks}${restarts(a)}`],
+    a.treesFailed > 0 || a.crashLooping ? 'failing' : '');
   document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
 }
 async function refresh() {

@@ -22,6 +22,20 @@ def endpoints_of(tid: str, workers: list[WorkerInfo]) -> list[str]:
     return sorted({e["url"] for w in workers for e in w.endpoints if e.get("topology") == tid})
 
 
+def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, tuple[int, bool]]:
+    """Per component: its processes' restarts and whether one is in a crash loop (the
+    workers publish both with their endpoints; the acker as ``__acker``)."""
+    out: dict[str, tuple[int, bool]] = {}
+    for w in workers:
+        for e in w.endpoints:
+            if e.get("topology") != tid:
+                continue
+            comp = ACKER if e.get("kind") == "acker" else str(e.get("component", ""))
+            n, looping = out.get(comp, (0, False))
+            out[comp] = (n + int(e.get("restarts", 0) or 0), looping or bool(e.get("crashLooping")))
+    return out
+
+
 def uptime_s(rec: TopologyRecord, now_ms: int) -> float:
     return max(0.0, (now_ms - rec.submitted_ms) / 1000)
 
@@ -76,9 +90,16 @@ def _capacity(s: ComponentStats | None, now_ms: int, rec: TopologyRecord, tasks:
 
 
 def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
-                   stats: dict[str, ComponentStats]) -> dict[str, Any]:
-    """``GET /api/v1/topology/:id`` in Storm UI's shape."""
+                   stats: dict[str, ComponentStats],
+                   restarts: dict[str, tuple[int, bool]] | None = None) -> dict[str, Any]:
+    """``GET /api/v1/topology/:id`` in Storm UI's shape (``restarts``: see restarts_of)."""
     spec = rec.spec
+    rs = restarts or {}
+
+    def health(comp: str) -> dict[str, Any]:
+        n, looping = rs.get(comp, (0, False))
+        return {"restarts": n, "crashLooping": looping}
+
     placed = placements_of(rec.id, assignments)
     spouts, all_emitted, all_acked, all_failed, lat_sum, lat_n = [], 0.0, 0.0, 0.0, 0.0, 0.0
     for sp in spec.spouts:
@@ -88,7 +109,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                        "acked": _c(st, "acked"), "failed": _c(st, "failed"),
                        "replayed": _c(st, "replayed"), "deadLettered": _c(st, "dead_lettered"),
                        "pending": _c(st, "pending"), "lag": _c(st, "lag"),
-                       "completeLatency": _ms(st), "lastError": ""})
+                       "completeLatency": _ms(st), "lastError": "", **health(sp.name)})
         all_emitted += _c(st, "emitted")
         all_acked += _c(st, "acked")
         all_failed += _c(st, "failed")
@@ -106,7 +127,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                       "capacity": _capacity(st, now_ms, rec, b.parallelism),
                       "errors": _c(st, "errors"),
                       "running": _c(st, "active") > 0, "microBatches": _c(st, "batches"),
-                      "inputRows": _c(st, "rows"), "lastError": ""})
+                      "inputRows": _c(st, "rows"), "lastError": "", **health(b.name)})
     ack = stats.get(ACKER)
     return {
         "id": rec.id, "name": spec.name, "status": str(rec.lifecycle.status),
@@ -123,7 +144,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         "acker": {"componentId": ACKER, "tasks": spec.ackers,
                   "records": _c(ack, "records"), "pendingTrees": _c(ack, "pending"),
                   "treesAcked": _c(ack, "trees_acked"), "treesFailed": _c(ack, "trees_failed"),
-                  "treesTimedOut": _c(ack, "trees_timed_out")},
+                  "treesTimedOut": _c(ack, "trees_timed_out"), **health(ACKER)},
         "assignment": placed,
         "edges": [{"from": i.component, "to": b.name, "stream": i.stream,
                    "grouping": str(i.grouping), "fields": list(i.fields)}
@@ -137,8 +158,9 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
 
 def storm_component(rec: TopologyRecord, component: str, now_ms: int,
                     assignments: dict[str, WorkerAssignment],
-                    stats: dict[str, ComponentStats]) -> dict[str, Any]:
-    full = storm_topology(rec, now_ms, assignments, stats)
+                    stats: dict[str, ComponentStats],
+                    restarts: dict[str, tuple[int, bool]] | None = None) -> dict[str, Any]:
+    full = storm_topology(rec, now_ms, assignments, stats, restarts)
     if component == ACKER:
         body = full["acker"]
         kind = "acker"

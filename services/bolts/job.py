@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.bolts.hadoop import no_fork_classes, spark_conf
+from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from squall.chains import chains
 from squall.errors import ConfigError
@@ -216,14 +218,23 @@ class BoltJob:
         if m:
             for b in self.bolts:
                 m.started(b.name)
+        heads = [self.spec.component(c[0]) for c in plan]
+        marks = ProgressMarks(
+            self.spec, [h for h in heads if isinstance(h, BoltSpec)], [q.name for q in queries],
+            [(self.s.checkpoint_dir / self.spec.name / c[0]).resolve() for c in plan],
+            self.s.bootstrap_servers, "bolts:" + ",".join(self.s.components))
         try:
             while not stop.wait(0.5):
+                progress = {}
                 for chain, q in zip(plan, queries, strict=True):
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
+                    progress[q.name] = last = q.lastProgress
                     if m:
-                        m.progress(chain[0], q.lastProgress)
+                        m.progress(chain[0], last)
+                marks.step(int(time.time() * 1000), progress)
         finally:
+            marks.close()
             for q in queries:
                 q.stop()
             if m:

@@ -196,6 +196,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         if log_ is not None:
             turns.enter_context(log_.turn())
         res = ex.run(inputs[task])
+        for warning in res.warnings:
+            log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
         for topic, part, out in res.outputs:
             if topic == fused_topic:

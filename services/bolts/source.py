@@ -74,8 +74,7 @@ class EdgeReader(DataSourceStreamReader):
         self.report: tuple[str, str, str] | tuple[()] = (
             (options["report_topic"], options.get("run", ""), options.get("component", ""))
             if options.get("report_topic") else ())
-        self._consumer: Any = None
-        self._ends: dict[str, int] = {}
+        self._ends: EdgeEnds | None = None
 
     def initialOffset(self) -> dict[str, int]:
         # Deterministic (it is called again when batch 0 is replayed): the topic start.
@@ -131,34 +130,53 @@ class EdgeReader(DataSourceStreamReader):
         """Spark's checkpoint is the record of progress; nothing to do in Kafka."""
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._ends is not None:
+            self._ends.close()
+            self._ends = None
 
     def _high_watermarks(self) -> dict[str, int]:
-        """Ends of the partitions, from fetch responses (driver side, a long-lived consumer)."""
+        if self._ends is None:
+            self._ends = EdgeEnds(self.bootstrap,
+                                  [(t, p) for t in self.topics for p in self.tasks])
+        return self._ends.poll()
+
+
+class EdgeEnds:
+    """The ends of edge partitions, from fetch responses (a long-lived consumer).
+
+    Tansu answers ListOffsets wrongly; the high watermark each fetch response
+    carries is right. The consumer fetches in the background (10 ms wait) and
+    skips the data: only the watermarks are wanted.
+    """
+
+    def __init__(self, bootstrap: str, partitions: list[tuple[str, int]]) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        tps = [TopicPartition(t, p) for t in self.topics for p in self.tasks]
-        if self._consumer is None:
-            self._consumer = Consumer({
-                "bootstrap.servers": self.bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
-                "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
-                "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10})
-            self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in tps])
+        self._tps = [TopicPartition(t, p) for t, p in partitions]
+        self._ends: dict[str, int] = {}
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
+            "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
+            "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10})
+        self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in self._tps])
+
+    def poll(self) -> dict[str, int]:
+        """``{"topic:partition": end}`` as last heard; drains what was fetched, no waiting."""
+        from confluent_kafka import TopicPartition
+
         c = self._consumer
-        # The consumer fetches in the background (fetch.wait.max.ms 10): each response
-        # brings the partitions' high watermarks; this drains what it fetched, no waiting.
         c.consume(10_000, 0)
-        for tp in tps:
+        for tp in self._tps:
             _, high = c.get_watermark_offsets(tp, cached=True)
             if high is not None and high >= 0:
                 key = _key(tp.topic, tp.partition)
                 if high > self._ends.get(key, 0):
                     self._ends[key] = high
-                    # Skip the data up to the end: only the watermark is wanted here.
                     c.seek(TopicPartition(tp.topic, tp.partition, high))
         return dict(self._ends)
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
 @dataclass

@@ -38,6 +38,7 @@ from squall.wire import (
     encode_acker_batches,
     encode_salt_marker,
     encode_tuples_chunked,
+    results_clock,
 )
 
 log = logging.getLogger("squall.spout")
@@ -67,6 +68,7 @@ class SpoutService:
         self._route: dict[TP, tuple[SpoutTask, int]] = {}
         self._paused: dict[tuple[int, int], float] = {}
         self._letters_to_retry: list[tuple[SpoutTask, Letter]] = []
+        self._acker_clocks: dict[int, dict[bytes, int]] = {}  # spout task -> acker -> clock
 
     # ----- start-up -----------------------------------------------------
 
@@ -216,7 +218,7 @@ class SpoutService:
                 log.warning("consume error: %s", m.error())
             else:
                 self._on_results(self.io[m.partition() or 0].task, m.value(),
-                                 m.offset() or 0, self.clock.now_ms())
+                                 m.offset() or 0, self.clock.now_ms(), m.key())
         msgs = consumer.consume(self.s.max_poll_records, 0.02) if reading else []
         now = self.clock.now_ms()
         batches: dict[TP, list[Any]] = defaultdict(list)
@@ -230,7 +232,9 @@ class SpoutService:
             e = task.on_records(src, [m.offset() for m in ms], [m.value() for m in ms], ms, now)
             self._emitted(task, e)
         for io in self.io.values():
-            self._settled(io.task, io.task.expire(now))
+            clock = self._acker_clock(io.task)
+            if clock is not None:
+                self._settled(io.task, io.task.expire(now, clock))
         for task, letter in self._letters_to_retry:
             self._dead_letter(task, letter)
         self._letters_to_retry = []
@@ -258,7 +262,8 @@ class SpoutService:
 
     # ----- effects ------------------------------------------------------
 
-    def _on_results(self, task: SpoutTask, raw: bytes | None, offset: int, now: int) -> None:
+    def _on_results(self, task: SpoutTask, raw: bytes | None, offset: int, now: int,
+                    key: bytes | None = None) -> None:
         if decode_salt_marker(raw or b"") is not None:
             return  # our own marker
         try:
@@ -266,7 +271,21 @@ class SpoutService:
         except WireFormatError as e:
             log.error("bad result batch at %s[%d]@%d: %s", self.results, task.cfg.task, offset, e)
             return
+        stamp = results_clock(raw or b"")
+        if stamp >= 0 and key is not None:  # an acker task's timeout clock
+            clocks = self._acker_clocks.setdefault(task.cfg.task, {})
+            clocks[key] = max(stamp, clocks.get(key, stamp))
         self._settled(task, task.on_results(res, now, offset))
+
+    def _acker_clock(self, task: SpoutTask) -> int | None:
+        """The ackers' timeout clock (the earliest of them), once every acker task told it:
+        the backstop waits for slow bolts as the ackers' timeouts do."""
+        if self.s.timeout_clock == "wall":
+            return self.clock.now_ms()
+        clocks = self._acker_clocks.get(task.cfg.task, {})
+        if len(clocks) < task.cfg.num_ackers:
+            return None
+        return min(clocks.values())
 
     def _emitted(self, task: SpoutTask, e: Emission) -> None:
         m, lab = self.metrics, self.metrics.labels

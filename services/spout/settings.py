@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -77,6 +78,9 @@ class SpoutSettings(BaseSettings):
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
     create_topics: bool = True
+    # The backstop's clock: "bolts" (default) the ackers' timeout clock, which waits for
+    # slow bolts (squall/progress.py); "wall" this process's own, Storm's.
+    timeout_clock: Literal["bolts", "wall"] = "bolts"
 
     @field_validator("topics", "fields", "edges", mode="before")
     @classmethod
@@ -151,4 +155,6 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p.add_argument("--commit-interval-s", type=float)
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="the longest a fetch waits for new records (default 100)")
+    p.add_argument("--timeout-clock", choices=["bolts", "wall"],
+                   help="the backstop's clock: bolts (the ackers', default) or wall")
     return load_settings(SpoutSettings, p, argv, "spout")

@@ -390,12 +390,18 @@ class SpoutTask:
             out.latencies_ms = np.concatenate(lats)
         return out
 
-    def expire(self, now_ms: int) -> Settled:
-        """The backstop: trees pending for twice the message timeout fail here."""
+    def expire(self, now_ms: int, clock_ms: int | None = None) -> Settled:
+        """The backstop: trees pending for twice the message timeout fail here.
+
+        Ages are judged on ``clock_ms`` (default ``now_ms``): the service passes
+        the ackers' timeout clock, so the backstop, like the acker, does not count
+        time the trees' tuples spent queued for slow bolts (squall/progress.py).
+        """
         out = Settled()
-        if self._next_expire_ms is None or now_ms < self._next_expire_ms:
+        at = now_ms if clock_ms is None else clock_ms
+        if self._next_expire_ms is None or at < self._next_expire_ms:
             return out
-        limit = now_ms - 2 * self.cfg.timeout_ms
+        limit = at - 2 * self.cfg.timeout_ms
         oldest = None
         for src, om in enumerate(self.offsets):
             offs, _, stamps = om.in_flight_offsets()
@@ -404,7 +410,7 @@ class SpoutTask:
                 self._fail(src, off, "backstop", now_ms, out)
             left = stamps[stamps > limit]
             if left.size:
-                oldest = min(int(left.min()), oldest if oldest is not None else now_ms)
+                oldest = min(int(left.min()), oldest if oldest is not None else at)
         self._next_expire_ms = None if oldest is None else oldest + 2 * self.cfg.timeout_ms
         return out
 

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from squall.clock import Clock, SystemClock
 from squall.coord import ASSIGNMENTS, WORKERS, WorkerAssignment, WorkerInfo, connect
 from squall.dev.stack import die_with_parent, free_port
 from squall.launch import acker_args, bolts_args, spout_args
+from squall.restarts import Restarts
 from squall.topology import TopologySpec
 
 log = logging.getLogger("squall.worker")
@@ -56,8 +56,8 @@ class Child:
     proc: subprocess.Popen[bytes]
     port: int
     log: Path
-    started: float
-    restarts: int = 0
+    started_ms: int
+    policy: Restarts = field(default_factory=Restarts)
     endpoints: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -110,6 +110,10 @@ class WorkerService:
                                   "Task processes restarted after exiting", lab,
                                   registry=registry).labels(settings.worker_id,
                                                             str(settings.kind))
+        self.m_looping = Gauge("squall_worker_crash_looping",
+                               "Task processes in a crash loop (exiting again and again soon "
+                               "after each start; still restarted with backoff)", lab,
+                               registry=registry).labels(settings.worker_id, str(settings.kind))
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.children: dict[str, Child] = {}
@@ -132,7 +136,8 @@ class WorkerService:
     def _info(self) -> WorkerInfo:
         from squall.assignment import Worker
 
-        eps = tuple(e for c in sorted(self.children.values(), key=lambda c: c.spec.key)
+        eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
+                    for c in sorted(self.children.values(), key=lambda c: c.spec.key)
                     for e in c.endpoints)
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
                           self.s.metrics_host, os.getpid(), self.started_ms, eps)
@@ -174,7 +179,7 @@ class WorkerService:
 
     # ----- children -------------------------------------------------------
 
-    def _start(self, ps: ProcSpec, restarts: int = 0) -> Child:
+    def _start(self, ps: ProcSpec, policy: Restarts | None = None) -> Child:
         port = free_port()
         logdir = self.s.workdir / "logs"
         logdir.mkdir(parents=True, exist_ok=True)
@@ -189,7 +194,7 @@ class WorkerService:
         eps = [{"topology": ps.topology, "kind": str(ps.kind), "component": c, "url": url}
                for c in comps]
         log.info("started %s (pid %d, log %s)", ps.key, proc.pid, logf)
-        return Child(ps, proc, port, logf, time.monotonic(), restarts, eps)
+        return Child(ps, proc, port, logf, self.clock.now_ms(), policy or Restarts(), eps)
 
     def _stop(self, children: list[Child]) -> None:
         """SIGTERM (spouts drain and commit), then wait; SIGKILL after the stop timeout."""
@@ -221,15 +226,22 @@ class WorkerService:
             if have is None:
                 self.children[k] = self._start(ps)
                 continue
-            c = have
-            if c.proc.poll() is not None:
-                backoff = min(30.0, 2.0 ** min(c.restarts, 5))
-                if time.monotonic() - c.started >= backoff:
-                    log.error("%s exited with %s; restarting (see %s)", k, c.proc.returncode,
-                              c.log)
-                    self.children[k] = self._start(ps, c.restarts + 1)
-                    self.m_restarts.inc()
+            c, now = have, self.clock.now_ms()
+            if c.proc.poll() is None:
+                c.policy.running(now, c.started_ms)
+                continue
+            if not c.policy.waiting:
+                due = c.policy.exited(now, c.started_ms)
+                log.error("%s exited with %s after %.1f s; restarting in %.1f s (%d exits in a "
+                          "row%s; see %s)", k, c.proc.returncode, (now - c.started_ms) / 1000,
+                          (due - now) / 1000, c.policy.in_a_row,
+                          ": a crash loop" if c.policy.crash_looping else "", c.log)
+            if c.policy.due(now):
+                c.policy.restarted()
+                self.children[k] = self._start(ps, c.policy)
+                self.m_restarts.inc()
         self.m_procs.set(len(self.children))
+        self.m_looping.set(sum(c.policy.crash_looping for c in self.children.values()))
 
     # ----- the loop ---------------------------------------------------------
 

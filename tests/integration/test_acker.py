@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from squall.kafka import ensure_topics
 from squall.records import AckerRecord, Outcome, RecordKind
 from squall.topics import acker_topic, dlq_topic, results_topic
 from squall.tuples import Anchoring, Tuple
-from squall.wire import DeadLetter
+from squall.wire import DeadLetter, encode_progress
 from tests.integration.helpers import (
     ResultReader,
     ServiceProcess,
@@ -40,11 +42,13 @@ def new_topology(bootstrap: str, n_ackers: int) -> str:
 
 
 def acker(bootstrap: str, topo: str, tmp: Path, tasks: str, n: int, timeout_s: float = 60,
-          name: str = "acker") -> ServiceProcess:
+          name: str = "acker", clock: str = "wall") -> ServiceProcess:
+    """An acker alone: no bolts job tells it their progress, so its timeouts run on the wall
+    clock (Storm's) unless a test sends progress marks itself (``clock="bolts"``)."""
     return ServiceProcess("services.acker", [
         "--topology", topo, "--tasks", tasks, "--num-ackers", str(n),
         "--message-timeout-s", str(timeout_s), "--bootstrap-servers", bootstrap,
-        "--commit-interval-s", "0.2",
+        "--commit-interval-s", "0.2", "--timeout-clock", clock,
     ], tmp / f"{name}.log")
 
 
@@ -133,6 +137,34 @@ def test_unfinished_trees_time_out_as_fail_results(
         assert got[root] == [Outcome.ACKED if i % 2 else Outcome.TIMED_OUT]
     assert m[f"squall_acker_trees_total{{outcome=timed_out,topology={topo}}}"] == 100
     assert m[f"squall_acker_pending_trees{{task=0,topology={topo}}}"] == 0
+
+
+def test_on_the_bolts_clock_only_processed_time_counts(
+        bootstrap: str, tmp_path: Path, reader: list[ResultReader]) -> None:
+    """Trees whose bolts have not said how far they got never time out (they are queued,
+    not lost); once a progress mark says the bolts processed past emit + T, they do."""
+    topo = new_topology(bootstrap, 1)
+    trees, _ = random_trees(40, seed=5)
+    records = [r for i, t in enumerate(trees) for r in (t if i % 2 else t[:-1])]
+    results = read_results(bootstrap, topo, reader)
+    with acker(bootstrap, topo, tmp_path, "0", 1, timeout_s=1.0, clock="bolts") as proc:
+        produce_acker_records(bootstrap, acker_topic(topo), 1, records)
+        wait_for(lambda: bool(results.poll() or True) and len(results.roots()) == 20, 30,
+                 "the complete trees acked")
+        started = time.monotonic()
+        while time.monotonic() - started < 3.0:  # three timeouts of wall time go by...
+            results.poll()
+            assert len(results.roots()) == 20  # ...and nothing times out
+        assert math.isnan(proc.metrics()[
+            f"squall_acker_timeout_clock_delay_seconds{{task=0,topology={topo}}}"])
+        p = Producer({"bootstrap.servers": bootstrap})
+        p.produce(acker_topic(topo), encode_progress("bolts:", int(time.time() * 1000)),
+                  partition=0)
+        p.flush(10)
+        wait_for(lambda: bool(results.poll() or True) and len(results.roots()) == 40, 30,
+                 "the unfinished trees timed out")
+    outcomes = [rs[0].outcome for rs in results.roots().values()]
+    assert outcomes.count(Outcome.TIMED_OUT) == 20
 
 
 def test_sigkill_and_restart_loses_no_completion(

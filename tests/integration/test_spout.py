@@ -40,7 +40,9 @@ class Rig:
         self.where = dict(zip(self.values, produce_source(bootstrap, self.source, self.values,
                                                           PARTS), strict=True))
         self.edge = edge_topic(self.topo, "spout", "default", "bolt")
+        # The scripted bolt sends no progress marks: timeouts on the wall clock (Storm's).
         flags = {"num-ackers": "2", "scheme": "raw", "message-timeout-s": "10",
+                 "timeout-clock": "wall",
                  "commit-interval-s": "0.2", "retry-initial-ms": "50", "retry-max-ms": "200",
                  **{k.replace("_", "-"): str(v) for k, v in spout_flags.items()}}
         self.spout_args = ["--topology", self.topo, "--topics", self.source, "--tasks", "0",
@@ -52,7 +54,7 @@ class Rig:
         self.acker = ServiceProcess("services.acker", [
             "--topology", self.topo, "--tasks", "0,1", "--num-ackers", "2",
             "--message-timeout-s", "10", "--bootstrap-servers", bootstrap,
-            "--commit-interval-s", "0.2"], tmp / "acker.log")
+            "--commit-interval-s", "0.2", "--timeout-clock", "wall"], tmp / "acker.log")
 
     def spout(self, name: str = "spout") -> ServiceProcess:
         return ServiceProcess("services.spout", self.spout_args, self.tmp / f"{name}.log")

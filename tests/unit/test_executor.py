@@ -234,3 +234,51 @@ def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
 
     BoltExecutor(Spy(), ctx("spy"), []).run([a, b])
     assert seen[0]["word"].tolist() == ["x", "y", "z"]
+
+
+def test_a_half_join_in_the_state_follows_the_task_to_another_worker() -> None:
+    """Two Python workers run the same task's micro-batches in turn: the buffer carried by
+    the state (pickled, as the task's state log carries it) joins across them."""
+    import pickle
+
+    h = Harness()
+    edges = [Edge("sink", "t", 1, Grouping.GLOBAL, stream="default")]
+    first = BoltExecutor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
+    second = BoltExecutor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
+    roots, batch = h.spout(["1", "2", "3"])
+    tuples = through([batch])[0].tuples()
+    a = first.run([TupleBatch.from_tuples(tuples[:2], tuples[0].fields)])
+    assert not a.outputs and not a.warnings
+    assert first.state is not None and second.state is not None
+    second.state.update(pickle.loads(pickle.dumps(dict(first.state))))  # the state log's job
+    b = second.run([TupleBatch.from_tuples(tuples[2:], tuples[0].fields)])
+    ((_, _, out),) = b.outputs
+    assert out.tuples()[0].values == (6, 3)
+    h.send(AckerBatch.concat([a.acks, b.acks]))
+    h.send(Anchoring(h.ids).ack(out.tuples()[0]))
+    assert h.decided == {r: Outcome.ACKED for r in roots}
+
+
+class Hoarder(Bolt):
+    """The trap: a half-join in an attribute."""
+
+    outputs: ClassVar = {"default": ("x",)}
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.seen: list[Tuple] = []
+
+    def execute(self, t: Tuple) -> None:
+        self.seen.append(t)
+        self.collector.ack(t)
+
+
+def test_attributes_kept_across_micro_batches_are_warned_about_once() -> None:
+    h = Harness()
+    ex = BoltExecutor(Hoarder(), ctx("hoard"), [], ids=h.ids)
+    _, batch = h.spout(["a", "b"])
+    res = ex.run(through([batch]))
+    assert len(res.warnings) == 1 and "'seen'" in res.warnings[0]
+    assert "state API" in res.warnings[0]
+    _, batch = h.spout(["c"])
+    assert ex.run(through([batch])).warnings == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.acker.task import AckerTask, Message
 from squall.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.wire import encode_acker_batch
+from squall.wire import encode_acker_batch, encode_progress
 
 
 def msg(offset: int, *records: AckerRecord, ts: int = 0) -> Message:
@@ -57,3 +57,34 @@ def test_seqs_rebase_before_they_wrap() -> None:
     assert t.watermark() == 5
     t.apply([msg(far + 1, ack(1, 5))], 0)
     assert t.watermark() == far
+
+
+def mark(offset: int, watermark_ms: int, job: str = "bolts:") -> Message:
+    return Message(offset, encode_progress(job, watermark_ms))
+
+
+def test_gated_timeouts_wait_for_the_bolts_progress_not_the_wall_clock() -> None:
+    t = AckerTask(0, 1_000, 0, now_ms=0, gated=True)
+    t.apply([msg(0, init(1, 5), ts=100)], now_ms=100)
+    # No bolts job has said how far it got (still starting): nothing times out, ever.
+    assert t.expire(60_000).results() == []
+    # The bolts have processed what was written before 900: the tree is only queued.
+    out = t.apply([mark(1, 900)], now_ms=60_000)
+    assert out.bad == [] and t.next_offset == 2
+    assert t.expire(60_000).results() == []
+    # Processed past emit + T and still not acked: a real timeout.
+    t.apply([mark(2, 1_200)], now_ms=60_000)
+    assert [r.outcome for r in t.expire(60_000).results()] == [Outcome.TIMED_OUT]
+
+
+def test_the_slowest_bolts_job_holds_the_clock_and_marks_never_go_back() -> None:
+    t = AckerTask(0, 1_000, 0, now_ms=0, gated=True)
+    t.apply([mark(0, 5_000, "a"), mark(1, 3_000, "b"), mark(2, 2_000, "b")], 0)
+    assert t.timeout_now(10_000) == 3_000
+    assert t.timeout_now(2_500) == 2_500  # never ahead of the acker's own clock
+
+
+def test_ungated_timeouts_run_on_the_acker_clock_as_in_storm() -> None:
+    t = AckerTask(0, 1_000, 0, now_ms=0)
+    t.apply([msg(0, init(1, 5), ts=100)], now_ms=100)
+    assert [r.outcome for r in t.expire(1_500).results()] == [Outcome.TIMED_OUT]

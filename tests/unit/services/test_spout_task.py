@@ -228,3 +228,12 @@ def test_a_result_of_an_earlier_incarnation_is_stale() -> None:
     st = task.on_results(results(task, roots_of(old), Outcome.ACKED), 5)
     assert (st.acked, st.stale) == (0, 2)
     assert task.pending == 2
+
+
+def test_the_backstop_runs_on_the_ackers_clock_not_the_wall_clock() -> None:
+    task = SpoutTask(cfg(), [0], salt=7, ids=IdBatcher(seed=1))
+    feed(task, [0, 1], 0)
+    # Wall time far past 2T, but the ackers' clock (held back by slow bolts) is not.
+    assert task.expire(10 * T, clock_ms=2 * T - 1).failed == {}
+    out = task.expire(10 * T, clock_ms=2 * T)
+    assert out.failed == {"backstop": 2} and out.retries == 2

@@ -76,3 +76,16 @@ class ForgetEveryKth(Bolt):
         for w in text.split():
             self.collector.emit((w,), t)
         self.collector.ack(t)
+
+
+class SplitOrRaise(BasicBolt):
+    """Splits sentences into words; raises on every sentence that starts with ``poison``
+    (each attempt: such a sentence is replayed until it is dead-lettered)."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
+        text = str(t[0])
+        if text.startswith("poison"):
+            raise ValueError(f"a poison sentence: {text!r}")
+        return [(w,) for w in text.split()]

@@ -50,10 +50,11 @@ class DemoSettings:
     timeout_s: float
 
 
-def demo_topology(bootstrap: str) -> TopologySpec:
+def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceBatch"
+                  ) -> TopologySpec:
     b = TopologyBuilder()
     b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
-    b.set_bolt("split", "examples.wordcount:SplitSentenceBatch", 2,
+    b.set_bolt("split", split, 2,
                outputs={"default": ["word"]}).shuffle_grouping(SOURCE)
     b.set_bolt("count", "examples.wordcount:WordCountBatch", 2,
                outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
@@ -72,41 +73,60 @@ def _spawn(name: str, args: list[str], workdir: Path, env: dict[str, str] | None
     return proc
 
 
+@dataclass
+class Cluster:
+    """The demo's cluster as it runs: the stack, the API and one worker of each kind."""
+
+    info: StackInfo
+    stack: EmbeddedStack
+    client: ApiClient
+    workdir: Path
+    procs: dict[str, subprocess.Popen[bytes]]
+    api_args: list[str]
+    api_env: dict[str, str]
+
+    def restart_api(self) -> None:
+        """Start the API again (after it died), as its supervisor would."""
+        self.procs["api"] = _spawn("api", self.api_args, self.workdir, self.api_env)
+
+
 @contextlib.contextmanager
-def cluster(workdir: Path, stop: threading.Event) -> Iterator[tuple[StackInfo, ApiClient]]:
+def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
     """Stack, API and workers; on exit they stop in order (spouts drain first)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     _say("starting Tansu (Kafka API) and ZooKeeper ...")
-    with EmbeddedStack(StackSettings(home=workdir / "stack")) as info:
+    stack = EmbeddedStack(StackSettings(home=workdir / "stack"))
+    with stack as info:
         token = secrets.token_urlsafe(18)
         port = free_port()
-        procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        procs: dict[str, subprocess.Popen[bytes]] = {}
         common = ["--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers]
+        api_args = ["services.api", *common, "--port", str(port)]
+        api_env = {"SQUALL_API_TOKEN": token}
         try:
-            procs.append(("api", _spawn("api", ["services.api", *common, "--port", str(port)],
-                                        workdir, {"SQUALL_API_TOKEN": token})))
+            procs["api"] = _spawn("api", api_args, workdir, api_env)
             for kind in ("acker", "bolts", "spout"):
-                procs.append((kind, _spawn(f"worker-{kind}", [
+                procs[kind] = _spawn(f"worker-{kind}", [
                     "services.worker", "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                     "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints")], workdir)))
+                    "--checkpoint-dir", str(workdir / "checkpoints")], workdir)
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
-            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, procs,
-                   workdir)
-            yield info, client
+            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop,
+                   list(procs.items()), workdir)
+            yield Cluster(info, stack, client, workdir, procs, api_args, api_env)
         finally:
             _say("stopping: spout worker (drains), bolts, ackers, API, stack")
             for name in ("spout", "bolts", "acker", "api"):
-                for n, p in procs:
-                    if n == name and p.poll() is None:
-                        p.send_signal(signal.SIGTERM)
-                        try:
-                            p.wait(40)
-                        except subprocess.TimeoutExpired:
-                            p.kill()
+                p = procs.get(name)
+                if p is not None and p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    try:
+                        p.wait(40)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
 
 
 def _ready(client: ApiClient) -> bool:
@@ -211,7 +231,8 @@ def run_demo(s: DemoSettings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     rng = random.Random(7)
-    with cluster(s.workdir, stop) as (info, client):
+    with cluster(s.workdir, stop) as cl:
+        info, client = cl.info, cl.client
         ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
         spec = demo_topology(info.bootstrap_servers)
         client.submit(spec.to_json())

@@ -269,6 +269,7 @@ class EmbeddedStack:
         self.settings = settings
         self.home = settings.home.resolve()
         self.info: StackInfo | None = None
+        self._argv: dict[str, tuple[int, Path, list[str], Path]] = {}
 
     def __enter__(self) -> StackInfo:
         return self.start()
@@ -339,8 +340,23 @@ class EmbeddedStack:
         d.mkdir(parents=True)
         return d
 
+    def restart(self, name: str) -> None:
+        """Stop one of the stack's processes and start it again as it was (ZooKeeper keeps its
+        data directory: a restart, as an operator does one; Tansu's memory storage would not
+        survive one)."""
+        assert self.info is not None
+        old = next((p for p in self.info.processes if p.name == name), None)
+        if old is None or name not in self._argv:
+            raise StackError(f"no {name!r} process in this stack")
+        stop_pid(old.pid)
+        self.info.processes.remove(old)
+        port, log, argv, cwd = self._argv[name]
+        self._spawn(name, port, log, argv, cwd)
+        self._save()
+
     def _spawn(self, name: str, port: int, log: Path, argv: list[str], cwd: Path) -> None:
         assert self.info is not None
+        self._argv[name] = (port, log, argv, cwd)
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

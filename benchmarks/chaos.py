@@ -1,0 +1,354 @@
+"""Chaos: the word count through the control plane, with processes killed under load.
+
+As users deploy it (``squall demo``'s cluster: the embedded Tansu and
+ZooKeeper, the REST API, one worker of each kind, the word count submitted over
+REST), sentences are fed at a steady rate, and while the pipeline is busy the
+suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
+JVM) and the API (restarted as its supervisor would), then restarts ZooKeeper.
+After each fault it measures how long until the killed process is back and
+source offsets are being committed again. Then it waits for the pipeline to
+drain and checks, from Kafka itself (not from counters that restart with the
+processes):
+
+- ``lost``: source messages neither committed nor dead-lettered (must be 0);
+- ``dead_lettered``: messages in the dead-letter topic (0 unless ``--poison``;
+  with it, each poison message exactly once, with its reason and attempt
+  count, and no healthy one);
+- ``replays``: tree emissions beyond one per source message (the init records
+  in the acker topic), against ``max_spout_pending`` per fault;
+- ``duplicates``: words counted beyond the words fed (the published counts).
+
+``--no-kills --minutes N`` runs the word count for N minutes with no fault and
+reports the longest stretch with no commit (``max_ack_gap_s``, at most 10 s).
+
+Last line: one JSON object, ``{"sentences", "lost", "dead_lettered", "replays",
+"duplicates", "max_recovery_s", "processes_back", ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from squall.client import ApiError
+from squall.demo import (
+    COUNTS,
+    NAME,
+    SENTENCES,
+    SOURCE,
+    SOURCE_PARTITIONS,
+    Cluster,
+    Progress,
+    cluster,
+    demo_topology,
+)
+from squall.kafka import ensure_topics, produce, quiet_logger
+
+#: process kills, in turn: (fault, what its command line contains)
+KILLS = (("spout", "-m services.spout"), ("acker", "-m services.acker"),
+         ("bolts-driver", "org.apache.spark.deploy.SparkSubmit"), ("api", "-m services.api"))
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def pids(pattern: str) -> list[int]:
+    """Processes whose command line contains ``pattern`` (this machine's, from /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if pattern in cmd:
+                out.append(int(d.name))
+    return sorted(out)
+
+
+class Feeder(threading.Thread):
+    """Feeds sentences at a steady rate; poison among them when asked."""
+
+    def __init__(self, bootstrap: str, total: int | None, rate: float, poison: bool,
+                 seconds: float | None) -> None:
+        super().__init__(daemon=True, name="feeder")
+        from confluent_kafka import Producer
+
+        self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                           "logger": quiet_logger("chaos-feed")})
+        self.total, self.rate, self.poison, self.seconds = total, rate, poison, seconds
+        self.fed = 0
+        self.words: Counter[str] = Counter()
+        self.undecodable: set[bytes] = set()
+        self.raising: set[bytes] = set()
+        self.done = threading.Event()
+        self.rng = random.Random(11)
+
+    def next_value(self, i: int) -> bytes:
+        r = self.rng.random()
+        if self.poison and r < 0.01:
+            v = b"\xff\xfe undecodable " + str(i).encode()
+            self.undecodable.add(v)
+            return v
+        if self.poison and r < 0.015:
+            v = f"poison {i}".encode()
+            self.raising.add(v)
+            return v
+        text = self.rng.choice(SENTENCES)
+        self.words.update(text.split())
+        return text.encode()
+
+    def run(self) -> None:
+        t0 = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if self.seconds is not None and now - t0 >= self.seconds:
+                break
+            target = int((now - t0) * self.rate)
+            if self.total is not None:
+                target = min(target, self.total)
+            while self.fed < target:
+                produce(self.p, SOURCE, self.next_value(self.fed))
+                self.fed += 1
+            self.p.poll(0)
+            if self.total is not None and self.fed >= self.total:
+                break
+            time.sleep(0.005)
+        self.p.flush(60)
+        self.done.set()
+
+
+class Commits(threading.Thread):
+    """Samples the committed source offsets: when they moved, the longest stall."""
+
+    def __init__(self, prog: Progress) -> None:
+        super().__init__(daemon=True, name="commits")
+        self.prog = prog
+        self.value = 0
+        self.moved_at = time.monotonic()
+        self.max_gap_s = 0.0
+        self.target = 10**12  # set to what was fed once feeding ends
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.25):
+            with contextlib.suppress(Exception):  # the broker is never killed; be patient
+                v = self.prog.committed()
+                now = time.monotonic()
+                if v > self.value:
+                    self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
+                    self.value, self.moved_at = v, now
+
+    def advanced_since(self, t: float) -> bool:
+        return self.moved_at > t
+
+
+def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ApiError, OSError):
+            if cond():
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
+          timeout_s: float) -> float | None:
+    """One fault; seconds until the process is back and commits move again (None: never)."""
+    t0 = time.monotonic()
+    if pattern is None:  # ZooKeeper: a restart (it keeps its data)
+        cl.stack.restart("zookeeper")
+        back: Callable[[], bool] = lambda: (  # noqa: E731
+            cl.client.request("GET", "/readyz")["status"] == "ready"
+            and len(cl.client.workers()) == 3)
+    else:
+        victims = pids(pattern)
+        if not victims:
+            say(f"  no process matches {pattern!r}: fault {name} skipped")
+            return None
+        os.kill(victims[0], signal.SIGKILL)
+        if name == "api":
+            cl.procs["api"].wait(10)
+            cl.restart_api()
+            back = lambda: cl.client.request("GET", "/healthz")["status"] == "ok"  # noqa: E731
+        else:
+            back = lambda: any(p not in victims for p in pids(pattern))  # noqa: E731
+    if not wait(back, timeout_s):
+        return None
+    t_back = time.monotonic()
+    if not wait(lambda: commits.advanced_since(t_back) or commits.value >= commits.target,
+                timeout_s):
+        return None
+    return round(time.monotonic() - t0, 1)
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+    """Every message of a topic, start to end."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-read-{os.getpid()}",
+                  "enable.partition.eof": True, "enable.auto.commit": False,
+                  "logger": quiet_logger("chaos-read")})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[Any] = []
+    eof: set[int] = set()
+    idle = time.monotonic()
+    try:
+        while len(eof) < partitions and time.monotonic() - idle < 30:
+            for m in c.consume(10_000, 1.0):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        eof.add(m.partition() or 0)
+                    continue
+                out.append(m)
+                idle = time.monotonic()
+    finally:
+        c.close()
+    return out
+
+
+def count_inits(bootstrap: str, ackers: int) -> int:
+    from squall.records import RecordKind
+    from squall.wire import decode_acker_batch, decode_progress
+
+    n = 0
+    for m in read_topic(bootstrap, f"squall.{NAME}.acker", ackers):
+        raw = m.value() or b""
+        if decode_progress(raw) is not None:
+            continue
+        with contextlib.suppress(Exception):
+            n += int((decode_acker_batch(raw).kinds == RecordKind.INIT).sum())
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.chaos", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sentences", type=int, default=100_000)
+    ap.add_argument("--rate", type=float, default=1_000, help="sentences per second")
+    ap.add_argument("--poison", action="store_true",
+                    help="1%% undecodable messages and 0.5%% that the split bolt raises on")
+    ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="with --no-kills: feed for this long (instead of --sentences)")
+    ap.add_argument("--recovery-timeout-s", type=float, default=180)
+    ap.add_argument("--drain-timeout-s", type=float, default=600)
+    ap.add_argument("--workdir", type=Path, default=Path(".squall/chaos"))
+    a = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    stop = threading.Event()
+    total = None if (a.no_kills and a.minutes) else a.sentences
+    with cluster(a.workdir.resolve(), stop) as cl:
+        bootstrap = cl.info.bootstrap_servers
+        ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
+        split = "examples.faults:SplitOrRaise" if a.poison else \
+            "examples.wordcount:SplitSentenceBatch"
+        spec = demo_topology(bootstrap, split)
+        cl.client.submit(spec.to_json())
+        say("submitted; waiting for the bolt queries")
+        if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
+                    240):
+            raise SystemExit("the bolt queries did not start in 240 s")
+        prog = Progress(cl.info, cl.client)
+        commits = Commits(prog)
+        feeder = Feeder(bootstrap, total, a.rate, a.poison,
+                        a.minutes * 60 if (a.no_kills and a.minutes) else None)
+        t0 = time.monotonic()
+        feeder.start()
+        commits.start()
+        recovery: dict[str, float | None] = {}
+        faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
+        expected = total or int(a.rate * (a.minutes or 0) * 60)
+        for i, (name, pattern) in enumerate(faults):
+            # Faults spread over the feed: the pipeline is busy at each one.
+            at = expected * (i + 1) / (len(faults) + 2)
+            while feeder.fed < at and not feeder.done.is_set():
+                time.sleep(0.2)
+            say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
+                f"{commits.value:,}: {name} down")
+            recovery[name] = fault(cl, name, pattern, commits, a.recovery_timeout_s)
+            say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
+                f"{recovery[name]} s")
+        while not feeder.done.wait(5):
+            say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
+                f"{commits.value:,}  longest stall {commits.max_gap_s:.1f} s")
+        fed = feeder.fed
+        commits.target = fed
+        say(f"fed {fed:,}; waiting for the pipeline to drain")
+        deadline = time.monotonic() + a.drain_timeout_s
+        while commits.value < fed and time.monotonic() < deadline:
+            time.sleep(1)
+        commits.stop.set()
+        committed = prog.committed()
+        drained_s = round(time.monotonic() - t0, 1)
+        back = {
+            "api": wait(lambda: cl.client.request("GET", "/healthz")["status"] == "ok", 30),
+            "workers": wait(lambda: len(cl.client.workers()) == 3, 30),
+            "spout": bool(pids("-m services.spout")), "acker": bool(pids("-m services.acker")),
+            "bolts": wait(lambda: all(b["running"] for b in
+                                      cl.client.storm_topology(NAME)["bolts"]), 60),
+        }
+        from squall.wire import DeadLetter
+
+        letters = [(m.value(), DeadLetter.from_headers(m.headers() or []))
+                   for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]
+        spout_letters = [(v, d) for v, d in letters if d.component == SOURCE]
+        by_value = Counter(v for v, _ in spout_letters)
+        poison = feeder.undecodable | feeder.raising
+        inits = count_inits(bootstrap, spec.ackers)
+        counted: Counter[str] = Counter()
+        for m in read_topic(bootstrap, COUNTS, 1):
+            with contextlib.suppress(ValueError):
+                counted.update(json.loads(m.value() or b""))
+        words_fed = sum(feeder.words.values())
+        storm = {}
+        with contextlib.suppress(ApiError):
+            storm = cl.client.storm_topology(NAME)
+        summary = {
+            "sentences": fed, "committed": committed,
+            "lost": max(0, fed - committed),
+            "dead_lettered": len(spout_letters),
+            "healthy_dead_lettered": sum(n for v, n in by_value.items() if v not in poison),
+            "poison": len(poison), "poison_dead_lettered_once": sum(
+                1 for v in poison if by_value.get(v) == 1),
+            "poison_reasons": sorted({d.reason.split(":")[0] for v, d in spout_letters
+                                      if v in poison})[:5],
+            "replays": max(0, inits - (fed - len(feeder.undecodable))),
+            "replay_bound": spec.max_spout_pending * max(1, len(faults)) if spec.max_spout_pending
+            else None,
+            "duplicates": sum(counted.values()) - words_fed,
+            "missing_words": sum((feeder.words - counted).values()),
+            "max_recovery_s": max((r for r in recovery.values() if r is not None), default=0.0)
+            if all(r is not None for r in recovery.values()) else None,
+            "recovery_s": recovery,
+            "processes_back": all(back.values()), "back": back,
+            "max_ack_gap_s": round(commits.max_gap_s, 1),
+            "restarts": {c.get("spoutId", c.get("boltId", "__acker")): c.get("restarts", 0)
+                         for c in [*storm.get("spouts", []), *storm.get("bolts", []),
+                                   storm.get("acker", {})]},
+            "rate": a.rate, "seconds": drained_s,
+        }
+        prog.close()
+    print(json.dumps(summary), flush=True)
+    ok = (summary["lost"] == 0 and summary["healthy_dead_lettered"] == 0
+          and summary["processes_back"]
+          and (not a.poison or summary["poison_dead_lettered_once"] == len(poison))
+          and (a.poison or summary["dead_lettered"] == 0))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

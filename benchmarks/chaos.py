@@ -157,7 +157,7 @@ class Commits(threading.Thread):
 def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        with contextlib.suppress(ApiError, OSError):
+        with contextlib.suppress(ApiError, OSError, KeyError, ValueError):
             if cond():
                 return True
         time.sleep(0.2)
@@ -171,7 +171,7 @@ def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
     if pattern is None:  # ZooKeeper: a restart (it keeps its data)
         cl.stack.restart("zookeeper")
         back: Callable[[], bool] = lambda: (  # noqa: E731
-            cl.client.request("GET", "/readyz")["status"] == "ready"
+            cl.client.request("GET", "/readyz").get("ready") is True
             and len(cl.client.workers()) == 3)
     else:
         victims = pids(pattern)

@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
+from services.bolts.standby import take_lock, warm_up
 from squall.chains import chains
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
@@ -198,6 +199,21 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        spark = spark_session(self.s.master, f"squall-{self.spec.name}",
+                              self.s.checkpoint_fs == "no-fork", self.s.java_options,
+                              self.s.conf())
+        # Ready before the lock: as a standby, taking over costs only starting the queries.
+        warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
+        lock = take_lock(self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock", stop)
+        if lock is None:  # stopped while standing by
+            spark.stop()
+            return
+        try:
+            self._run(spark, stop)
+        finally:
+            lock.close()
+
+    def _run(self, spark: Any, stop: threading.Event) -> None:
         run_id = uuid.uuid4().hex
         if self.metrics:
             # Reports of the writer sink's micro-batches and of the edge reader's fetch
@@ -205,9 +221,6 @@ class BoltJob:
             reports = self._open_reports()
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()
-        spark = spark_session(self.s.master, f"squall-{self.spec.name}",
-                              self.s.checkpoint_fs == "no-fork", self.s.java_options,
-                              self.s.conf())
         plan = chains(self.spec, [b.name for b in self.bolts],
                       self.s.fuse and self.s.sink == "foreach_batch")
         queries = [start_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)

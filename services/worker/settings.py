@@ -33,6 +33,14 @@ class WorkerSettings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(0, ge=0, le=65535)
     stop_timeout_s: float = Field(30.0, gt=0)
+    # A second copy of each bolts job, its Spark session and Python workers warm, waiting
+    # on the job's lock to take over (services/bolts/standby.py). Local masters only: on a
+    # cluster a standby application would hold executors.
+    bolts_standby: bool = True
+
+    @property
+    def standby(self) -> bool:
+        return self.bolts_standby and self.master.startswith("local")
 
     @property
     def checkpoints(self) -> Path:
@@ -55,4 +63,7 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
     p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
     p.add_argument("--metrics-host", help="host others reach its processes' /metrics at")
     p.add_argument("--metrics-port", type=int, help="the worker's own /metrics port (0: off)")
+    p.add_argument("--bolts-standby", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep a warm standby of each bolts job that takes over in seconds "
+                   "when it dies (default: on with a local master)")
     return load_settings(WorkerSettings, p, argv, "worker")

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,11 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
         args = bolts_args(path, sorted(comps), s.bootstrap_servers, s.checkpoints, s.master)
-        out.update([_proc(Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ()), args, raw)])
+        placement = Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ())
+        key, ps = _proc(placement, args, raw)
+        out[key] = ps
+        if s.standby:  # the same job again: it waits on the job's lock (services/bolts/standby)
+            out[key + ".standby"] = replace(ps, key=key + ".standby")
     return out
 
 

@@ -1,0 +1,61 @@
+"""The chaos suite, short (benchmarks/chaos.py): kills under load, and poison input.
+
+The long runs are their own command (``python -m benchmarks.chaos``, defaults:
+100,000 sentences); these check the same properties on a few thousand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall.dev.stack import die_with_parent
+
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+
+def chaos(tmp_path: Path, *args: str) -> dict[str, Any]:
+    log = tmp_path / "chaos.log"
+    with open(log, "wb") as err:
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.chaos", "--workdir", str(tmp_path / "run"),
+             "--recovery-timeout-s", "240", "--drain-timeout-s", "300", *args],
+            stdout=subprocess.PIPE, stderr=err, timeout=1200, preexec_fn=die_with_parent,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    lines = out.stdout.decode().strip().splitlines()
+    assert lines, f"no summary; exit {out.returncode}:\n{log.read_text()[-3000:]}"
+    summary: dict[str, Any] = json.loads(lines[-1])
+    summary["exit"] = out.returncode
+    summary["log"] = log.read_text()[-3000:]
+    return summary
+
+
+def test_chaos_kills_under_load_lose_nothing_and_dead_letter_nothing(tmp_path: Path) -> None:
+    s = chaos(tmp_path, "--sentences", "6000", "--rate", "300")
+    assert s["lost"] == 0, s
+    assert s["dead_lettered"] == 0, s
+    assert s["processes_back"], s
+    # Every fault was recovered from (the acks flowed again), and replays stayed within what
+    # was in flight (max spout pending per fault), not multiplied by timeouts.
+    assert s["max_recovery_s"] is not None, s
+    assert set(s["recovery_s"]) == {"spout", "acker", "bolts-driver", "api", "zookeeper"}
+    assert s["replays"] <= s["replay_bound"], s
+    assert s["missing_words"] == 0, s
+    assert s["exit"] == 0, s
+
+
+def test_chaos_poison_is_dead_lettered_once_each_and_nothing_else(tmp_path: Path) -> None:
+    s = chaos(tmp_path, "--poison", "--no-kills", "--sentences", "4000", "--rate", "400")
+    assert s["poison"] > 0, s
+    assert s["poison_dead_lettered_once"] == s["poison"], s
+    assert s["healthy_dead_lettered"] == 0, s
+    assert s["dead_lettered"] == s["poison"], s
+    assert s["lost"] == 0 and s["missing_words"] == 0, s
+    assert {"undecodable", "failed after 6 attempts"} <= set(s["poison_reasons"]), s
+    assert s["exit"] == 0, s

@@ -64,6 +64,26 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (d / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+    return out
+
+
+def active_driver(workdir: Path) -> list[int]:
+    """The Spark driver JVM of the bolts job that holds the topology's lock (not the warm
+    standby's): the lock file names the job's process, the JVM is its child."""
+    with contextlib.suppress(OSError, ValueError):
+        job = int((workdir / "checkpoints" / NAME / "job.lock").read_text().split()[0])
+        return [c for c in children(job) if c in pids(KILLS[2][1])]
+    return []
+
+
 def pids(pattern: str) -> list[int]:
     """Processes whose command line contains ``pattern`` (this machine's, from /proc)."""
     out = []
@@ -132,13 +152,13 @@ class Feeder(threading.Thread):
 class Commits(threading.Thread):
     """Samples the committed source offsets: when they moved, the longest stall."""
 
-    def __init__(self, prog: Progress) -> None:
+    def __init__(self, prog: Progress, fed: Callable[[], int]) -> None:
         super().__init__(daemon=True, name="commits")
         self.prog = prog
+        self.fed = fed
         self.value = 0
         self.moved_at = time.monotonic()
         self.max_gap_s = 0.0
-        self.target = 10**12  # set to what was fed once feeding ends
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -149,9 +169,6 @@ class Commits(threading.Thread):
                 if v > self.value:
                     self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
                     self.value, self.moved_at = v, now
-
-    def advanced_since(self, t: float) -> bool:
-        return self.moved_at > t
 
 
 def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
@@ -166,15 +183,17 @@ def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
 
 def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
           timeout_s: float) -> float | None:
-    """One fault; seconds until the process is back and commits move again (None: never)."""
+    """One fault; seconds until the process is back and everything fed before the fault is
+    committed: what was in flight got through (None: not within ``timeout_s``)."""
     t0 = time.monotonic()
+    in_flight_end = commits.fed()
     if pattern is None:  # ZooKeeper: a restart (it keeps its data)
         cl.stack.restart("zookeeper")
         back: Callable[[], bool] = lambda: (  # noqa: E731
             cl.client.request("GET", "/readyz").get("ready") is True
             and len(cl.client.workers()) == 3)
     else:
-        victims = pids(pattern)
+        victims = active_driver(cl.workdir) if name == "bolts-driver" else pids(pattern)
         if not victims:
             say(f"  no process matches {pattern!r}: fault {name} skipped")
             return None
@@ -187,9 +206,7 @@ def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
             back = lambda: any(p not in victims for p in pids(pattern))  # noqa: E731
     if not wait(back, timeout_s):
         return None
-    t_back = time.monotonic()
-    if not wait(lambda: commits.advanced_since(t_back) or commits.value >= commits.target,
-                timeout_s):
+    if not wait(lambda: commits.value >= in_flight_end, timeout_s):
         return None
     return round(time.monotonic() - t0, 1)
 
@@ -263,9 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                     240):
             raise SystemExit("the bolt queries did not start in 240 s")
         prog = Progress(cl.info, cl.client)
-        commits = Commits(prog)
         feeder = Feeder(bootstrap, total, a.rate, a.poison,
                         a.minutes * 60 if (a.no_kills and a.minutes) else None)
+        commits = Commits(prog, lambda: feeder.fed)
         t0 = time.monotonic()
         feeder.start()
         commits.start()
@@ -286,7 +303,6 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
                 f"{commits.value:,}  longest stall {commits.max_gap_s:.1f} s")
         fed = feeder.fed
-        commits.target = fed
         say(f"fed {fed:,}; waiting for the pipeline to drain")
         deadline = time.monotonic() + a.drain_timeout_s
         while commits.value < fed and time.monotonic() < deadline:

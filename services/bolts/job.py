@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
-from services.bolts.standby import take_lock, warm_up
+from services.bolts.standby import driver_alive, take_lock, warm_up
 from squall.chains import chains
 from squall.errors import ConfigError
 from squall.kafka import ensure_topics
@@ -147,22 +147,22 @@ def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSett
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
-                          state_dirs))
+                          state_dirs, str(checkpoint / "squall-batches")))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(f"{spec.name}.{head.name}").start())
 
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
-                  metrics: BoltMetrics | None, state_dirs: Mapping[str, str]) -> Any:
+                  metrics: BoltMetrics | None, state_dirs: Mapping[str, str],
+                  marks_dir: str) -> Any:
     """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
     per head task); their reports come back to this process, which counts them and logs
-    errors."""
+    errors. A batch a task finished before (a re-run after a crash) is skipped."""
     from services.bolts.sink import REPORT_SCHEMA, task_runner
 
-    run = task_runner(spec_json, chain, bootstrap, state_dirs)
-
     def batch(df: Any, batch_id: int) -> None:
+        run = task_runner(spec_json, chain, bootstrap, state_dirs, marks_dir, batch_id)
         reports = df.mapInArrow(run, REPORT_SCHEMA).collect()
         for component in chain:
             mine = [r for r in reports if r["component"] == component]
@@ -204,7 +204,8 @@ class BoltJob:
                               self.s.conf())
         # Ready before the lock: as a standby, taking over costs only starting the queries.
         warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
-        lock = take_lock(self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock", stop)
+        lock = take_lock(self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock", stop,
+                         lambda: driver_alive(spark))
         if lock is None:  # stopped while standing by
             spark.stop()
             return

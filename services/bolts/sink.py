@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from services.bolts import clients, heap
+from services.bolts import batch_marks, clients, heap
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.bolt import TaskContext
 from squall.chains import fused_edge
@@ -127,8 +127,8 @@ def run_task(spec_json: str, component: str, bootstrap: str,
 
 
 def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
-              iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str]
-              ) -> list[BatchReport]:
+              iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str],
+              marks_dir: str = "", batch_id: int | None = None) -> list[BatchReport]:
     """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
     (``squall.chains``) on what it emitted to them: execute, produce, flush.
 
@@ -145,6 +145,12 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     t_input = time.perf_counter()
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
     reports = [BatchReport(task, component=c) for c in chain]
+    marking = bool(marks_dir) and batch_id is not None and task >= 0
+    if marking and batch_marks.last_done(marks_dir, task) >= (batch_id or 0):
+        log.warning("task %d of %s: micro-batch %s was run to the end before (Spark runs it "
+                    "again after a crash): its outputs and acks are in Kafka, skipped",
+                    task, head, batch_id)
+        return reports
     batches = []
     for rb in rows:
         for topic, part, off, raw in zip(rb.column("topic").to_pylist(),
@@ -169,6 +175,8 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
                     break
         t_prod = time.perf_counter()
         _flush(producer, head, task)
+        if marking:
+            batch_marks.mark_done(marks_dir, task, batch_id or 0)
     t_end = time.perf_counter()
     h = reports[0]
     h.phases = {"input": t_input - t0,
@@ -248,13 +256,17 @@ _REPORT_ARROW = pa.schema([
 
 
 def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
-                state_dirs: Mapping[str, str] | None = None
+                state_dirs: Mapping[str, str] | None = None, marks_dir: str = "",
+                batch_id: int | None = None
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt."""
+    """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt.
+
+    With ``marks_dir`` and ``batch_id``, a batch the task finished already is skipped
+    (services/bolts/batch_marks.py)."""
     dirs = dict(state_dirs or {})
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs)
+        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs, marks_dir, batch_id)
         yield pa.RecordBatch.from_pylist([{
             "component": rep.component, "task": rep.task, "executed": rep.executed,
             "emitted": rep.emitted, "acked": rep.acked, "failed": rep.failed, "bad": rep.bad,

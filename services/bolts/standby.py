@@ -17,23 +17,30 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow as pa
 
+from squall.errors import ConfigError
+
 log = logging.getLogger("squall.bolts.standby")
 
 
-def take_lock(path: Path, stop: threading.Event, every_s: float = 0.05) -> TextIO | None:
+def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lambda: True,
+              every_s: float = 0.05) -> TextIO | None:
     """Hold ``path`` exclusively (blocking, until ``stop``); None if stopped first.
 
     The lock lasts as long as the returned file is open: the process's life.
+    ``alive`` is asked every second while waiting: a standby whose Spark driver
+    died must exit (and be restarted), not take over without one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     f = open(path, "a+")  # noqa: SIM115 - held open: it is the lock
     waited = False
+    checked = time.monotonic()
     while not stop.is_set():
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -41,6 +48,12 @@ def take_lock(path: Path, stop: threading.Event, every_s: float = 0.05) -> TextI
             if not waited:
                 log.info("standby: another job holds %s; waiting to take over", path)
                 waited = True
+            if time.monotonic() - checked >= 1.0:
+                checked = time.monotonic()
+                if not alive():
+                    f.close()
+                    raise ConfigError("the standby's Spark driver is gone; exiting to be "
+                                      "restarted") from None
             stop.wait(every_s)
             continue
         f.seek(0)
@@ -65,3 +78,11 @@ def warm_up(spark: Any, modules: Sequence[str]) -> None:
 
     cores = max(1, spark.sparkContext.defaultParallelism)
     spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long").collect()
+
+
+def driver_alive(spark: Any) -> bool:
+    """The Spark driver (the JVM behind py4j) still answers."""
+    try:
+        return not spark.sparkContext._jsc.sc().isStopped()
+    except Exception:  # py4j: the JVM is gone
+        return False

@@ -53,6 +53,7 @@ from squall.demo import (
     cluster,
     demo_topology,
 )
+from squall.dev.stack import child_pids
 from squall.kafka import ensure_topics, produce, quiet_logger
 
 #: process kills, in turn: (fault, what its command line contains)
@@ -64,23 +65,12 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def children(pid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = (d / "stat").read_text()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d.name))
-    return out
-
-
 def active_driver(workdir: Path) -> list[int]:
     """The Spark driver JVM of the bolts job that holds the topology's lock (not the warm
     standby's): the lock file names the job's process, the JVM is its child."""
     with contextlib.suppress(OSError, ValueError):
         job = int((workdir / "checkpoints" / NAME / "job.lock").read_text().split()[0])
-        return [c for c in children(job) if c in pids(KILLS[2][1])]
+        return child_pids(job, KILLS[2][1])
     return []
 
 

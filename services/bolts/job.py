@@ -124,6 +124,13 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
                metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
     """One query for a chain of bolts (``squall.chains``): it reads the head's inputs."""
+    return prepare_bolt(spark, spec, chain, s, metrics, run_id).start()
+
+
+def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
+                 metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
+    """:func:`start_bolt` up to ``start()``: the writer, its source's schema resolved (Spark
+    asks a Python process for it) and its callback server up; it touches no checkpoint."""
     head = spec.component(chain[0])
     assert isinstance(head, BoltSpec)
     reader = (spark.readStream.format("squall_edges")
@@ -150,7 +157,7 @@ def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSett
                           state_dirs, str(checkpoint / "squall-batches")))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
-            .queryName(f"{spec.name}.{head.name}").start())
+            .queryName(f"{spec.name}.{head.name}"))
 
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
@@ -202,30 +209,33 @@ class BoltJob:
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                               self.s.checkpoint_fs == "no-fork", self.s.java_options,
                               self.s.conf())
-        # Ready before the lock: as a standby, taking over costs only starting the queries.
+        # Everything but starting the queries happens before the lock: as a standby, taking
+        # over costs only that (services/bolts/standby.py).
         warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
+        run_id = uuid.uuid4().hex
+        if self.metrics:
+            # Reports of the writer sink's micro-batches and of the edge reader's fetch
+            # retries (this run's only, by run id). Positioned before any query starts: no
+            # report of this run is missed.
+            reports = self._open_reports()
+            threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
+                             daemon=True, name="bolt-reports").start()
+        plan = chains(self.spec, [b.name for b in self.bolts],
+                      self.s.fuse and self.s.sink == "foreach_batch")
+        writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)
+                   for chain in plan]
         lock = take_lock(self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock", stop,
                          lambda: driver_alive(spark))
         if lock is None:  # stopped while standing by
             spark.stop()
             return
         try:
-            self._run(spark, stop)
+            self._run(spark, stop, plan, [w.start() for w in writers])
         finally:
             lock.close()
 
-    def _run(self, spark: Any, stop: threading.Event) -> None:
-        run_id = uuid.uuid4().hex
-        if self.metrics:
-            # Reports of the writer sink's micro-batches and of the edge reader's fetch
-            # retries. Positioned before any query starts: no report of this run is missed.
-            reports = self._open_reports()
-            threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
-                             daemon=True, name="bolt-reports").start()
-        plan = chains(self.spec, [b.name for b in self.bolts],
-                      self.s.fuse and self.s.sink == "foreach_batch")
-        queries = [start_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)
-                   for chain in plan]
+    def _run(self, spark: Any, stop: threading.Event, plan: list[tuple[str, ...]],
+             queries: list[Any]) -> None:
         log.info("bolt queries running: %s (chains: %s)", [q.name for q in queries],
                  [" -> ".join(c) for c in plan])
         m = self.metrics

@@ -76,8 +76,11 @@ def warm_up(spark: Any, modules: Sequence[str]) -> None:
             importlib.import_module(m)
         yield from batches
 
+    # Two Python stages per task, as a micro-batch has (the edge reader, then the bolts):
+    # two workers per core are started and kept (Spark reuses them).
     cores = max(1, spark.sparkContext.defaultParallelism)
-    spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long").collect()
+    (spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long")
+     .mapInArrow(imports, "id long").collect())
 
 
 def driver_alive(spark: Any) -> bool:

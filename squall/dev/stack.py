@@ -158,6 +158,22 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def child_pids(pid: int, contains: str = "") -> list[int]:
+    """This machine's processes whose parent is ``pid`` (and whose command line contains
+    ``contains``), from /proc."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if contains in cmd:
+                out.append(int(d.name))
+    return sorted(out)
+
+
 def die_with_parent() -> None:
     """For ``preexec_fn``: the child gets SIGKILL when its parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)

@@ -17,7 +17,7 @@ import pytest
 from examples.faults import FailEveryKth, ForgetEveryKth
 from examples.wordcount import SplitSentence, WordCount
 from services.spout.settings import edge_flag
-from squall.dev.stack import die_with_parent
+from squall.dev.stack import child_pids, die_with_parent
 from squall.kafka import ensure_topics
 from squall.topics import acker_topic
 from squall.topology import TopologyBuilder, TopologySpec
@@ -224,8 +224,12 @@ def test_faulty_bolt_replays_exactly_the_affected_roots_which_then_complete(
     lines = sentences(100)
     with run.acker.start(), run.report() as report, run.bolts() as bolts:
         m = run.feed_and_wait(lines, bolts)
+        errors = bolts.metrics().get(f"squall_bolt_errors_total{{component=split,topology={name}}}",
+                                     0.0)
     lab = f"component=sentences,topology={name}"
     multiples = len(range(0, 100, 5))
+    # Every exception is counted (not only the last few of a micro-batch's).
+    assert errors == (multiples if reason == "failed" else 0)
     assert m[f"squall_spout_failed_total{{component=sentences,reason={reason},topology={name}}}"] \
         >= multiples
     assert m[f"squall_spout_replayed_total{{{lab}}}"] >= multiples
@@ -261,6 +265,15 @@ def test_squall_run_starts_and_stops_a_topology(bootstrap: str, tmp_path: Path) 
                                            f"numbers-{name}", 1) == [30] or proc.poll() is not None,
                  240, "every number committed")
         assert proc.poll() is None, (tmp_path / "run.log").read_text()[-2000:]
+        # The bolts job dies: squall run restarts it (it no longer exits), nothing is lost.
+        (bolts,) = child_pids(proc.pid, "services.bolts")
+        os.kill(bolts, signal.SIGKILL)
+        produce_source(bootstrap, f"numbers-{name}", [str(i).encode() for i in range(30)], 1)
+        wait_for(lambda: committed_offsets(bootstrap, f"squall.{name}.numbers",
+                                           f"numbers-{name}", 1) == [60] or proc.poll() is not None,
+                 240, "every number committed after the restart")
+        assert proc.poll() is None, (tmp_path / "run.log").read_text()[-2000:]
+        assert "bolts exited with -9; restarting" in (tmp_path / "run.log").read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(90)

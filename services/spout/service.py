@@ -280,10 +280,10 @@ class SpoutService:
     def _acker_clock(self, task: SpoutTask) -> int | None:
         """The ackers' timeout clock (the earliest of them), once every acker task told it:
         the backstop waits for slow bolts as the ackers' timeouts do."""
-        if self.s.timeout_clock == "wall":
+        if self.s.timeout_clock == "wall" or not task.cfg.tracked:
             return self.clock.now_ms()
         clocks = self._acker_clocks.get(task.cfg.task, {})
-        if len(clocks) < task.cfg.num_ackers:
+        if not clocks or len(clocks) < task.cfg.num_ackers:
             return None
         return min(clocks.values())
 

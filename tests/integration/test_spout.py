@@ -215,7 +215,8 @@ def test_max_spout_pending_bounds_the_trees_in_flight(rig_factory: Any) -> None:
                                    {"guarantee": "no_guarantee"}])
 def test_untracked_modes_commit_without_acks_and_send_untracked_tuples(
         rig_factory: Any, flags: dict[str, Any]) -> None:
-    rig = rig_factory(100, **flags)
+    # The spout's default (ackers') clock: untracked modes never wait for it.
+    rig = rig_factory(100, timeout_clock="bolts", **flags)
     with rig.bolt(lambda v, n: "fail") as bolt, rig.spout():
         # The bolt fails everything: untracked tuples are committed anyway, never replayed.
         wait_for(rig.all_committed, 30, "every offset committed without acks")

@@ -251,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,
                     help="with --no-kills: feed for this long (instead of --sentences)")
+    ap.add_argument("--message-timeout-s", type=float, default=60,
+                    help="the topology's message timeout (shorter than a recovery: shows that "
+                    "waiting for a restarted job replays nothing)")
     ap.add_argument("--recovery-timeout-s", type=float, default=180)
     ap.add_argument("--drain-timeout-s", type=float, default=600)
     ap.add_argument("--workdir", type=Path, default=Path(".squall/chaos"))
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
         split = "examples.faults:SplitOrRaise" if a.poison else \
             "examples.wordcount:SplitSentenceBatch"
-        spec = demo_topology(bootstrap, split)
+        spec = demo_topology(bootstrap, split, a.message_timeout_s)
         cl.client.submit(spec.to_json())
         say("submitted; waiting for the bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
@@ -345,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             "restarts": {c.get("spoutId", c.get("boltId", "__acker")): c.get("restarts", 0)
                          for c in [*storm.get("spouts", []), *storm.get("bolts", []),
                                    storm.get("acker", {})]},
-            "rate": a.rate, "seconds": drained_s,
+            "rate": a.rate, "message_timeout_s": a.message_timeout_s, "seconds": drained_s,
         }
         prog.close()
     print(json.dumps(summary), flush=True)

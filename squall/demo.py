@@ -50,8 +50,8 @@ class DemoSettings:
     timeout_s: float
 
 
-def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceBatch"
-                  ) -> TopologySpec:
+def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceBatch",
+                  message_timeout_s: float = 60) -> TopologySpec:
     b = TopologyBuilder()
     b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
     b.set_bolt("split", split, 2,
@@ -61,7 +61,8 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
     b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
                config={"topic": COUNTS, "bootstrap_servers": bootstrap}
                ).global_grouping("count")
-    return b.build(NAME, ackers=2, message_timeout_s=60, max_spout_pending=20_000)
+    return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
+                   max_spout_pending=20_000)
 
 
 def _spawn(name: str, args: list[str], workdir: Path, env: dict[str, str] | None = None

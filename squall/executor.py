@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from squall.bolt import PARENT, BatchBolt, Bolt, OutputCollector, TaskContext
+from squall.columns import to_columns
 from squall.errors import TopologyError
 from squall.grouping import Edge, Grouping, Router
 from squall.ids import IdBatcher, new_id
@@ -219,9 +220,17 @@ class BoltExecutor:
                     by_part.setdefault(part, []).append(i)
                 fields = self.outputs[b.edge.stream]
                 for part, idx in sorted(by_part.items()):
-                    cols = {f: pa.array([b.rows[i][c] for i in idx]) for c, f in enumerate(fields)}
+                    cols, bad = to_columns(fields, [b.rows[i] for i in idx])
+                    for k, reason in bad.items():
+                        # A value that cannot share its column fails its trees, like an
+                        # exception in the bolt would: the batch and the process go on.
+                        res.records += [AckerRecord(RecordKind.FAIL, r) for r in b.anchors[idx[k]]]
+                        res.errors.append(f"emitted on stream {b.edge.stream!r}: {reason}")
+                    keep = [i for k, i in enumerate(idx) if k not in bad]
+                    if not keep:
+                        continue
                     res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
-                        cols, [b.anchors[i] for i in idx], stream=b.edge.stream,
+                        cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task)))
                 b.rows, b.anchors, b.parts = [], [], []
         res.acks = AckerBatch.from_records(coalesce(res.records), _now_ms())

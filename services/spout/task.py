@@ -25,12 +25,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from squall.columns import to_columns
 from squall.grouping import Edge, Router
 from squall.ids import IdBatcher, derive_roots, root_keys
 from squall.offsets import DeadLetter, OffsetManager, Retry
 from squall.records import AckerBatch, Outcome, RecordKind, Results
 from squall.retry import RetrySchedule
-from squall.scheme import Scheme, SchemeError, deserialize_columns, to_columns
+from squall.scheme import Scheme, SchemeError, deserialize_columns
 from squall.wire import TupleBatch
 
 I64 = npt.NDArray[np.int64]

@@ -282,3 +282,26 @@ def test_attributes_kept_across_micro_batches_are_warned_about_once() -> None:
     assert "state API" in res.warnings[0]
     _, batch = h.spout(["c"])
     assert ex.run(through([batch])).warnings == []
+
+
+class Mixed(Bolt):
+    """Emits its input's number, or a word where a number is expected."""
+
+    outputs: ClassVar = {"default": ("n",)}
+
+    def execute(self, t: Tuple) -> None:
+        text = str(t[0])
+        self.collector.emit((int(text) if text.isdigit() else text,), t)
+        self.collector.ack(t)
+
+
+def test_an_emitted_value_that_cannot_share_its_column_fails_only_its_tree() -> None:
+    h = Harness()
+    ex = BoltExecutor(Mixed(), ctx("mixed"), [Edge("sink", "t", 1, Grouping.GLOBAL)], ids=h.ids)
+    roots, batch = h.spout(["1", "2", "seven", "4"])
+    res = ex.run(through([batch]))
+    assert len(res.errors) == 1 and "'seven'" in res.errors[0]
+    ((_, _, out),) = res.outputs
+    assert out.data.column("n").to_pylist() == [1, 2, 4]
+    h.send(res.acks)
+    assert h.decided == {roots[2]: Outcome.FAILED}  # the others wait for their children

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.spout.task import SpoutConfig, SpoutTask
+from squall.columns import to_columns
 from squall.grouping import Edge, Grouping
 from squall.scheme import (
     JsonScheme,
@@ -21,7 +22,6 @@ from squall.scheme import (
     SchemeError,
     TextScheme,
     deserialize_columns,
-    to_columns,
 )
 
 FIELDS = ("id", "name")

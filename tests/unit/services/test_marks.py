@@ -1,0 +1,39 @@
+"""What the bolts job reads to know how far its queries got (services/bolts/marks.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from services.bolts.batch_marks import last_done, mark_done
+from services.bolts.marks import committed_offsets, end_offsets
+
+
+def test_the_last_committed_batch_of_a_checkpoint(tmp_path: Path) -> None:
+    assert committed_offsets(tmp_path) is None  # a fresh checkpoint
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    for batch, end in ((4, 10), (5, 20), (6, 30)):  # 6 was planned, not committed
+        (tmp_path / "offsets" / str(batch)).write_text(
+            "v1\n" + json.dumps({"batchTimestampMs": 1}) + "\n" + json.dumps({"e:0": end}))
+    for batch in (4, 5):
+        (tmp_path / "commits" / str(batch)).write_text("v1\n{}")
+    assert committed_offsets(tmp_path) == {"e:0": 20}
+
+
+def test_a_progress_report_names_the_end_offsets_as_json_or_text() -> None:
+    assert end_offsets(None) is None
+    assert end_offsets({"sources": []}) is None
+    assert end_offsets({"sources": [{"endOffset": {"e:0": 5}}]}) == {"e:0": 5}
+    assert end_offsets({"sources": [{"endOffset": '{"e:1": 7}'}]}) == {"e:1": 7}
+    assert end_offsets({"sources": [{"endOffset": "not json"}]}) is None
+
+
+def test_batch_marks_remember_the_highest_batch_per_task(tmp_path: Path) -> None:
+    d = str(tmp_path / "marks")
+    assert last_done(d, 0) == -1
+    mark_done(d, 0, 7)
+    mark_done(d, 1, 3)
+    assert (last_done(d, 0), last_done(d, 1)) == (7, 3)
+    mark_done(d, 0, 8)
+    assert last_done(d, 0) == 8

@@ -318,6 +318,27 @@ def decode_salt_marker(payload: bytes) -> int | None:
     return int(struct.unpack_from("<Q", payload, _HEADER.size)[0])
 
 
+# ----- dead-letter markers ---------------------------------------------------
+# A spout task notes each source offset it dead-lettered in its own results partition,
+# so that after a crash it does not dead-letter the same message again.
+
+_LETTER_MAGIC = b"SQDL"
+
+
+def encode_letter_marker(topic: str, partition: int, offset: int, ts_ms: int) -> bytes:
+    name = topic.encode()
+    return (_HEADER.pack(_LETTER_MAGIC, _VERSION, 0, 0, len(name), ts_ms, 0)
+            + struct.pack("<iq", partition, offset) + name)
+
+
+def decode_letter_marker(payload: bytes) -> tuple[str, int, int] | None:
+    """``(topic, partition, offset)`` if ``payload`` is a dead-letter marker, else None."""
+    if payload[:4] != _LETTER_MAGIC or len(payload) < _HEADER.size + 12:
+        return None
+    partition, offset = struct.unpack_from("<iq", payload, _HEADER.size)
+    return payload[_HEADER.size + 12:].decode(errors="replace"), int(partition), int(offset)
+
+
 # ----- progress marks -------------------------------------------------------
 # A bolts job writes its watermark (squall/progress.py) into every acker partition,
 # after the acks of the micro-batches it covers: the acker reads them in that order.

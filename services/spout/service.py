@@ -33,9 +33,11 @@ from squall.scheme import load_scheme
 from squall.topics import acker_topic, dlq_topic, results_topic
 from squall.wire import (
     DeadLetter,
+    decode_letter_marker,
     decode_results,
     decode_salt_marker,
     encode_acker_batches,
+    encode_letter_marker,
     encode_salt_marker,
     encode_tuples_chunked,
     results_clock,
@@ -110,14 +112,15 @@ class SpoutService:
                                      timeout=30)
             committed = [max(c.offset, 0) for c in got[:-1]]
             res_start = max(got[-1].offset, 0)
-            recovered, old, res_end = self._scan_results(task_id, res_start)
+            recovered, old, res_end, letters = self._scan_results(task_id, res_start)
             salt = new_salt()
             # This incarnation's salt is in the results partition before any root derived from it.
             self._mark_salt(task_id, salt)
             cfg = SpoutConfig(task_id, s.component, scheme, edges, s.num_ackers, s.timeout_ms,
                               s.retry(), s.max_spout_pending, s.max_uncommitted_offsets,
                               s.guarantee)
-            task = SpoutTask(cfg, committed, salt, old, recovered)
+            task = SpoutTask(cfg, committed, salt, old, recovered, lettered={
+                (sources.index((t, p)), o) for t, p, o in letters if (t, p) in sources})
             self.io[task_id] = TaskIO(task, sources, res_start)
             for i, tp in enumerate(sources):
                 self._route[tp] = (task, i)
@@ -133,8 +136,10 @@ class SpoutService:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
                       partition=task_id)
 
-    def _scan_results(self, task_id: int, start: int) -> tuple[set[int], list[int], int]:
-        """Roots acked and salts marked in this task's results partition, ``start`` to end."""
+    def _scan_results(self, task_id: int, start: int
+                      ) -> tuple[set[int], list[int], int, set[tuple[str, int, int]]]:
+        """Roots acked, salts marked and offsets dead-lettered in this task's results
+        partition, ``start`` to end."""
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         c = Consumer({"bootstrap.servers": self.s.bootstrap_servers, "group.id": "squall-scan",
@@ -143,6 +148,7 @@ class SpoutService:
         c.assign([TopicPartition(self.results, task_id, start)])
         acked: set[int] = set()
         salts: list[int] = []
+        letters: set[tuple[str, int, int]] = set()
         end = start
         deadline = time.monotonic() + 60
         try:
@@ -154,13 +160,17 @@ class SpoutService:
                     err = m.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            return acked, salts[-_MAX_SALTS:], end
+                            return acked, salts[-_MAX_SALTS:], end, letters
                         continue
                     end = (m.offset() or 0) + 1
                     raw = m.value() or b""
                     marked = decode_salt_marker(raw)
                     if marked is not None:
                         salts.append(marked)
+                        continue
+                    letter = decode_letter_marker(raw)
+                    if letter is not None:
+                        letters.add(letter)
                         continue
                     try:
                         res = decode_results(raw)
@@ -171,7 +181,7 @@ class SpoutService:
             c.close()
         log.warning("results scan of task %d did not reach the end; recovered what it read",
                     task_id)
-        return acked, salts[-_MAX_SALTS:], end
+        return acked, salts[-_MAX_SALTS:], end, letters
 
     # ----- the loop ------------------------------------------------------
 
@@ -264,8 +274,9 @@ class SpoutService:
 
     def _on_results(self, task: SpoutTask, raw: bytes | None, offset: int, now: int,
                     key: bytes | None = None) -> None:
-        if decode_salt_marker(raw or b"") is not None:
-            return  # our own marker
+        if decode_salt_marker(raw or b"") is not None or \
+                decode_letter_marker(raw or b"") is not None:
+            return  # our own markers
         try:
             res = decode_results(raw or b"")
         except WireFormatError as e:
@@ -329,10 +340,16 @@ class SpoutService:
         headers = list(msg.headers() or []) + meta.headers()
         log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
 
+        def marked(err: Any, marker: Any) -> None:
+            # Noted in the results partition: a restart will not dead-letter it again.
+            task.dead_lettered(letter, marker.offset() if err is None else None)
+
         def delivered(err: Any, _msg: Any) -> None:
             if err is None:
-                task.dead_lettered(letter)
                 self.metrics.dead_lettered.labels(*self.metrics.labels).inc()
+                produce(self.producer, self.results,
+                        encode_letter_marker(t, p, letter.offset, self.clock.now_ms()),
+                        partition=task.cfg.task, on_delivery=marked)
             else:
                 log.error("dead letter for %s[%d]@%d not delivered (%s); retrying", t, p,
                           letter.offset, err)

@@ -99,7 +99,8 @@ class Settled:
 class SpoutTask:
     def __init__(self, cfg: SpoutConfig, committed: Sequence[int], salt: int,
                  old_salts: Sequence[int] = (), recovered_roots: set[int] | None = None,
-                 ids: IdBatcher | None = None) -> None:
+                 ids: IdBatcher | None = None,
+                 lettered: set[tuple[int, int]] | None = None) -> None:
         self.cfg = cfg
         self.salt = salt
         self.offsets = [OffsetManager(c, cfg.retry, cfg.max_uncommitted) for c in committed]
@@ -117,6 +118,8 @@ class SpoutTask:
         self._done_at: list[deque[tuple[int, int]]] = [deque() for _ in committed]
         self._old_salts = list(old_salts)
         self._recovered = recovered_roots or set()
+        # (source, offset) dead-lettered before a restart, not yet committed: done already.
+        self._lettered = {(src, o) for src, o in (lettered or set()) if o >= committed[src]}
         self._attempts = (cfg.retry.max_retries or 0) + 1
         window = cfg.max_uncommitted or 100_000  # how far the old incarnation can have emitted
         self._recover_below = [c + window for c in committed]
@@ -175,8 +178,8 @@ class SpoutTask:
 
     def results_position(self, position: int) -> int:
         """The results offset to commit: the earliest result of an uncommitted done offset."""
-        fronts = [d[0][0] for d in self._done_at if d]
-        return min(fronts, default=position)
+        # Not only the fronts: a dead letter's marker may come before results read later.
+        return min((at for d in self._done_at for at, _ in d), default=position)
 
     def committed(self, source: int, offset: int) -> None:
         self.offsets[source].committed(offset)
@@ -228,6 +231,9 @@ class SpoutTask:
                 self.request_seek(source, offsets[first_new + take])
             om.emitted_new(new, now_ms, payloads[first_new:first_new + take])
             recovered = self._recovered_offsets(source, new)
+            if self._lettered:
+                recovered |= {o for o in new if (source, o) in self._lettered}
+                self._lettered -= {(source, o) for o in recovered}
             if not recovered and not chosen:
                 try:  # the common case: a run of new offsets, decoded column-wise
                     cols, bulk = deserialize_columns(self.cfg.scheme,
@@ -426,9 +432,13 @@ class SpoutTask:
                                       f"{reason} after {decision.failures} attempts",
                                       decision.failures))
 
-    def dead_lettered(self, letter: Letter) -> None:
-        """The dead letter is confirmed by Kafka: the offset is done."""
+    def dead_lettered(self, letter: Letter, marker_offset: int | None = None) -> None:
+        """The dead letter is confirmed by Kafka: the offset is done. ``marker_offset``:
+        where its marker sits in the results partition (kept until the offset commits, so
+        a restart finds it)."""
         self.offsets[letter.source].acked(letter.offset)
+        if marker_offset is not None:
+            self._done_at[letter.source].append((marker_offset, letter.offset))
 
 
 def _full_offsets(low: I64, committed: int) -> I64:

@@ -18,9 +18,14 @@ from squall.wire import (
     DeadLetter,
     TupleBatch,
     decode_acker_batch,
+    decode_letter_marker,
+    decode_progress,
     decode_results,
+    decode_salt_marker,
     decode_tuples,
     encode_acker_batch,
+    encode_letter_marker,
+    encode_progress,
     encode_results,
     encode_tuples,
 )
@@ -167,3 +172,17 @@ def test_large_batches_are_split_under_the_message_size() -> None:
     recs = AckerBatch.from_records([AckerRecord(RecordKind.ACK, i + 1, i) for i in range(100)], 0)
     msgs = encode_acker_batches(recs, 0, max_records=30)
     assert [len(decode_acker_batch(m)) for m in msgs] == [30, 30, 30, 10]
+
+
+@given(st.text(max_size=40), st.integers(0, 2**31 - 1), st.integers(0, 2**62))
+def test_dead_letter_markers_round_trip_and_are_not_other_payloads(
+        topic: str, partition: int, offset: int) -> None:
+    raw = encode_letter_marker(topic, partition, offset, 5)
+    assert decode_letter_marker(raw) == (topic, partition, offset)
+    assert decode_salt_marker(raw) is None and decode_progress(raw) is None
+    assert decode_letter_marker(encode_progress("j", 1)) is None
+
+
+@given(st.text(max_size=40), st.integers(0, 2**62))
+def test_progress_marks_round_trip(job: str, watermark: int) -> None:
+    assert decode_progress(encode_progress(job, watermark)) == (job, watermark)

@@ -237,3 +237,19 @@ def test_the_backstop_runs_on_the_ackers_clock_not_the_wall_clock() -> None:
     assert task.expire(10 * T, clock_ms=2 * T - 1).failed == {}
     out = task.expire(10 * T, clock_ms=2 * T)
     assert out.failed == {"backstop": 2} and out.retries == 2
+
+
+def test_restart_does_not_dead_letter_again_what_was_dead_lettered_before_the_crash() -> None:
+    bad = [b"\xff bad 1", b"fine", b"\xff bad 2"]
+    first = SpoutTask(cfg(), [0], salt=1)
+    out = feed(first, [0, 1, 2], 0, values=bad)
+    assert [letter.offset for letter in out.letters] == [0, 2]
+    for letter, marker in zip(out.letters, (40, 41), strict=True):
+        first.dead_lettered(letter, marker)
+    assert first.results_position(99) == 40  # the markers stay in the scanned window
+    # The crash: nothing committed. The markers the restart finds make both offsets done.
+    again = SpoutTask(cfg(), [0], salt=2, lettered={(0, 0), (0, 2), (0, 7)})
+    out = feed(again, [0, 1, 2], 0, values=bad)
+    assert out.letters == [] and out.recovered == 2 and out.emitted == 1
+    again.on_results(results(again, roots_of(again), Outcome.ACKED), 1)
+    assert again.commits() == {0: 3}

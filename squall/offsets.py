@@ -165,6 +165,10 @@ class OffsetManager:
         due = [o for o, t in self._failed.items() if t <= now_ms]
         return min(due) if due else None
 
+    def due_retries(self, now_ms: int) -> list[int]:
+        """Every failed offset whose retry is due, in offset order."""
+        return sorted(o for o, t in self._failed.items() if t <= now_ms)
+
     def next_retry_ms(self) -> int | None:
         return min(self._failed.values()) if self._failed else None
 

@@ -229,6 +229,9 @@ class SpoutService:
             else:
                 self._on_results(self.io[m.partition() or 0].task, m.value(),
                                  m.offset() or 0, self.clock.now_ms(), m.key())
+        now = self.clock.now_ms()
+        if emit:
+            self._retry(now)
         msgs = consumer.consume(self.s.max_poll_records, 0.02) if reading else []
         now = self.clock.now_ms()
         batches: dict[TP, list[Any]] = defaultdict(list)
@@ -251,6 +254,15 @@ class SpoutService:
         if emit:
             self._backpressure(consumer, now)
         self.producer.poll(0)
+
+    def _retry(self, now: int) -> None:
+        """Due retries, re-emitted from the messages the offset tables keep (no re-read)."""
+        for io in self.io.values():
+            task = io.task
+            for src, offs in task.retries(now).items():
+                msgs = [task.offsets[src].payload(o) for o in offs]
+                self._emitted(task, task.on_records(
+                    src, offs, [m.value() for m in msgs], msgs, now, rewind=False))
 
     def _caught_up(self) -> bool:
         """Nothing in flight and a commit point moved: commit now, not at the next interval

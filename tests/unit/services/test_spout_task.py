@@ -78,15 +78,16 @@ def test_fail_retries_with_a_new_root_then_dead_letters() -> None:
     st = task.on_results(results(task, [r0], Outcome.FAILED), 10)
     assert st.failed == {"failed": 1}
     assert st.retries == 1
-    assert task.take_seeks(50) == {}
-    assert task.take_seeks(110) == {0: 0}  # seek back when the backoff is over
-    again = feed(task, [0, 1], 110)  # the re-read: only 0 is due
+    assert task.retries(50) == {}
+    assert task.retries(110) == {0: [0]}  # due when the backoff is over
+    assert task.take_seeks(110) == {}  # re-emitted from the kept message: no re-read
+    again = feed(task, [0], 110)
     assert again.emitted == 1
     assert again.replayed == 1
     new_root = int(again.inits.roots[0])
     assert new_root != r0
     task.on_results(results(task, [new_root], Outcome.TIMED_OUT), 120)
-    assert task.take_seeks(320) == {0: 0}
+    assert task.retries(320) == {0: [0]}
     third = feed(task, [0], 320)
     st = task.on_results(results(task, [int(third.inits.roots[0])], Outcome.FAILED), 330)
     (letter,) = st.letters
@@ -157,10 +158,11 @@ def test_max_uncommitted_offsets_blocks_new_offsets_but_not_retries() -> None:
     assert task.offsets[0].num_uncommitted == 2
     r0, _r1 = roots_of(task)
     task.on_results(results(task, [r0], Outcome.FAILED), 0)
-    assert task.blocked(0) == {0}
-    assert task.blocked(100) == set()  # a retry is due: poll again
-    assert task.take_seeks(100) == {0: 0}
-    assert feed(task, [0, 1, 2], 100).emitted == 1  # the retry only
+    assert task.blocked(100) == {0}  # no new offsets: the cap holds...
+    assert task.retries(100) == {0: [0]}  # ...but the retry goes out, from the kept message
+    out = task.on_records(0, [0], [b"msg 0"], ["payload 0"], 100, rewind=False)
+    assert (out.emitted, out.replayed) == (1, 1)
+    assert task.take_seeks(100) == {}
 
 
 def test_restart_recognises_offsets_acked_before_the_crash() -> None:

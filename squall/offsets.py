@@ -160,11 +160,6 @@ class OffsetManager:
         nxt = int(self._off[i]) if i < n else int(self._off[n - 1]) + 1
         return nxt if nxt > self._committed else None
 
-    def retry_due(self, now_ms: int) -> int | None:
-        """The earliest failed offset whose retry is due: seek there."""
-        due = [o for o, t in self._failed.items() if t <= now_ms]
-        return min(due) if due else None
-
     def due_retries(self, now_ms: int) -> list[int]:
         """Every failed offset whose retry is due, in offset order."""
         return sorted(o for o, t in self._failed.items() if t <= now_ms)

@@ -135,15 +135,15 @@ def test_failed_offset_is_retried_by_the_backoff_schedule() -> None:
     assert m.failed(1, now_ms=1000) == Retry(1, 1100, 1)
     assert m.state(1) is State.FAILED
     assert m.next_commit_offset() == 1  # a failed offset blocks the commit
-    assert m.retry_due(1099) is None
-    assert m.retry_due(1100) == 1
+    assert m.due_retries(1099) == []
+    assert m.due_retries(1100) == [1]
     assert m.next_retry_ms() == 1100
-    # After seeking back, only the due failed offset is emitted again.
+    # Read again, only the due failed offset is emitted again.
     assert [o for o in (0, 1, 2) if m.should_emit(o, 1100)] == [1]
     assert m.should_emit(3, 1100)
     m.emitted(1)
     assert m.state(1) is State.PENDING
-    assert m.retry_due(10_000) is None
+    assert m.due_retries(10_000) == []
     assert m.failed(1, 2000) == Retry(1, 2200, 2)
     m.emitted(1)
     assert m.failed(1, 3000) == Retry(1, 3400, 3)

@@ -131,12 +131,15 @@ def test_unfinished_trees_time_out_as_fail_results(
         produce_acker_records(bootstrap, acker_topic(topo), 1, records)
         wait_for(lambda: bool(results.poll() or True) and len(results.roots()) == len(roots),
                  30, "every tree decided")
+        # The pending gauge is refreshed at the next watermark commit (every 0.2 s here).
+        pending = f"squall_acker_pending_trees{{task=0,topology={topo}}}"
+        wait_for(lambda: proc.metrics().get(pending) == 0, 10, "the pending gauge refreshed")
         m = proc.metrics()
     got = {root: [r.outcome for r in rs] for root, rs in results.roots().items()}
     for i, root in enumerate(roots):
         assert got[root] == [Outcome.ACKED if i % 2 else Outcome.TIMED_OUT]
     assert m[f"squall_acker_trees_total{{outcome=timed_out,topology={topo}}}"] == 100
-    assert m[f"squall_acker_pending_trees{{task=0,topology={topo}}}"] == 0
+    assert m[pending] == 0
 
 
 def test_on_the_bolts_clock_only_processed_time_counts(

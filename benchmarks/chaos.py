@@ -161,6 +161,37 @@ class Commits(threading.Thread):
                     self.value, self.moved_at = v, now
 
 
+class CpuSampler:
+    """CPU share of each service since the last sample, from /proc (the soak's diagnosis:
+    which process grows its cost with time)."""
+
+    PATTERNS = (("broker", "tansu"), ("spout", "-m services.spout"),
+                ("acker", "-m services.acker"), ("bolts", "org.apache.spark.deploy.SparkSubmit"),
+                ("python-workers", "pyspark.daemon"))
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[float, float]] = {}
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _cpu_s(self, pattern: str) -> float:
+        total = 0.0
+        for pid in pids(pattern):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / self.tick
+        return total
+
+    def sample(self) -> dict[str, int]:
+        """Percent of one core per service since the previous call."""
+        now, out = time.monotonic(), {}
+        for name, pattern in self.PATTERNS:
+            cpu = self._cpu_s(pattern)
+            t, c = self.last.get(name, (now, cpu))
+            out[name] = round(100 * (cpu - c) / (now - t)) if now > t and cpu >= c else 0
+            self.last[name] = (now, cpu)
+        return out
+
+
 def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -292,9 +323,15 @@ def main(argv: list[str] | None = None) -> int:
             recovery[name] = fault(cl, name, pattern, commits, a.recovery_timeout_s)
             say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
                 f"{recovery[name]} s")
-        while not feeder.done.wait(5):
+        cpu = CpuSampler()
+        cpu.sample()
+        cpu_log: list[dict[str, int]] = []
+        while not feeder.done.wait(30 if a.no_kills else 5):
+            shares = cpu.sample()
+            cpu_log.append(shares)
             say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
-                f"{commits.value:,}  longest stall {commits.max_gap_s:.1f} s")
+                f"{commits.value:,}  longest stall {commits.max_gap_s:.1f} s  cpu % "
+                + " ".join(f"{k} {v}" for k, v in shares.items()))
         fed = feeder.fed
         say(f"fed {fed:,}; waiting for the pipeline to drain")
         deadline = time.monotonic() + a.drain_timeout_s
@@ -349,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                          for c in [*storm.get("spouts", []), *storm.get("bolts", []),
                                    storm.get("acker", {})]},
             "rate": a.rate, "message_timeout_s": a.message_timeout_s, "seconds": drained_s,
+            "cpu_first": cpu_log[0] if cpu_log else {}, "cpu_last": cpu_log[-1] if cpu_log else {},
         }
         prog.close()
     print(json.dumps(summary), flush=True)

@@ -144,36 +144,60 @@ class EdgeReader(DataSourceStreamReader):
 class EdgeEnds:
     """The ends of edge partitions, from fetch responses (a long-lived consumer).
 
-    Tansu answers ListOffsets wrongly; the high watermark each fetch response
-    carries is right. The consumer fetches in the background (10 ms wait) and
-    skips the data: only the watermarks are wanted.
+    Tansu answered ListOffsets wrongly; the high watermark each fetch response
+    carries is right. The data itself is not wanted, and fetching it is what
+    costs: Tansu's memory engine lists every batch a partition ever held for
+    each fetch that returns data, so a consumer reading an edge continuously
+    (it did, 100 fetches a second) costs the broker more each minute until it
+    saturates. So the consumer holds at most one fetched message per partition
+    (``queued.min.messages`` 1: librdkafka stops fetching it until that is
+    read) and each poll asks for one fresh answer: drain, seek to the end last
+    heard, wait (up to ``wait_s``) until each partition has answered with new
+    data. A partition with none keeps its end; a fetch at the end lists nothing.
     """
 
-    def __init__(self, bootstrap: str, partitions: list[tuple[str, int]]) -> None:
+    def __init__(self, bootstrap: str, partitions: list[tuple[str, int]],
+                 wait_s: float = 0.05, clock: Any = time.monotonic) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         self._tps = [TopicPartition(t, p) for t, p in partitions]
         self._ends: dict[str, int] = {}
+        self._wait_s, self._clock = wait_s, clock
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
-            "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10})
+            "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10,
+            "queued.min.messages": 1, "fetch.queue.backoff.ms": 5})
         self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in self._tps])
 
     def poll(self) -> dict[str, int]:
-        """``{"topic:partition": end}`` as last heard; drains what was fetched, no waiting."""
+        """``{"topic:partition": end}``, each end heard after the call began (or unchanged)."""
+        c = self._consumer
+        c.consume(10_000, 0)  # what was fetched before this call: its watermark is old
+        self._learn()
+        waiting = {_key(tp.topic, tp.partition) for tp in self._tps}
+        deadline = self._clock() + self._wait_s
+        while waiting:
+            left = deadline - self._clock()
+            if left <= 0:
+                break
+            for m in c.consume(10_000, min(left, 0.01)):
+                if m.error() is None:
+                    waiting.discard(_key(m.topic(), m.partition()))
+        self._learn()
+        return dict(self._ends)
+
+    def _learn(self) -> None:
+        """Take each end heard; fetch on from there (a fetch at the end lists nothing)."""
         from confluent_kafka import TopicPartition
 
-        c = self._consumer
-        c.consume(10_000, 0)
         for tp in self._tps:
-            _, high = c.get_watermark_offsets(tp, cached=True)
+            _, high = self._consumer.get_watermark_offsets(tp, cached=True)
             if high is not None and high >= 0:
                 key = _key(tp.topic, tp.partition)
                 if high > self._ends.get(key, 0):
                     self._ends[key] = high
-                    c.seek(TopicPartition(tp.topic, tp.partition, high))
-        return dict(self._ends)
+                    self._consumer.seek(TopicPartition(tp.topic, tp.partition, high))
 
     def close(self) -> None:
         self._consumer.close()

@@ -182,8 +182,9 @@ class EdgeEnds:
             if left <= 0:
                 break
             for m in c.consume(10_000, min(left, 0.01)):
-                if m.error() is None:
-                    waiting.discard(_key(m.topic(), m.partition()))
+                topic, part = m.topic(), m.partition()
+                if m.error() is None and topic is not None and part is not None:
+                    waiting.discard(_key(topic, part))
         self._learn()
         return dict(self._ends)
 

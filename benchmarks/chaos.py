@@ -165,30 +165,37 @@ class CpuSampler:
     """CPU share of each service since the last sample, from /proc (the soak's diagnosis:
     which process grows its cost with time)."""
 
-    PATTERNS = (("broker", "tansu"), ("spout", "-m services.spout"),
+    PATTERNS = (("broker", "broker --listener-url"), ("spout", "-m services.spout"),
                 ("acker", "-m services.acker"), ("bolts", "org.apache.spark.deploy.SparkSubmit"),
                 ("python-workers", "pyspark.daemon"))
 
     def __init__(self) -> None:
-        self.last: dict[str, tuple[float, float]] = {}
+        self.last: dict[int, float] = {}  # pid -> its CPU seconds at the last sample
+        self.at = time.monotonic()
         self.tick = os.sysconf("SC_CLK_TCK")
 
-    def _cpu_s(self, pattern: str) -> float:
-        total = 0.0
-        for pid in pids(pattern):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / self.tick
-        return total
+    def _cpu_s(self, pid: int) -> float | None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / self.tick
+        except (OSError, IndexError, ValueError):
+            return None
 
     def sample(self) -> dict[str, int]:
-        """Percent of one core per service since the previous call."""
-        now, out = time.monotonic(), {}
+        """Percent of one core per service since the previous call (processes seen both
+        times: one that started or died in between counts from its next sample)."""
+        now, out, seen = time.monotonic(), {}, {}
         for name, pattern in self.PATTERNS:
-            cpu = self._cpu_s(pattern)
-            t, c = self.last.get(name, (now, cpu))
-            out[name] = round(100 * (cpu - c) / (now - t)) if now > t and cpu >= c else 0
-            self.last[name] = (now, cpu)
+            used = 0.0
+            for pid in pids(pattern):
+                cpu = self._cpu_s(pid)
+                if cpu is None:
+                    continue
+                seen[pid] = cpu
+                if pid in self.last:
+                    used += max(0.0, cpu - self.last[pid])
+            out[name] = round(100 * used / (now - self.at)) if now > self.at else 0
+        self.last, self.at = seen, now
         return out
 
 

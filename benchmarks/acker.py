@@ -31,12 +31,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.ledger import make_records
-from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
+from squall.core.ledger import Ledger
+from squall.core.records import AckerBatch
+from squall.core.topics import acker_topic, dlq_topic, results_topic
+from squall.core.wire import decode_acker_batch, decode_results, encode_acker_batch
+from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
-from squall.ledger import Ledger
-from squall.records import AckerBatch
-from squall.topics import acker_topic, dlq_topic, results_topic
-from squall.wire import decode_acker_batch, decode_results, encode_acker_batch
+from squall.processes import die_with_parent, free_port
 
 PER_TREE = 12
 

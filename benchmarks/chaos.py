@@ -53,8 +53,8 @@ from squall.demo import (
     cluster,
     demo_topology,
 )
-from squall.dev.stack import child_pids
 from squall.kafka import ensure_topics, produce, quiet_logger
+from squall.processes import child_pids
 
 #: process kills, in turn: (fault, what its command line contains)
 KILLS = (("spout", "-m services.spout"), ("acker", "-m services.acker"),
@@ -266,8 +266,8 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
 
 
 def count_inits(bootstrap: str, ackers: int) -> int:
-    from squall.records import RecordKind
-    from squall.wire import decode_acker_batch, decode_progress
+    from squall.core.records import RecordKind
+    from squall.core.wire import decode_acker_batch, decode_progress
 
     n = 0
     for m in read_topic(bootstrap, f"squall.{NAME}.acker", ackers):
@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             "bolts": wait(lambda: all(b["running"] for b in
                                       cl.client.storm_topology(NAME)["bolts"]), 60),
         }
-        from squall.wire import DeadLetter
+        from squall.core.wire import DeadLetter
 
         letters = [(m.value(), DeadLetter.from_headers(m.headers() or []))
                    for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]

@@ -28,11 +28,12 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
+from squall.core.records import AckerBatch, RecordKind
+from squall.core.topics import acker_topic, dlq_topic, edge_topic, results_topic
+from squall.core.wire import IDS_COL, ROOTS_COL, decode_tuples, encode_acker_batch
+from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
-from squall.records import AckerBatch, RecordKind
-from squall.topics import acker_topic, dlq_topic, edge_topic, results_topic
-from squall.wire import IDS_COL, ROOTS_COL, decode_tuples, encode_acker_batch
+from squall.processes import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

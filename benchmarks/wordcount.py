@@ -35,9 +35,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from examples.wordcount import topology
-from services.spout.settings import edge_flag
-from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
+from squall.core.grouping import edge_flag
+from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
+from squall.processes import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = 2
@@ -125,7 +126,7 @@ def bolt_totals(port: int) -> dict[str, dict[str, float]]:
 def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
                     ) -> dict[str, dict[str, float]]:
     prof = {}
-    # A bolt fused into another's query (squall.chains) has no micro-batches of its own:
+    # A bolt fused into another's query (squall.core.chains) has no micro-batches of its own:
     # its figures are per micro-batch of the query it runs in (the most batches seen).
     queries = max((a.get("batches", 0.0) - before.get(c, {}).get("batches", 0.0)
                    for c, a in after.items()), default=0.0)

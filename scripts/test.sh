@@ -16,6 +16,7 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff" && ruff check .
 echo "== mypy" && mypy
+echo "== import contracts (pyproject.toml: services -> shell -> core)" && lint-imports
 echo "== pytest"
 # pytest exits 5 when it collected nothing: that is a failure here too.
 exec python -m pytest tests/unit tests/integration "$@"

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 from prometheus_client import CollectorRegistry, start_http_server
 from pydantic import BaseModel, ValidationError
 
-from squall.errors import ConfigError, SquallError
+from squall.core.errors import ConfigError, SquallError
 
 S = TypeVar("S", bound=BaseModel)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from squall import __version__
-from squall.errors import SquallError
+from squall.core.errors import SquallError
 
 if TYPE_CHECKING:
     from squall.client import ApiClient
@@ -96,7 +96,7 @@ def cmd_dev_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from squall.launch import run
+    from squall.local_cluster import run
 
     return run(Path(args.topology), args.bootstrap_servers, Path(args.workdir), args.master)
 

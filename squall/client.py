@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from squall.errors import SquallError
+from squall.core.errors import SquallError
 
 
 class ApiError(SquallError):

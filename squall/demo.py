@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from squall.client import ApiClient, ApiError
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, die_with_parent, free_port
-from squall.errors import SquallError
+from squall.core.errors import SquallError
+from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics, produce, quiet_logger
-from squall.topology import TopologyBuilder, TopologySpec
+from squall.processes import die_with_parent, free_port
 
 # Storm's RandomSentenceSpout sentences.
 SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor away",

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from squall.errors import SquallError
+from squall.core.errors import SquallError
 
 
 class KafkaUnavailable(SquallError):

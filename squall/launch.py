@@ -12,18 +12,16 @@ import contextlib
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from squall.dev.stack import EmbeddedStack, StackSettings, die_with_parent, free_port
-from squall.errors import SquallError
+from squall.core.restarts import Restarts
+from squall.core.topology import SpoutSpec, TopologySpec
 from squall.kafka import ensure_topics
-from squall.restarts import Restarts
-from squall.topology import SpoutSpec, TopologySpec
+from squall.processes import die_with_parent, free_port
 
 
 @dataclass
@@ -56,7 +54,7 @@ def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
 
 
 def supervise(children: list[Child], logdir: Path) -> list[str]:
-    """Restart children that exited, with backoff (squall/restarts.py); what happened, said."""
+    """Restart children that exited, with backoff (squall/core/restarts.py); what happened, said."""
     said = []
     now = _now_ms()
     for i, c in enumerate(children):
@@ -94,7 +92,7 @@ def bolts_args(topology_file: Path, components: Sequence[str], bootstrap: str,
 def spout_args(spec: TopologySpec, name: str, tasks: Sequence[int], bootstrap: str,
                parallelism: int | None = None) -> list[str]:
     """Flags of ``python -m services.spout`` for ``tasks`` of spout ``name``."""
-    from services.spout.settings import edge_flag
+    from squall.core.grouping import edge_flag
 
     s = spec.component(name)
     assert isinstance(s, SpoutSpec)
@@ -161,39 +159,3 @@ def spout_acked(children: list[Child]) -> float:
             total += sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
                          if line.startswith("squall_spout_acked_total{"))
     return total
-
-
-@contextlib.contextmanager
-def broker(bootstrap: str | None, workdir: Path) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    with EmbeddedStack(StackSettings(home=workdir / "stack")) as info:
-        yield info.bootstrap_servers
-
-
-def run(topology_file: Path, bootstrap: str | None, workdir: Path, master: str) -> int:
-    try:
-        spec = TopologySpec.from_text(topology_file.read_text())
-    except OSError as e:
-        raise SquallError(f"cannot read {topology_file}: {e}") from None
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    with broker(bootstrap, workdir) as servers:
-        print(f"topology {spec.name!r} on {servers}; logs in {workdir}", file=sys.stderr)
-        children = start_topology(spec, topology_file.resolve(), servers, workdir, master)
-        try:
-            last = -1.0
-            while not stop.wait(1.0):
-                for line in supervise(children, workdir):
-                    print(f"\n{time.strftime('%H:%M:%S')}  {line}", file=sys.stderr, flush=True)
-                acked = spout_acked(children)
-                if acked != last:
-                    print(f"\r{time.strftime('%H:%M:%S')}  source messages fully processed: "
-                          f"{acked:,.0f}", end="", file=sys.stderr, flush=True)
-                    last = acked
-        finally:
-            print("\nstopping: spouts drain, then bolts, then ackers", file=sys.stderr)
-            stop_topology(children)
-    return 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from squall.core.records import RecordKind
 from squall.metrics import BulkHistogram
-from squall.records import RecordKind
 
 
 class AckerMetrics:

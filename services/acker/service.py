@@ -19,11 +19,12 @@ import numpy as np
 from services.acker.metrics import AckerMetrics
 from services.acker.settings import AckerSettings
 from services.acker.task import AckerTask, Applied, BadRecord, Message
-from squall.clock import Clock, SystemClock
+from squall.core.clock import Clock
+from squall.core.records import Outcome, Results
+from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
+from squall.core.wire import DeadLetter, encode_results
 from squall.kafka import ensure_topics, produce
-from squall.records import Outcome, Results
-from squall.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
-from squall.wire import DeadLetter, encode_results
+from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
 

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
-from squall.topics import check_name
+from squall.core.topics import check_name
 
 
 class AckerSettings(BaseSettings):
@@ -30,7 +30,7 @@ class AckerSettings(BaseSettings):
     max_poll_messages: int = Field(500, ge=1)
     create_topics: bool = True
     # "bolts": a message timeout counts only time the bolts could have processed the tree's
-    # tuples (squall/progress.py: no replay storms when they are slow); "wall": Storm's.
+    # tuples (squall/core/progress.py: no replay storms when they are slow); "wall": Storm's.
     timeout_clock: Literal["bolts", "wall"] = "bolts"
     # How often an acker task tells each spout task its timeout clock (an empty result batch).
     heartbeat_interval_s: float = Field(1.0, gt=0)

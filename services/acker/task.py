@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from squall.errors import WireFormatError
-from squall.ledger import Ledger
-from squall.progress import TimeoutClock
-from squall.records import AckerBatch, Results
-from squall.wire import decode_acker_batch, decode_progress
+from squall.core.errors import WireFormatError
+from squall.core.ledger import Ledger
+from squall.core.progress import TimeoutClock
+from squall.core.records import AckerBatch, Results
+from squall.core.wire import decode_acker_batch, decode_progress
 
 # Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
 _REBASE_AT = 1 << 31
@@ -52,7 +52,7 @@ class AckerTask:
 
     def __init__(self, task: int, timeout_ms: int, start_offset: int, now_ms: int,
                  rotation_ms: int | None = None, gated: bool = False) -> None:
-        """``gated``: timeouts wait for the bolts' progress marks (squall/progress.py)."""
+        """``gated``: timeouts wait for the bolts' progress marks (squall/core/progress.py)."""
         self.task = task
         self.clock = TimeoutClock(gated)
         self.ledger = Ledger(timeout_ms, rotation_ms=rotation_ms, now_ms=now_ms)
@@ -115,7 +115,7 @@ class AckerTask:
         return Applied(results, bad, kinds)
 
     def timeout_now(self, now_ms: int) -> int | None:
-        """The time trees are timed out at (None: not yet; see squall/progress.py)."""
+        """The time trees are timed out at (None: not yet; see squall/core/progress.py)."""
         return self.clock.now(now_ms)
 
     def expire(self, now_ms: int) -> Results:

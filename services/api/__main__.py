@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from services.api.settings import parse_args
-from squall.errors import SquallError
+from squall.core.errors import SquallError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

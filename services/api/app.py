@@ -28,15 +28,16 @@ from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.stats import aggregate, scrape
 from squall import __version__
-from squall.coord import ROOT, WorkerAssignment
-from squall.errors import (
+from squall.coord import ROOT
+from squall.core.cluster import WorkerAssignment
+from squall.core.errors import (
     ConflictError,
     CoordinationError,
     NotFoundError,
     SquallError,
     TopologyError,
 )
-from squall.topology import TopologySpec
+from squall.core.topology import TopologySpec
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 _FORWARDED = "x-squall-forwarded-by"

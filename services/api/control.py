@@ -16,24 +16,24 @@ import threading
 from typing import Any
 
 from services.api.settings import ApiSettings
-from squall.assignment import Unit
-from squall.clock import Clock, SystemClock
 from squall.coord import (
     ELECTION,
     TOPOLOGIES,
     WORKERS,
-    TopologyRecord,
     TopologyStore,
-    WorkerInfo,
     list_workers,
     read_assignments,
     write_assignment,
 )
 from squall.coord import connect as zk_connect
-from squall.errors import ConflictError, CoordinationError, SquallError
-from squall.lifecycle import Lifecycle, Status, apply
-from squall.scheduler import plan, with_parallelism
-from squall.topology import TopologySpec
+from squall.core.assignment import Unit
+from squall.core.clock import Clock
+from squall.core.cluster import TopologyRecord, WorkerInfo
+from squall.core.errors import ConflictError, CoordinationError, SquallError
+from squall.core.lifecycle import Lifecycle, Status, apply
+from squall.core.scheduler import plan, with_parallelism
+from squall.core.topology import TopologySpec
+from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.api")
 

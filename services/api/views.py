@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from services.api.stats import ComponentStats
-from squall.assignment import ACKER
-from squall.coord import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.errors import NotFoundError, TopologyError
-from squall.topology import SpoutSpec
+from squall.core.assignment import ACKER
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.errors import NotFoundError, TopologyError
+from squall.core.topology import SpoutSpec
 
 WINDOW = ":all-time"
 

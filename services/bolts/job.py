@@ -19,11 +19,11 @@ from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.standby import driver_alive, take_lock, warm_up
-from squall.chains import chains
-from squall.errors import ConfigError
+from squall.core.chains import chains
+from squall.core.errors import ConfigError
+from squall.core.topics import acker_topic, dlq_topic, metrics_topic
+from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import ensure_topics
-from squall.topics import acker_topic, dlq_topic, metrics_topic
-from squall.topology import BoltSpec, TopologySpec
 
 log = logging.getLogger("squall.bolts")
 
@@ -62,7 +62,7 @@ class BoltSettings(BaseSettings):
     # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
     spark_conf: tuple[str, ...] = ()
     # Run a bolt whose only input is another bolt of this job in that bolt's query
-    # (squall/chains.py): one micro-batch per tree instead of two. foreach_batch only.
+    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
     fuse: bool = True
 
     @field_validator("spark_conf")
@@ -123,7 +123,7 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
 
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
                metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
-    """One query for a chain of bolts (``squall.chains``): it reads the head's inputs."""
+    """One query for a chain of bolts (``squall.core.chains``): it reads the head's inputs."""
     return prepare_bolt(spark, spec, chain, s, metrics, run_id).start()
 
 

@@ -1,7 +1,7 @@
 """The streaming sink that runs a bolt (``format("squall_bolt")``), on the executors.
 
 Each micro-batch partition carries one bolt task's input tuple batches; the
-sink runs the task's :class:`~squall.executor.BoltExecutor`, produces the
+sink runs the task's :class:`~squall.core.executor.BoltExecutor`, produces the
 emitted tuples to the downstream edge topics and the coalesced acks to the
 acker topic, and flushes before the micro-batch may commit. A replayed
 micro-batch is run again: duplicates are harmless to the XOR ledger (random
@@ -27,21 +27,22 @@ from pyspark.sql.types import StructType
 
 from services.bolts import batch_marks, clients, heap
 from services.bolts.state_log import TaskStateLog, log_path
-from squall.bolt import TaskContext
-from squall.chains import fused_edge
-from squall.errors import WireFormatError
-from squall.executor import BoltExecutor
-from squall.ids import acker_partitions
-from squall.records import AckerBatch
-from squall.topics import acker_topic, dlq_topic, metrics_topic
-from squall.topology import BoltSpec, TopologySpec
-from squall.wire import (
+from squall.core.bolt import TaskContext
+from squall.core.chains import fused_edge
+from squall.core.errors import WireFormatError
+from squall.core.executor import BoltExecutor
+from squall.core.ids import acker_partitions
+from squall.core.records import AckerBatch
+from squall.core.topics import acker_topic, dlq_topic, metrics_topic
+from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.wire import (
     DeadLetter,
     TupleBatch,
     decode_tuples,
     encode_acker_batches,
     encode_tuples_chunked,
 )
+from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")
 
@@ -130,7 +131,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
               iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str],
               marks_dir: str = "", batch_id: int | None = None) -> list[BatchReport]:
     """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
-    (``squall.chains``) on what it emitted to them: execute, produce, flush.
+    (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
 
     A stateful task's state is brought up to date before it runs and its changes are
     logged after the flush (in ``state_dirs[component]``; without one it stays in this
@@ -297,7 +298,7 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
         instance = getattr(importlib.import_module(module), cls)()
         ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
         ex = _EXECUTORS[key] = BoltExecutor(instance, ctx, spec.edges_from(bolt.name),
-                                            dict(bolt.config))
+                                            dict(bolt.config), clock=SystemClock())
         heap.grew()
     return ex
 

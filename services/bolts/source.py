@@ -151,9 +151,7 @@ class EdgeEnds:
     (it did, 100 fetches a second) costs the broker more each minute until it
     saturates. So the consumer holds at most one fetched message per partition
     (``queued.min.messages`` 1: librdkafka stops fetching it until that is
-    read) and each poll asks for one fresh answer: drain, seek to the end last
-    heard, wait (up to ``wait_s``) until each partition has answered with new
-    data. A partition with none keeps its end; a fetch at the end lists nothing.
+    read) and sits at each partition's end, where a fetch lists nothing.
     """
 
     def __init__(self, bootstrap: str, partitions: list[tuple[str, int]],
@@ -171,22 +169,35 @@ class EdgeEnds:
         self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in self._tps])
 
     def poll(self) -> dict[str, int]:
-        """``{"topic:partition": end}``, each end heard after the call began (or unchanged)."""
+        """``{"topic:partition": end}``, each as of the last fetch of its partition.
+
+        A partition with nothing queued is fetched at its end in a loop: its watermark is
+        fresh. One that holds a message stopped fetching when it arrived: it is drained,
+        moved to its end and waited for (up to ``wait_s``), as is one not heard yet.
+        """
         c = self._consumer
-        c.consume(10_000, 0)  # what was fetched before this call: its watermark is old
+        waiting = {_key(t, p) for t, p in self._heard_from(c.consume(10_000, 0))}
+        waiting |= {_key(tp.topic, tp.partition) for tp in self._tps
+                    if c.get_watermark_offsets(tp, cached=True)[1] in (None, -1001)}
         self._learn()
-        waiting = {_key(tp.topic, tp.partition) for tp in self._tps}
         deadline = self._clock() + self._wait_s
         while waiting:
             left = deadline - self._clock()
             if left <= 0:
                 break
-            for m in c.consume(10_000, min(left, 0.01)):
-                topic, part = m.topic(), m.partition()
-                if m.error() is None and topic is not None and part is not None:
-                    waiting.discard(_key(topic, part))
+            waiting -= {_key(t, p) for t, p in self._heard_from(c.consume(10_000,
+                                                                             min(left, 0.01)))}
         self._learn()
         return dict(self._ends)
+
+    @staticmethod
+    def _heard_from(msgs: list[Any]) -> set[tuple[str, int]]:
+        out = set()
+        for m in msgs:
+            topic, part = m.topic(), m.partition()
+            if m.error() is None and topic is not None and part is not None:
+                out.add((topic, part))
+        return out
 
     def _learn(self) -> None:
         """Take each end heard; fetch on from there (a fetch at the end lists nothing)."""

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from squall.errors import ConfigError
+from squall.core.errors import ConfigError
 
 log = logging.getLogger("squall.bolts.standby")
 
@@ -69,7 +69,7 @@ def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lam
 
 def warm_up(spark: Any, modules: Sequence[str]) -> None:
     """Start Spark's Python workers and import what the bolt tasks will (one task per core)."""
-    mods = tuple(sorted({"services.bolts.sink", "squall.executor", *modules}))
+    mods = tuple(sorted({"services.bolts.sink", "squall.core.executor", *modules}))
 
     def imports(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for m in mods:

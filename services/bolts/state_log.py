@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from squall.state import SNAPSHOT, KeyValueState, decode, encode
+from squall.core.state import SNAPSHOT, KeyValueState, decode, encode
 
 #: Rewrite the log as a snapshot once it is this large and 4x its last snapshot.
 COMPACT_MIN_BYTES = 8 << 20

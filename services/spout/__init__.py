@@ -1,4 +1,5 @@
 """Spout service: reads source partitions, keeps each offset pending until its tree completes.
 
-Built in issue #4 on :class:`squall.offsets.OffsetManager` and :class:`squall.retry.RetrySchedule`.
+Built in issue #4 on :class:`squall.core.offsets.OffsetManager` and
+:class:`squall.core.retry.RetrySchedule`.
 """

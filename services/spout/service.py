@@ -24,14 +24,13 @@ import numpy as np
 from services.spout.metrics import SpoutMetrics
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Guarantee, Letter, Settled, SpoutConfig, SpoutTask
-from squall.clock import Clock, SystemClock
-from squall.errors import ConfigError, WireFormatError
-from squall.ids import acker_partitions, new_salt
-from squall.kafka import ensure_topics, produce
-from squall.records import AckerBatch, Outcome
-from squall.scheme import load_scheme
-from squall.topics import acker_topic, dlq_topic, results_topic
-from squall.wire import (
+from squall.core.clock import Clock
+from squall.core.errors import ConfigError, WireFormatError
+from squall.core.ids import acker_partitions, new_salt
+from squall.core.records import AckerBatch, Outcome
+from squall.core.scheme import load_scheme
+from squall.core.topics import acker_topic, dlq_topic, results_topic
+from squall.core.wire import (
     DeadLetter,
     decode_letter_marker,
     decode_results,
@@ -42,6 +41,8 @@ from squall.wire import (
     encode_tuples_chunked,
     results_clock,
 )
+from squall.kafka import ensure_topics, produce
+from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
 TP = tuple[str, int]

@@ -11,40 +11,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
 from services.spout.task import Guarantee
-from squall.errors import TopologyError
-from squall.grouping import Edge, Grouping
-from squall.retry import RetrySchedule
-from squall.topics import check_name, edge_topic
-
-
-def parse_edge(spec: str, topology: str, component: str) -> Edge:
-    """``target:partitions[:grouping[:field,field]][@stream]``, e.g. ``count:4:fields:word``."""
-    body, _, stream = spec.partition("@")
-    parts = body.split(":")
-    if len(parts) < 2:
-        raise TopologyError(f"edge {spec!r}: expected target:partitions[:grouping[:fields]]")
-    target, n = parts[0], parts[1]
-    try:
-        partitions = int(n)
-    except ValueError:
-        raise TopologyError(f"edge {spec!r}: partitions {n!r} is not a number") from None
-    try:
-        grouping = Grouping(parts[2]) if len(parts) > 2 else Grouping.SHUFFLE
-    except ValueError:
-        raise TopologyError(f"edge {spec!r}: unknown grouping {parts[2]!r} "
-                            f"(one of {', '.join(g.value for g in Grouping)})") from None
-    fields = tuple(f for f in parts[3].split(",") if f) if len(parts) > 3 else ()
-    stream = stream or "default"
-    return Edge(target, edge_topic(topology, component, stream, target), partitions, grouping,
-                fields, stream)
-
-
-def edge_flag(edge: Edge) -> str:
-    """The ``--edge`` form of an edge (the inverse of :func:`parse_edge`)."""
-    spec = f"{edge.target}:{edge.partitions}:{edge.grouping.value}"
-    if edge.fields:
-        spec += ":" + ",".join(edge.fields)
-    return spec if edge.stream == "default" else f"{spec}@{edge.stream}"
+from squall.core.grouping import Edge, parse_edge
+from squall.core.retry import RetrySchedule
+from squall.core.topics import check_name
 
 
 class SpoutSettings(BaseSettings):
@@ -79,7 +48,7 @@ class SpoutSettings(BaseSettings):
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
     create_topics: bool = True
     # The backstop's clock: "bolts" (default) the ackers' timeout clock, which waits for
-    # slow bolts (squall/progress.py); "wall" this process's own, Storm's.
+    # slow bolts (squall/core/progress.py); "wall" this process's own, Storm's.
     timeout_clock: Literal["bolts", "wall"] = "bolts"
 
     @field_validator("topics", "fields", "edges", mode="before")

@@ -25,14 +25,14 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from squall.columns import to_columns
-from squall.grouping import Edge, Router
-from squall.ids import IdBatcher, derive_roots, root_keys
-from squall.offsets import DeadLetter, OffsetManager, Retry
-from squall.records import AckerBatch, Outcome, RecordKind, Results
-from squall.retry import RetrySchedule
-from squall.scheme import Scheme, SchemeError, deserialize_columns
-from squall.wire import TupleBatch
+from squall.core.columns import to_columns
+from squall.core.grouping import Edge, Router
+from squall.core.ids import IdBatcher, derive_roots, root_keys
+from squall.core.offsets import DeadLetter, OffsetManager, Retry
+from squall.core.records import AckerBatch, Outcome, RecordKind, Results
+from squall.core.retry import RetrySchedule
+from squall.core.scheme import Scheme, SchemeError, deserialize_columns
+from squall.core.wire import TupleBatch
 
 I64 = npt.NDArray[np.int64]
 
@@ -108,7 +108,7 @@ class SpoutTask:
         self._copies = sum(e.copies for e in cfg.edges)
         self._ids = ids or IdBatcher()
         # In-flight trees live in the offset managers' tables; a result's root says which
-        # (source, offset, attempt) it is (squall.ids.root_keys). The backstop scans them
+        # (source, offset, attempt) it is (squall.core.ids.root_keys). The backstop scans them
         # no sooner than this (a lower bound of the oldest emit time + 2 timeouts).
         self._next_expire_ms: int | None = None
         self._seek: dict[int, int] = {}  # source -> offset to re-read from
@@ -414,7 +414,7 @@ class SpoutTask:
 
         Ages are judged on ``clock_ms`` (default ``now_ms``): the service passes
         the ackers' timeout clock, so the backstop, like the acker, does not count
-        time the trees' tuples spent queued for slow bolts (squall/progress.py).
+        time the trees' tuples spent queued for slow bolts (squall/core/progress.py).
         """
         out = Settled()
         at = now_ms if clock_ms is None else clock_ms

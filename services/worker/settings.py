@@ -12,7 +12,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
-from squall.assignment import Kind
+from squall.core.assignment import Kind
 
 
 class WorkerSettings(BaseSettings):

@@ -26,13 +26,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.worker.settings import WorkerSettings
-from squall.assignment import Kind, Placement
-from squall.clock import Clock, SystemClock
-from squall.coord import ASSIGNMENTS, WORKERS, WorkerAssignment, WorkerInfo, connect
-from squall.dev.stack import die_with_parent, free_port
+from squall.coord import ASSIGNMENTS, WORKERS, connect
+from squall.core.assignment import Kind, Placement
+from squall.core.clock import Clock
+from squall.core.cluster import WorkerAssignment, WorkerInfo
+from squall.core.restarts import Restarts
+from squall.core.topology import TopologySpec
 from squall.launch import acker_args, bolts_args, spout_args
-from squall.restarts import Restarts
-from squall.topology import TopologySpec
+from squall.processes import die_with_parent, free_port
+from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.worker")
 _MODULES = {Kind.SPOUT: "services.spout", Kind.ACKER: "services.acker",
@@ -138,7 +140,7 @@ class WorkerService:
         self.wake.set()
 
     def _info(self) -> WorkerInfo:
-        from squall.assignment import Worker
+        from squall.core.assignment import Worker
 
         eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
                     for c in sorted(self.children.values(), key=lambda c: c.spec.key)

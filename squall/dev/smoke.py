@@ -12,11 +12,11 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from squall.core.ledger import Ledger
+from squall.core.records import AckerBatch, AckerRecord, Outcome
+from squall.core.tuples import Anchoring, Tuple
+from squall.core.wire import decode_acker_batch, decode_results, encode_acker_batch, encode_results
 from squall.kafka import ensure_topics
-from squall.ledger import Ledger
-from squall.records import AckerBatch, AckerRecord, Outcome
-from squall.tuples import Anchoring, Tuple
-from squall.wire import decode_acker_batch, decode_results, encode_acker_batch, encode_results
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from squall.dev.stack import die_with_parent, free_port
+from squall.processes import die_with_parent, free_port
 from tests.integration.helpers import wait_for
 
 TOKEN = "test-token-0123456789"

@@ -18,10 +18,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from squall.dev.stack import die_with_parent, free_port
-from squall.ids import acker_partition
-from squall.records import AckerBatch, AckerRecord, RecordKind, Result
-from squall.wire import decode_results, encode_acker_batch
+from squall.core.ids import acker_partition
+from squall.core.records import AckerBatch, AckerRecord, RecordKind, Result
+from squall.core.wire import decode_results, encode_acker_batch
+from squall.processes import die_with_parent, free_port
 
 
 def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.05) -> None:
@@ -235,7 +235,7 @@ class ScriptedBolt:
             return set(self.acked)
 
     def _run(self) -> None:
-        from squall.wire import decode_tuples
+        from squall.core.wire import decode_tuples
 
         while not self._stop.is_set():
             out: list[AckerRecord] = []

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from squall.core.records import AckerRecord, Outcome, RecordKind
+from squall.core.topics import acker_topic, dlq_topic, results_topic
+from squall.core.tuples import Anchoring, Tuple
+from squall.core.wire import DeadLetter, encode_progress
 from squall.kafka import ensure_topics
-from squall.records import AckerRecord, Outcome, RecordKind
-from squall.topics import acker_topic, dlq_topic, results_topic
-from squall.tuples import Anchoring, Tuple
-from squall.wire import DeadLetter, encode_progress
 from tests.integration.helpers import (
     ResultReader,
     ServiceProcess,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from squall.lifecycle import Status
+from squall.core.lifecycle import Status
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
 

@@ -9,12 +9,12 @@ import pytest
 
 from services.bolts.sink import run_chain
 from services.bolts.source import edge_batch
-from squall.ids import IdBatcher
+from squall.core.ids import IdBatcher
+from squall.core.topics import acker_topic
+from squall.core.topology import TopologyBuilder
+from squall.core.tuples import Tuple
+from squall.core.wire import TupleBatch, encode_tuples
 from squall.kafka import ensure_topics
-from squall.topics import acker_topic
-from squall.topology import TopologyBuilder
-from squall.tuples import Tuple
-from squall.wire import TupleBatch, encode_tuples
 from tests.integration.helpers import consume
 
 pytestmark = pytest.mark.integration

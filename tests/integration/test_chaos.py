@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from squall.dev.stack import die_with_parent
+from squall.processes import die_with_parent
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from squall.dev.stack import die_with_parent
+from squall.processes import die_with_parent
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
 

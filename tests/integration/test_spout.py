@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from squall.core.topics import acker_topic, dlq_topic, edge_topic
+from squall.core.wire import DeadLetter
 from squall.kafka import ensure_topics
-from squall.topics import acker_topic, dlq_topic, edge_topic
-from squall.wire import DeadLetter
 from tests.integration.helpers import (
     ScriptedBolt,
     ServiceProcess,

@@ -14,12 +14,13 @@ import pytest
 from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
+from squall.core.errors import StackError
+from squall.core.tuples import Tuple
+from squall.core.wire import TupleBatch, decode_tuples, encode_tuples
 from squall.dev.smoke import run_smoke
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, pid_alive
-from squall.errors import StackError
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics
-from squall.tuples import Tuple
-from squall.wire import TupleBatch, decode_tuples, encode_tuples
+from squall.processes import pid_alive
 from tests.integration.helpers import consume
 
 pytestmark = pytest.mark.integration

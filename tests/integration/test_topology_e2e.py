@@ -16,11 +16,11 @@ import pytest
 
 from examples.faults import FailEveryKth, ForgetEveryKth
 from examples.wordcount import SplitSentence, WordCount
-from services.spout.settings import edge_flag
-from squall.dev.stack import child_pids, die_with_parent
+from squall.core.grouping import edge_flag
+from squall.core.topics import acker_topic
+from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.kafka import ensure_topics
-from squall.topics import acker_topic
-from squall.topology import TopologyBuilder, TopologySpec
+from squall.processes import child_pids, die_with_parent
 from tests.integration.helpers import (
     ScriptedBolt,
     ServiceProcess,
@@ -119,7 +119,7 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize("mode", ["fused", "unfused", "writer"])
 def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: str) -> None:
-    """Fused: count runs in split's query (squall.chains); unfused: a query each, the
+    """Fused: count runs in split's query (squall.core.chains); unfused: a query each, the
     words through Kafka; writer: the data source writer instead of foreachBatch."""
     lines = sentences(400)
     sink, extra = ("writer", []) if mode == "writer" else \

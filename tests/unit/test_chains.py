@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from squall.chains import chains, fused_edge
-from squall.grouping import Grouping
-from squall.topology import TopologyBuilder, TopologySpec
+from squall.core.chains import chains, fused_edge
+from squall.core.grouping import Grouping
+from squall.core.topology import TopologyBuilder, TopologySpec
 
 
 def spec() -> TopologySpec:

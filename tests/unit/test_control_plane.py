@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.api.stats import aggregate
-from squall.assignment import Kind, Unit, Worker, assign, units_of
-from squall.coord import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.errors import ConflictError, TopologyError
-from squall.lifecycle import Lifecycle, Status, apply
-from squall.scheduler import advance, plan, with_parallelism
-from squall.topology import TopologyBuilder, TopologySpec
+from squall.core.assignment import Kind, Unit, Worker, assign, units_of
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.errors import ConflictError, TopologyError
+from squall.core.lifecycle import Lifecycle, Status, apply
+from squall.core.scheduler import advance, plan, with_parallelism
+from squall.core.topology import TopologyBuilder, TopologySpec
 
 
 def spec(name: str = "wc", spouts: int = 2, ackers: int = 2) -> TopologySpec:

@@ -11,17 +11,23 @@ import pytest
 
 from examples.join import BatchTotal
 from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount, WordCountBatch
-from squall.bolt import PARENT, BasicBolt, Bolt, TaskContext
-from squall.executor import BoltExecutor, ExecResult
-from squall.grouping import Edge, Grouping
-from squall.ledger import Ledger
-from squall.records import AckerBatch, Outcome
-from squall.state import KeyValueState
-from squall.tuples import Anchoring, Tuple
-from squall.wire import TupleBatch, decode_tuples, encode_tuples
+from squall.core.bolt import PARENT, BasicBolt, Bolt, TaskContext
+from squall.core.clock import ManualClock
+from squall.core.executor import BoltExecutor, ExecResult
+from squall.core.grouping import Edge, Grouping
+from squall.core.ledger import Ledger
+from squall.core.records import AckerBatch, Outcome
+from squall.core.state import KeyValueState
+from squall.core.tuples import Anchoring, Tuple
+from squall.core.wire import TupleBatch, decode_tuples, encode_tuples
 
 SPLIT_TO_COUNT = Edge("count", "squall.wc.edge.split.default.count", 3, Grouping.FIELDS,
                       ("word",))
+
+
+def make_executor(*args: Any, **kw: Any) -> BoltExecutor:
+    """An executor on a test clock (the core reads no wall clock)."""
+    return BoltExecutor(*args, clock=ManualClock(), **kw)
 
 
 def ctx(name: str) -> TaskContext:
@@ -62,8 +68,8 @@ def through(batches: list[TupleBatch]) -> list[TupleBatch]:
 def test_word_count_trees_complete_and_words_land_on_their_partition(
         split_cls: type, count_cls: type) -> None:
     h = Harness()
-    split = BoltExecutor(split_cls(), ctx("split"), [SPLIT_TO_COUNT], ids=h.ids)
-    count = BoltExecutor(count_cls(), ctx("count"), [], ids=h.ids)
+    split = make_executor(split_cls(), ctx("split"), [SPLIT_TO_COUNT], ids=h.ids)
+    count = make_executor(count_cls(), ctx("count"), [], ids=h.ids)
     roots, batch = h.spout(["the cow jumped over the moon", "an apple a day", "the end"])
     out = split.run(through([batch]))
     assert out.errors == []
@@ -112,7 +118,7 @@ class Explodes(BasicBolt):
 
 def test_an_exception_fails_that_input_only_and_is_reported() -> None:
     h = Harness()
-    ex = BoltExecutor(Explodes(), ctx("split"), [], ids=h.ids)
+    ex = make_executor(Explodes(), ctx("split"), [], ids=h.ids)
     roots, batch = h.spout(["fine words", "boom goes it", "more words"])
     res = ex.run(through([batch]))
     h.send(res.acks)
@@ -124,7 +130,7 @@ def test_an_exception_fails_that_input_only_and_is_reported() -> None:
 
 def test_multi_anchored_aggregate_joins_the_trees() -> None:
     h = Harness()
-    agg = BoltExecutor(BatchTotal(), ctx("total"),
+    agg = make_executor(BatchTotal(), ctx("total"),
                        [Edge("sink", "t", 1, Grouping.GLOBAL, stream="default")],
                        conf={"size": 3}, ids=h.ids)
     roots, batch = h.spout(["1", "2", "3"])
@@ -156,7 +162,7 @@ def test_named_streams_all_grouping_and_unanchored_emits() -> None:
     h = Harness()
     edges = [Edge("a", "ta", 2, Grouping.ALL), Edge("e", "te", 1, Grouping.SHUFFLE,
                                                    stream="errors")]
-    ex = BoltExecutor(Streams(), ctx("s"), edges, ids=h.ids)
+    ex = make_executor(Streams(), ctx("s"), edges, ids=h.ids)
     roots, batch = h.spout(["ok", "bad"])
     res: ExecResult = ex.run(through([batch]))
     by_topic: dict[str, list[TupleBatch]] = {}
@@ -175,7 +181,7 @@ def test_named_streams_all_grouping_and_unanchored_emits() -> None:
 
 
 def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
-    from squall.bolt import BatchBolt
+    from squall.core.bolt import BatchBolt
 
     class Broken(BatchBolt):
         outputs: ClassVar = {"default": ("word",)}
@@ -184,7 +190,7 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
             raise KeyError("no such column")
 
     h = Harness()
-    ex = BoltExecutor(Broken(), ctx("b"), [], ids=h.ids)
+    ex = make_executor(Broken(), ctx("b"), [], ids=h.ids)
     roots, batch = h.spout(["a", "b"])
     res = ex.run(through([batch]))
     h.send(res.acks)
@@ -193,7 +199,7 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
 
 
 def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
-    from squall.grouping import Edge, Grouping, Router, fields_hash
+    from squall.core.grouping import Edge, Grouping, Router, fields_hash
 
     words = [f"w{i % 37}" for i in range(500)] + ["", "é", "a\x1fb"]
     r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
@@ -207,8 +213,8 @@ def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from squall.bolt import PARENT, BatchBolt
-    from squall.executor import _frame
+    from squall.core.bolt import PARENT, BatchBolt
+    from squall.core.executor import _frame
 
     a = TupleBatch.single_anchored({"word": pa.array(["x", "y"])}, None, None, source="s1")
     b = TupleBatch.single_anchored({"word": pa.array(["z"]), "n": pa.array([7])}, None, None,
@@ -232,7 +238,7 @@ def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
             seen.append(df)
             return pd.DataFrame({PARENT: pd.Series([], dtype="int64")})
 
-    BoltExecutor(Spy(), ctx("spy"), []).run([a, b])
+    make_executor(Spy(), ctx("spy"), []).run([a, b])
     assert seen[0]["word"].tolist() == ["x", "y", "z"]
 
 
@@ -243,8 +249,8 @@ def test_a_half_join_in_the_state_follows_the_task_to_another_worker() -> None:
 
     h = Harness()
     edges = [Edge("sink", "t", 1, Grouping.GLOBAL, stream="default")]
-    first = BoltExecutor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
-    second = BoltExecutor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
+    first = make_executor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
+    second = make_executor(BatchTotal(), ctx("total"), edges, conf={"size": 3}, ids=h.ids)
     roots, batch = h.spout(["1", "2", "3"])
     tuples = through([batch])[0].tuples()
     a = first.run([TupleBatch.from_tuples(tuples[:2], tuples[0].fields)])
@@ -275,7 +281,7 @@ class Hoarder(Bolt):
 
 def test_attributes_kept_across_micro_batches_are_warned_about_once() -> None:
     h = Harness()
-    ex = BoltExecutor(Hoarder(), ctx("hoard"), [], ids=h.ids)
+    ex = make_executor(Hoarder(), ctx("hoard"), [], ids=h.ids)
     _, batch = h.spout(["a", "b"])
     res = ex.run(through([batch]))
     assert len(res.warnings) == 1 and "'seen'" in res.warnings[0]
@@ -297,7 +303,7 @@ class Mixed(Bolt):
 
 def test_an_emitted_value_that_cannot_share_its_column_fails_only_its_tree() -> None:
     h = Harness()
-    ex = BoltExecutor(Mixed(), ctx("mixed"), [Edge("sink", "t", 1, Grouping.GLOBAL)], ids=h.ids)
+    ex = make_executor(Mixed(), ctx("mixed"), [Edge("sink", "t", 1, Grouping.GLOBAL)], ids=h.ids)
     roots, batch = h.spout(["1", "2", "seven", "4"])
     res = ex.run(through([batch]))
     assert len(res.errors) == 1 and "'seven'" in res.errors[0]

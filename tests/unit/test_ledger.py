@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.errors import LedgerError
-from squall.ledger import Ledger
-from squall.records import MAX_TASK, AckerBatch, AckerRecord, Outcome, RecordKind, Result
-from squall.tuples import Anchoring, Tuple
+from squall.core.errors import LedgerError
+from squall.core.ledger import Ledger
+from squall.core.records import MAX_TASK, AckerBatch, AckerRecord, Outcome, RecordKind, Result
+from squall.core.tuples import Anchoring, Tuple
 
 T = 30_000
 F = ("x",)

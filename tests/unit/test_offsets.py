@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.errors import OffsetError
-from squall.offsets import DeadLetter, OffsetManager, Retry, State
-from squall.retry import RetrySchedule
+from squall.core.errors import OffsetError
+from squall.core.offsets import DeadLetter, OffsetManager, Retry, State
+from squall.core.retry import RetrySchedule
 
 
 def emit_and_ack(m: OffsetManager, *offsets: int) -> None:

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.errors import ConfigError
-from squall.ids import (
+from squall.core.errors import ConfigError
+from squall.core.ids import (
     MAX_ID,
     MIN_ID,
     IdBatcher,
@@ -18,7 +18,7 @@ from squall.ids import (
     new_id,
     root_keys,
 )
-from squall.retry import RetrySchedule
+from squall.core.retry import RetrySchedule
 
 
 def test_backoff_doubles_then_caps() -> None:

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.spout.task import SpoutConfig, SpoutTask
-from squall.columns import to_columns
-from squall.grouping import Edge, Grouping
-from squall.scheme import (
+from squall.core.columns import to_columns
+from squall.core.grouping import Edge, Grouping
+from squall.core.scheme import (
     JsonScheme,
     RawScheme,
     SchemeError,

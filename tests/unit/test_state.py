@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.errors import StateError
-from squall.state import DELETED, DELTA, SNAPSHOT, KeyValueState, decode, encode
+from squall.core.errors import StateError
+from squall.core.state import DELETED, DELTA, SNAPSHOT, KeyValueState, decode, encode
 
 
 def test_storms_names_and_the_mapping_protocol_record_changes() -> None:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from squall.errors import TopologyError
-from squall.grouping import Grouping
-from squall.topology import TopologyBuilder, TopologySpec
+from squall.core.errors import TopologyError
+from squall.core.grouping import Grouping
+from squall.core.topology import TopologyBuilder, TopologySpec
 
 
 def word_count() -> TopologySpec:

@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from squall.records import AckerRecord, RecordKind
-from squall.tuples import Anchoring, Tuple, coalesce
+from squall.core.records import AckerRecord, RecordKind
+from squall.core.tuples import Anchoring, Tuple, coalesce
 
 F = ("word", "n")
 

@@ -11,10 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.errors import WireFormatError
-from squall.records import MAX_TASK, AckerBatch, AckerRecord, Outcome, RecordKind, Result, Results
-from squall.tuples import Tuple
-from squall.wire import (
+from squall.core.errors import WireFormatError
+from squall.core.records import (
+    MAX_TASK,
+    AckerBatch,
+    AckerRecord,
+    Outcome,
+    RecordKind,
+    Result,
+    Results,
+)
+from squall.core.tuples import Tuple
+from squall.core.wire import (
     DeadLetter,
     TupleBatch,
     decode_acker_batch,
@@ -161,7 +169,7 @@ def test_acker_batch_decode_is_zero_copy_sized() -> None:
 
 
 def test_large_batches_are_split_under_the_message_size() -> None:
-    from squall.wire import encode_acker_batches, encode_tuples_chunked
+    from squall.core.wire import encode_acker_batches, encode_tuples_chunked
 
     rows = 50_000
     batch = TupleBatch.from_columns({"w": ["x" * 30] * rows}, [{1: 2}] * rows)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from services.acker.task import AckerTask, Message
-from squall.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.wire import encode_acker_batch, encode_progress
+from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
+from squall.core.wire import encode_acker_batch, encode_progress
 
 
 def msg(offset: int, *records: AckerRecord, ts: int = 0) -> Message:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from services.bolts.__main__ import parse_args
-from squall.errors import ConfigError
+from squall.core.errors import ConfigError
 
 
 def test_conf_flags_become_spark_settings(tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from services.spout.task import Emission, Guarantee, SpoutConfig, SpoutTask
-from squall.grouping import Edge, Grouping
-from squall.ids import IdBatcher, derive_roots
-from squall.records import Outcome, Result, Results
-from squall.retry import RetrySchedule
-from squall.scheme import JsonScheme, TextScheme
+from squall.core.grouping import Edge, Grouping
+from squall.core.ids import IdBatcher, derive_roots
+from squall.core.records import Outcome, Result, Results
+from squall.core.retry import RetrySchedule
+from squall.core.scheme import JsonScheme, TextScheme
 
 EDGE = Edge("split", "squall.t.edge.spout.default.split", 2, Grouping.SHUFFLE)
 T = 1_000

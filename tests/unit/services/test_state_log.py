@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from services.bolts.state_log import TaskStateLog, log_path
-from squall.errors import StateError
-from squall.state import KeyValueState
+from squall.core.errors import StateError
+from squall.core.state import KeyValueState
 
 
 def worker(path: Path, compact: int = 1 << 20) -> TaskStateLog:

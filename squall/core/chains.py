@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from squall.grouping import Edge
-from squall.topology import BoltSpec, TopologySpec
+from squall.core.grouping import Edge
+from squall.core.topology import BoltSpec, TopologySpec
 
 
 def chains(spec: TopologySpec, components: Sequence[str], fuse: bool = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from squall.errors import ConfigError
+from squall.core.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 ACKER_COMPONENT = "__acker"

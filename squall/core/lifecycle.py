@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from squall.errors import ConflictError, TopologyError
+from squall.core.errors import ConflictError, TopologyError
 
 
 class Status(StrEnum):

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from squall.errors import TopologyError
+from squall.core.errors import TopologyError
+from squall.core.topics import edge_topic
 
 I64 = npt.NDArray[np.int64]
 
@@ -130,3 +131,33 @@ class Router:
         if out.size and (out.min() < 0 or out.max() >= e.partitions):
             raise TopologyError(f"direct emit to a task outside 0..{e.partitions - 1}")
         return out
+
+
+def parse_edge(spec: str, topology: str, component: str) -> Edge:
+    """``target:partitions[:grouping[:field,field]][@stream]``, e.g. ``count:4:fields:word``."""
+    body, _, stream = spec.partition("@")
+    parts = body.split(":")
+    if len(parts) < 2:
+        raise TopologyError(f"edge {spec!r}: expected target:partitions[:grouping[:fields]]")
+    target, n = parts[0], parts[1]
+    try:
+        partitions = int(n)
+    except ValueError:
+        raise TopologyError(f"edge {spec!r}: partitions {n!r} is not a number") from None
+    try:
+        grouping = Grouping(parts[2]) if len(parts) > 2 else Grouping.SHUFFLE
+    except ValueError:
+        raise TopologyError(f"edge {spec!r}: unknown grouping {parts[2]!r} "
+                            f"(one of {', '.join(g.value for g in Grouping)})") from None
+    fields = tuple(f for f in parts[3].split(",") if f) if len(parts) > 3 else ()
+    stream = stream or "default"
+    return Edge(target, edge_topic(topology, component, stream, target), partitions, grouping,
+                fields, stream)
+
+
+def edge_flag(edge: Edge) -> str:
+    """The ``--edge`` form of an edge (the inverse of :func:`parse_edge`)."""
+    spec = f"{edge.target}:{edge.partitions}:{edge.grouping.value}"
+    if edge.fields:
+        spec += ":" + ",".join(edge.fields)
+    return spec if edge.stream == "default" else f"{spec}@{edge.stream}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from squall.topology import TopologySpec
+from squall.core.topology import TopologySpec
 
 ACKER = "__acker"
 

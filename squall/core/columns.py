@@ -1,7 +1,7 @@
 """Rows of Python values as Arrow columns, and the rows that cannot join them.
 
-Decoded source messages (squall/scheme.py) and a bolt's emitted rows
-(squall/executor.py) become one Arrow column per field; a value of another
+Decoded source messages (squall/core/scheme.py) and a bolt's emitted rows
+(squall/core/executor.py) become one Arrow column per field; a value of another
 type than the rest must fail its own record, never the whole batch or the
 process. Pure.
 """

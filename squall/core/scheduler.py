@@ -3,7 +3,7 @@
 Given the topologies, the live workers and the current assignments, at time
 ``now``: finish rebalances and kills whose wait is over, then assign every
 topology's units over the workers (sticky and balanced, see
-:mod:`squall.assignment`). The caller writes the result to ZooKeeper.
+:mod:`squall.core.assignment`). The caller writes the result to ZooKeeper.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from squall.assignment import Unit, assign, units_of
-from squall.coord import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.errors import TopologyError
-from squall.lifecycle import Lifecycle, Status
-from squall.topology import SpoutSpec, TopologySpec
+from squall.core.assignment import Unit, assign, units_of
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.errors import TopologyError
+from squall.core.lifecycle import Lifecycle, Status
+from squall.core.topology import SpoutSpec, TopologySpec
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from squall.errors import StateError
+from squall.core.errors import StateError
 
 MAGIC = b"SQS1"
 DELTA = b"D"

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from squall.columns import to_columns
-from squall.errors import SquallError, TopologyError
+from squall.core.columns import to_columns
+from squall.core.errors import SquallError, TopologyError
 
 
 class SchemeError(SquallError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from squall.errors import ConfigError
+from squall.core.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)

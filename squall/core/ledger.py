@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from squall.errors import LedgerError
-from squall.ids import TOMBSTONE
-from squall.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
+from squall.core.errors import LedgerError
+from squall.core.ids import TOMBSTONE
+from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
 
 _TOMB = np.uint64(TOMBSTONE)
 _ZERO = np.uint64(0)

@@ -1,7 +1,7 @@
 """Runs one bolt task over a micro-batch of tuple batches (no Spark, no Kafka).
 
 Given the input batches of a micro-batch, it calls the user's bolt, keeps
-Storm's anchoring arithmetic (:class:`~squall.tuples.Anchoring`), routes the
+Storm's anchoring arithmetic (:class:`~squall.core.tuples.Anchoring`), routes the
 emitted tuples to the partitions of every subscribed edge, and returns them
 with the XOR-coalesced ack records. The Spark job only moves bytes around it.
 
@@ -11,7 +11,6 @@ component's last error; it never stops the job.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,15 +21,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from squall.bolt import PARENT, BatchBolt, Bolt, OutputCollector, TaskContext
-from squall.columns import to_columns
-from squall.errors import TopologyError
-from squall.grouping import Edge, Grouping, Router
-from squall.ids import IdBatcher, new_id
-from squall.records import AckerBatch, AckerRecord, RecordKind
-from squall.state import KeyValueState
-from squall.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
-from squall.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
+from squall.core.bolt import PARENT, BatchBolt, Bolt, OutputCollector, TaskContext
+from squall.core.clock import Clock
+from squall.core.columns import to_columns
+from squall.core.errors import TopologyError
+from squall.core.grouping import Edge, Grouping, Router
+from squall.core.ids import IdBatcher, new_id
+from squall.core.records import AckerBatch, AckerRecord, RecordKind
+from squall.core.state import KeyValueState
+from squall.core.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
+from squall.core.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
 
@@ -63,8 +63,10 @@ class BoltExecutor:
     """One task of one bolt component."""
 
     def __init__(self, bolt: Bolt | BatchBolt, context: TaskContext, edges: Sequence[Edge],
-                 conf: Mapping[str, Any] | None = None, ids: Callable[[], int] = new_id) -> None:
+                 conf: Mapping[str, Any] | None = None, ids: Callable[[], int] = new_id,
+                 *, clock: Clock) -> None:
         self.bolt = bolt
+        self.clock = clock
         self.context = context
         self.outputs = {s: tuple(f) for s, f in bolt.outputs.items()}
         self._anch = Anchoring(ids)
@@ -233,7 +235,7 @@ class BoltExecutor:
                         cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task)))
                 b.rows, b.anchors, b.parts = [], [], []
-        res.acks = AckerBatch.from_records(coalesce(res.records), _now_ms())
+        res.acks = AckerBatch.from_records(coalesce(res.records), self.clock.now_ms())
         return res
 
     def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch]) -> ExecResult:
@@ -250,7 +252,7 @@ class BoltExecutor:
         n = len(roots)
         res.executed = n
         df = _frame(batches)
-        now = _now_ms()
+        now = self.clock.now_ms()
         try:
             out = bolt.process(df)
             if PARENT not in out.columns:
@@ -370,8 +372,6 @@ def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
                       np.full(ur.size, now, np.int64))
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _describe(error: BaseException | str) -> str:

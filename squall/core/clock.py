@@ -1,8 +1,9 @@
-"""Time as an input: the reliability core never reads the wall clock itself."""
+"""Time as an input: the reliability core never reads the wall clock itself.
+
+The real clock is the shell's (``squall.wallclock.SystemClock``)."""
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
 
 
@@ -10,13 +11,6 @@ class Clock(Protocol):
     """Milliseconds since the Unix epoch, as Kafka record timestamps are."""
 
     def now_ms(self) -> int: ...
-
-
-class SystemClock:
-    """The real clock, for services."""
-
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
 
 
 class ManualClock:

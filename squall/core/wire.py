@@ -25,10 +25,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from squall.errors import WireFormatError
-from squall.ids import TOMBSTONE
-from squall.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
-from squall.tuples import DEFAULT_STREAM, Fields, Tuple
+from squall.core.errors import WireFormatError
+from squall.core.ids import TOMBSTONE
+from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
+from squall.core.tuples import DEFAULT_STREAM, Fields, Tuple
 
 ROOTS_COL = "__roots"
 IDS_COL = "__ids"
@@ -340,7 +340,7 @@ def decode_letter_marker(payload: bytes) -> tuple[str, int, int] | None:
 
 
 # ----- progress marks -------------------------------------------------------
-# A bolts job writes its watermark (squall/progress.py) into every acker partition,
+# A bolts job writes its watermark (squall/core/progress.py) into every acker partition,
 # after the acks of the micro-batches it covers: the acker reads them in that order.
 
 _PROGRESS_MAGIC = b"SQPG"

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from squall.errors import OffsetError
-from squall.retry import RetrySchedule
+from squall.core.errors import OffsetError
+from squall.core.retry import RetrySchedule
 
 I64 = npt.NDArray[np.int64]
 
@@ -41,7 +41,7 @@ class State(Enum):
 _PENDING, _FAILED, _DEAD_LETTERING, _DONE = 1, 2, 3, 4
 _STATES = {_PENDING: State.PENDING, _FAILED: State.FAILED,
            _DEAD_LETTERING: State.DEAD_LETTERING, _DONE: State.DONE}
-ATTEMPT_MASK = 0xFF  # attempts as the root ids carry them (squall.ids.derive_roots)
+ATTEMPT_MASK = 0xFF  # attempts as the root ids carry them (squall.core.ids.derive_roots)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,323 @@
+"""The topology model: spouts, bolts, streams and groupings (Storm's ``TopologyBuilder``).
+
+The same topology is built in Python or read from JSON / YAML; either way it
+is validated here, and every error names the component and field at fault.
+Code is named as importable ``module:Class`` and is never imported here: the
+API validates specs without running user code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from squall.core.errors import SquallError, TopologyError
+from squall.core.grouping import Edge, Grouping
+from squall.core.retry import RetrySchedule
+from squall.core.topics import check_name, edge_topic
+
+DEFAULT_STREAM = "default"
+MAX_PARALLELISM = 1024
+_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A subscription of a bolt to ``stream`` of ``component``."""
+
+    component: str
+    stream: str = DEFAULT_STREAM
+    grouping: Grouping = Grouping.SHUFFLE
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SpoutSpec:
+    name: str
+    topics: tuple[str, ...]
+    parallelism: int = 1
+    scheme: str = "text"
+    fields: tuple[str, ...] = ()
+
+    def outputs(self) -> dict[str, tuple[str, ...]]:
+        if self.scheme == "raw":
+            return {DEFAULT_STREAM: ("bytes",)}
+        if self.scheme == "text":
+            return {DEFAULT_STREAM: ("str",)}
+        return {DEFAULT_STREAM: self.fields}
+
+
+@dataclass(frozen=True)
+class BoltSpec:
+    name: str
+    cls: str
+    parallelism: int = 1
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    name: str
+    spouts: tuple[SpoutSpec, ...]
+    bolts: tuple[BoltSpec, ...] = ()
+    ackers: int = 1
+    message_timeout_s: float = 30.0
+    max_spout_pending: int | None = 10_000
+    guarantee: str = "at_least_once"
+    retry: RetrySchedule = field(default_factory=RetrySchedule)
+
+    # ----- queries -------------------------------------------------------
+
+    def components(self) -> tuple[SpoutSpec | BoltSpec, ...]:
+        return (*self.spouts, *self.bolts)
+
+    @property
+    def num_tasks(self) -> int:
+        """Every task: spout and bolt parallelism plus the ackers."""
+        return sum(c.parallelism for c in self.components()) + self.ackers
+
+    def component(self, name: str) -> SpoutSpec | BoltSpec:
+        for c in self.components():
+            if c.name == name:
+                return c
+        raise TopologyError(f"no component {name!r} in topology {self.name!r}")
+
+    def output_fields(self, name: str, stream: str = DEFAULT_STREAM) -> tuple[str, ...]:
+        c = self.component(name)
+        outs = c.outputs() if isinstance(c, SpoutSpec) else c.outputs
+        if stream not in outs:
+            raise TopologyError(f"component {name!r} declares no stream {stream!r} "
+                                f"(it declares {sorted(outs)})")
+        return tuple(outs[stream])
+
+    def edges_from(self, name: str) -> tuple[Edge, ...]:
+        """Every subscription to ``name``'s streams, as edges (one topic each)."""
+        out = []
+        for b in self.bolts:
+            for i in b.inputs:
+                if i.component == name:
+                    out.append(Edge(b.name, edge_topic(self.name, name, i.stream, b.name),
+                                    b.parallelism, i.grouping, i.fields, i.stream))
+        return tuple(out)
+
+    def input_topics(self, bolt: str) -> tuple[str, ...]:
+        b = self.component(bolt)
+        assert isinstance(b, BoltSpec)
+        return tuple(edge_topic(self.name, i.component, i.stream, b.name) for i in b.inputs)
+
+    # ----- validation ------------------------------------------------------
+
+    def validate(self) -> TopologySpec:
+        try:
+            check_name("topology", self.name)
+            names = [c.name for c in self.components()]
+            for n in names:
+                check_name("component", n)
+        except SquallError as e:
+            raise TopologyError(str(e)) from None
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise TopologyError(f"component names {dup} are used more than once")
+        if not self.spouts:
+            raise TopologyError(f"topology {self.name!r} has no spout")
+        if not 0 <= self.ackers <= MAX_PARALLELISM:
+            raise TopologyError(f"ackers must be 0..{MAX_PARALLELISM}, got {self.ackers}")
+        if not 0 < self.message_timeout_s <= 86_400:
+            raise TopologyError(f"message_timeout_s must be in (0, 86400], got "
+                                f"{self.message_timeout_s}")
+        if self.max_spout_pending is not None and self.max_spout_pending < 1:
+            raise TopologyError(f"max_spout_pending must be >= 1, got {self.max_spout_pending}")
+        if self.guarantee not in ("at_least_once", "at_most_once", "no_guarantee"):
+            raise TopologyError(f"guarantee {self.guarantee!r} is not one of at_least_once, "
+                                "at_most_once, no_guarantee")
+        for s in self.spouts:
+            where = f"spout {s.name!r}"
+            if not 1 <= s.parallelism <= MAX_PARALLELISM:
+                raise TopologyError(f"{where}: parallelism must be 1..{MAX_PARALLELISM}, "
+                                    f"got {s.parallelism}")
+            if not s.topics:
+                raise TopologyError(f"{where}: topics must name at least one source topic")
+            if s.scheme == "json" and not s.fields:
+                raise TopologyError(f"{where}: the json scheme needs fields")
+        for b in self.bolts:
+            where = f"bolt {b.name!r}"
+            if not _CLASS.match(b.cls):
+                raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
+            if not 1 <= b.parallelism <= MAX_PARALLELISM:
+                raise TopologyError(f"{where}: parallelism must be 1..{MAX_PARALLELISM}, "
+                                    f"got {b.parallelism}")
+            if not b.inputs:
+                raise TopologyError(f"{where}: inputs must name at least one component")
+            for stream in b.outputs:
+                check_name("stream", stream)
+            for i in b.inputs:
+                if i.component not in names:
+                    raise TopologyError(f"{where}: input from unknown component {i.component!r}")
+                try:
+                    fields = self.output_fields(i.component, i.stream)
+                except TopologyError as e:
+                    raise TopologyError(f"{where}: {e}") from None
+                if i.grouping is Grouping.FIELDS:
+                    missing = [f for f in i.fields if f not in fields] or (
+                        ["(none given)"] if not i.fields else [])
+                    if missing:
+                        raise TopologyError(
+                            f"{where}: fields grouping on {i.component!r} by {missing}, not "
+                            f"among its output fields {list(fields)}")
+        return self
+
+    # ----- (de)serialisation -----------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for b in d["bolts"]:
+            for i in b["inputs"]:
+                i["grouping"] = Grouping(i["grouping"]).value
+        plain: dict[str, Any] = json.loads(json.dumps(d))  # tuples -> lists: a JSON document
+        return plain
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> TopologySpec:
+        """Build and validate; a malformed document is a TopologyError naming the place."""
+        if not isinstance(raw, Mapping):
+            raise TopologyError("a topology must be an object")
+        unknown = set(raw) - {f for f in cls.__dataclass_fields__}
+        if unknown:
+            raise TopologyError(f"unknown topology fields {sorted(unknown)}")
+        try:
+            spouts = tuple(_spout(s) for s in _list(raw, "spouts"))
+            bolts = tuple(_bolt(b) for b in _list(raw, "bolts"))
+            retry = RetrySchedule(**raw.get("retry", {}))
+            return cls(
+                name=str(_req(raw, "name", "topology")), spouts=spouts, bolts=bolts,
+                ackers=int(raw.get("ackers", 1)),
+                message_timeout_s=float(raw.get("message_timeout_s", 30.0)),
+                max_spout_pending=raw.get("max_spout_pending", 10_000),
+                guarantee=str(raw.get("guarantee", "at_least_once")), retry=retry,
+            ).validate()
+        except TopologyError:
+            raise
+        except (SquallError, TypeError, ValueError, AttributeError, KeyError, OverflowError) as e:
+            raise TopologyError(f"invalid topology: {e}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_text(cls, text: str) -> TopologySpec:
+        """JSON or YAML."""
+        import yaml
+
+        try:
+            raw = yaml.safe_load(text)  # YAML is a superset of JSON
+        except yaml.YAMLError as e:
+            raise TopologyError(f"not valid JSON or YAML: {e}") from None
+        return cls.from_dict(raw)
+
+
+def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
+    v = raw.get(key, [])
+    if not isinstance(v, list):
+        raise TopologyError(f"{key} must be a list")
+    return v
+
+
+def _req(raw: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in raw:
+        raise TopologyError(f"{what}: {key!r} is required")
+    return raw[key]
+
+
+def _spout(raw: Mapping[str, Any]) -> SpoutSpec:
+    name = _req(raw, "name", "spout")
+    topics = _req(raw, "topics", f"spout {name!r}")
+    return SpoutSpec(name, tuple([topics] if isinstance(topics, str) else topics),
+                     int(raw.get("parallelism", 1)), str(raw.get("scheme", "text")),
+                     tuple(raw.get("fields", ())))
+
+
+def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
+    name = _req(raw, "name", "bolt")
+    where = f"bolt {name!r}"
+    inputs = []
+    for i in raw.get("inputs", []):
+        try:
+            grouping = Grouping(i.get("grouping", "shuffle"))
+        except ValueError:
+            raise TopologyError(f"{where}: unknown grouping {i.get('grouping')!r}") from None
+        inputs.append(InputSpec(_req(i, "component", f"{where} input"),
+                                i.get("stream", DEFAULT_STREAM), grouping,
+                                tuple(i.get("fields", ()))))
+    outputs = {k: tuple(v) for k, v in dict(raw.get("outputs", {})).items()}
+    return BoltSpec(name, str(_req(raw, "class", where) if "class" in raw else
+                              _req(raw, "cls", where)),
+                    int(raw.get("parallelism", 1)), tuple(inputs), outputs,
+                    dict(raw.get("config", {})))
+
+
+class BoltDeclarer:
+    """Returned by :meth:`TopologyBuilder.set_bolt`: declare its inputs, Storm style."""
+
+    def __init__(self, inputs: list[InputSpec]) -> None:
+        self._inputs = inputs
+
+    def _add(self, component: str, stream: str, grouping: Grouping,
+             fields: Sequence[str] = ()) -> BoltDeclarer:
+        self._inputs.append(InputSpec(component, stream, grouping, tuple(fields)))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.SHUFFLE)
+
+    def fields_grouping(self, component: str, fields: Sequence[str],
+                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.FIELDS, fields)
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.ALL)
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.GLOBAL)
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.DIRECT)
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.NONE)
+
+
+class TopologyBuilder:
+    """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``."""
+
+    def __init__(self) -> None:
+        self._spouts: list[SpoutSpec] = []
+        self._bolts: list[tuple[str, str, int, list[InputSpec], dict[str, tuple[str, ...]],
+                                dict[str, Any]]] = []
+
+    def set_spout(self, name: str, topics: str | Sequence[str], parallelism: int = 1,
+                  scheme: str = "text", fields: Sequence[str] = ()) -> None:
+        t = (topics,) if isinstance(topics, str) else tuple(topics)
+        self._spouts.append(SpoutSpec(name, t, parallelism, scheme, tuple(fields)))
+
+    def set_bolt(self, name: str, bolt: str | type, parallelism: int = 1,
+                 outputs: Mapping[str, Sequence[str]] | None = None,
+                 config: Mapping[str, Any] | None = None) -> BoltDeclarer:
+        """``bolt`` is ``module:Class`` or the class itself (its ``outputs`` are read)."""
+        if isinstance(bolt, type):
+            cls = f"{bolt.__module__}:{bolt.__qualname__}"
+            declared = getattr(bolt, "outputs", {})
+        else:
+            cls, declared = bolt, {}
+        outs = {k: tuple(v) for k, v in (outputs if outputs is not None else declared).items()}
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
+        return BoltDeclarer(inputs)
+
+    def build(self, name: str, **conf: Any) -> TopologySpec:
+        bolts = tuple(BoltSpec(n, c, p, tuple(i), o, cf) for n, c, p, i, o, cf in self._bolts)
+        return TopologySpec(name, tuple(self._spouts), bolts, **conf).validate()

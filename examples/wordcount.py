@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+
 from squall.bolt import PARENT, BasicBolt, BatchBolt, Bolt
 from squall.topology import TopologyBuilder, TopologySpec
 from squall.tuples import Tuple

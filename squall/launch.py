@@ -1,9 +1,8 @@
-"""``squall run``: a whole topology as local processes, without the control plane.
+"""A topology's processes: their flags, starting, supervising and stopping them.
 
-Starts (on a given broker, or on the embedded stack) the acker tasks, the
-spout tasks and the bolts' Spark job as child processes, shows progress, and
-on Ctrl-C / SIGTERM stops them in order: spouts first (they drain their trees
-in flight), then the bolts, then the ackers.
+Used by ``squall run`` (:mod:`squall.local_cluster`) and, for the flags, by the worker.
+Stops in order: spouts first (they drain their trees in flight), then the bolts, then the
+ackers.
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
 
     spec_body = {"requestBody": {"required": True, "content": {
         "application/json": {"schema": {"type": "object", "description":
-                                        "the topology (see docs/topology.md)"}},
+                                        "the topology (see README.md, \"Topologies and bolts\")"}},
         "application/yaml": {"schema": {"type": "string"}}}}}
 
     @app.post("/topologies", tags=["topologies"], status_code=201, dependencies=write,

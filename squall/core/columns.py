@@ -73,7 +73,7 @@ def _fits(own: pa.DataType, column: pa.DataType) -> bool:
     return any(kind(own) and kind(column) for kind in nested)
 
 
-#: What pyarrow raises on a value of the wrong type (DESIGN.md: never a crash).
+#: What pyarrow raises on a value of the wrong type (bad input is a dead letter, never a crash).
 ARROW_ERRORS = (pa.ArrowException, OverflowError, TypeError, ValueError)
 
 

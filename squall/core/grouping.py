@@ -1,6 +1,7 @@
 """Stream groupings: which partition(s) of an edge topic a tuple goes to.
 
-Storm's groupings map to the producer's partition choice (DESIGN.md):
+Storm's groupings map to the producer's partition choice (docs/architecture.md,
+"Contracts between services"):
 shuffle and none round-robin, fields hashes the named fields, all copies to
 every partition, global sends to partition 0, direct to the partition the
 emitter names. The fields hash is stable across processes and machines

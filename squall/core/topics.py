@@ -1,4 +1,4 @@
-"""Names of a topology's internal topics (DESIGN.md, "Contract: topics")."""
+"""Names of a topology's internal topics (docs/architecture.md, "Contracts between services")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire formats of the internal topics (DESIGN.md, "batched wire format").
+"""Wire formats of the internal topics (docs/decisions.md, "Wire formats").
 
 - tuple batches (edge topics): one Arrow IPC stream per Kafka message: the
   declared fields as columns, plus ``__roots`` and ``__ids`` (list<uint64>:

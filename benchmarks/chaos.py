@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from squall.client import ApiError
+from squall.core.errors import ApiError
 from squall.demo import (
     COUNTS,
     NAME,

@@ -6,15 +6,7 @@ from typing import Any
 
 import httpx
 
-from squall.core.errors import SquallError
-
-
-class ApiError(SquallError):
-    """The API answered with an error (its status and detail are in the message)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"HTTP {status}: {detail}")
-        self.status = status
+from squall.core.errors import ApiError
 
 
 class ApiClient:

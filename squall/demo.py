@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from squall.client import ApiClient, ApiError
-from squall.core.errors import SquallError
+from squall.client import ApiClient
+from squall.core.errors import ApiError, SquallError
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics, produce, quiet_logger

@@ -6,11 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from squall.core.errors import SquallError
-
-
-class KafkaUnavailable(SquallError):
-    """The broker did not answer, or refused an admin request."""
+from squall.core.errors import KafkaUnavailable
 
 
 def quiet_logger(name: str) -> logging.Logger:

@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from pydantic import BaseModel, Field
 
 from services.api import page, views
-from services.api.control import Control, NotLeader
+from services.api.control import Control
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.stats import aggregate, scrape
@@ -31,9 +31,11 @@ from squall import __version__
 from squall.coord import ROOT
 from squall.core.cluster import WorkerAssignment
 from squall.core.errors import (
+    AuthError,
     ConflictError,
     CoordinationError,
     NotFoundError,
+    NotLeader,
     SquallError,
     TopologyError,
 )
@@ -102,15 +104,15 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         if settings.allow_anonymous and token is None:
             return
         if cred is None:
-            raise _Unauthorized(401, "a bearer token is required for this route")
+            raise AuthError(401, "a bearer token is required for this route")
         if token is None or not secrets.compare_digest(cred.credentials.encode(),
                                                        token.encode()):
-            raise _Unauthorized(403, "the bearer token is not valid")
+            raise AuthError(403, "the bearer token is not valid")
 
     write = [Depends(authorized)]
 
-    @app.exception_handler(_Unauthorized)
-    async def _unauth(_r: Request, exc: _Unauthorized) -> JSONResponse:
+    @app.exception_handler(AuthError)
+    async def _unauth(_r: Request, exc: AuthError) -> JSONResponse:
         return _error(exc.status, "unauthorized", exc.detail,
                       {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
 
@@ -385,13 +387,6 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         return await storm_op(topology_id, "kill", wait_time)
 
     return app
-
-
-class _Unauthorized(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 def _exists(control: Control, path: str) -> bool:

@@ -29,21 +29,13 @@ from squall.coord import connect as zk_connect
 from squall.core.assignment import Unit
 from squall.core.clock import Clock
 from squall.core.cluster import TopologyRecord, WorkerInfo
-from squall.core.errors import ConflictError, CoordinationError, SquallError
+from squall.core.errors import ConflictError, CoordinationError, NotLeader, SquallError
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import plan, with_parallelism
 from squall.core.topology import TopologySpec
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.api")
-
-
-class NotLeader(SquallError):
-    """This replica is not the leader; ``leader`` is the URL of the one that is (if known)."""
-
-    def __init__(self, leader: str | None) -> None:
-        super().__init__(f"not the leader; the leader is {leader or 'not elected yet'}")
-        self.leader = leader
 
 
 class Control:

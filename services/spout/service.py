@@ -23,13 +23,14 @@ import numpy as np
 
 from services.spout.metrics import SpoutMetrics
 from services.spout.settings import SpoutSettings
-from services.spout.task import Emission, Guarantee, Letter, Settled, SpoutConfig, SpoutTask
+from services.spout.task import Emission, Letter, Settled, SpoutConfig, SpoutTask
 from squall.core.clock import Clock
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import acker_partitions, new_salt
 from squall.core.records import AckerBatch, Outcome
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
+from squall.core.topology import Guarantee
 from squall.core.wire import (
     DeadLetter,
     decode_letter_marker,

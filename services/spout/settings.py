@@ -10,10 +10,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
-from services.spout.task import Guarantee
 from squall.core.grouping import Edge, parse_edge
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name
+from squall.core.topology import Guarantee
 
 
 class SpoutSettings(BaseSettings):

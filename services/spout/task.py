@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -26,21 +25,17 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from squall.core.columns import to_columns
+from squall.core.errors import SchemeError
 from squall.core.grouping import Edge, Router
 from squall.core.ids import IdBatcher, derive_roots, root_keys
 from squall.core.offsets import DeadLetter, OffsetManager, Retry
 from squall.core.records import AckerBatch, Outcome, RecordKind, Results
 from squall.core.retry import RetrySchedule
-from squall.core.scheme import Scheme, SchemeError, deserialize_columns
+from squall.core.scheme import Scheme, deserialize_columns
+from squall.core.topology import Guarantee
 from squall.core.wire import TupleBatch
 
 I64 = npt.NDArray[np.int64]
-
-
-class Guarantee(StrEnum):
-    AT_LEAST_ONCE = "at_least_once"
-    AT_MOST_ONCE = "at_most_once"
-    NO_GUARANTEE = "no_guarantee"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from squall.core.tuples import DEFAULT_STREAM, Tuple
+from squall.core.grouping import DEFAULT_STREAM
+from squall.core.tuples import Tuple
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -54,3 +54,36 @@ class CoordinationError(SquallError):
 class StateError(SquallError):
     """A bolt task's state cannot be saved or read back (the message names the key or the
     log and byte)."""
+
+
+class SchemeError(SquallError):
+    """A source message the scheme cannot decode (it is dead-lettered, never dropped)."""
+
+
+class KafkaUnavailable(SquallError):
+    """The broker did not answer, or refused an admin request."""
+
+
+class ApiError(SquallError):
+    """The API answered with an error (its status and detail are in the message)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+
+
+class NotLeader(SquallError):
+    """This replica is not the leader; ``leader`` is the URL of the one that is (if known)."""
+
+    def __init__(self, leader: str | None) -> None:
+        super().__init__(f"not the leader; the leader is {leader or 'not elected yet'}")
+        self.leader = leader
+
+
+class AuthError(SquallError):
+    """A request without a valid bearer token: 401 (none given) or 403 (a wrong one)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail

@@ -25,11 +25,11 @@ from squall.core.bolt import PARENT, BatchBolt, Bolt, OutputCollector, TaskConte
 from squall.core.clock import Clock
 from squall.core.columns import to_columns
 from squall.core.errors import TopologyError
-from squall.core.grouping import Edge, Grouping, Router
+from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping, Router
 from squall.core.ids import IdBatcher, new_id
 from squall.core.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.state import KeyValueState
-from squall.core.tuples import DEFAULT_STREAM, Anchoring, Tuple, coalesce
+from squall.core.tuples import Anchoring, Tuple, coalesce
 from squall.core.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())

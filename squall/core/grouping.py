@@ -26,6 +26,9 @@ from squall.core.topics import edge_topic
 I64 = npt.NDArray[np.int64]
 
 
+#: The stream a component emits on unless it names another (Storm's "default").
+DEFAULT_STREAM = "default"
+
 class Grouping(StrEnum):
     SHUFFLE = "shuffle"
     FIELDS = "fields"
@@ -151,7 +154,7 @@ def parse_edge(spec: str, topology: str, component: str) -> Edge:
         raise TopologyError(f"edge {spec!r}: unknown grouping {parts[2]!r} "
                             f"(one of {', '.join(g.value for g in Grouping)})") from None
     fields = tuple(f for f in parts[3].split(",") if f) if len(parts) > 3 else ()
-    stream = stream or "default"
+    stream = stream or DEFAULT_STREAM
     return Edge(target, edge_topic(topology, component, stream, target), partitions, grouping,
                 fields, stream)
 
@@ -161,4 +164,4 @@ def edge_flag(edge: Edge) -> str:
     spec = f"{edge.target}:{edge.partitions}:{edge.grouping.value}"
     if edge.fields:
         spec += ":" + ",".join(edge.fields)
-    return spec if edge.stream == "default" else f"{spec}@{edge.stream}"
+    return spec if edge.stream == DEFAULT_STREAM else f"{spec}@{edge.stream}"

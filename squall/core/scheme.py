@@ -15,11 +15,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from squall.core.columns import to_columns
-from squall.core.errors import SquallError, TopologyError
-
-
-class SchemeError(SquallError):
-    """A source message the scheme cannot decode (it is dead-lettered, never dropped)."""
+from squall.core.errors import SchemeError, TopologyError
 
 
 class Scheme(Protocol):

@@ -12,15 +12,24 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from squall.core.errors import SquallError, TopologyError
-from squall.core.grouping import Edge, Grouping
+from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name, edge_topic
 
-DEFAULT_STREAM = "default"
 MAX_PARALLELISM = 1024
+
+
+class Guarantee(StrEnum):
+    """What a spout promises for each source message (Storm's ack modes)."""
+
+    AT_LEAST_ONCE = "at_least_once"
+    AT_MOST_ONCE = "at_most_once"
+    NO_GUARANTEE = "no_guarantee"
+
 _CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
@@ -68,7 +77,7 @@ class TopologySpec:
     ackers: int = 1
     message_timeout_s: float = 30.0
     max_spout_pending: int | None = 10_000
-    guarantee: str = "at_least_once"
+    guarantee: Guarantee = Guarantee.AT_LEAST_ONCE
     retry: RetrySchedule = field(default_factory=RetrySchedule)
 
     # ----- queries -------------------------------------------------------
@@ -132,9 +141,9 @@ class TopologySpec:
                                 f"{self.message_timeout_s}")
         if self.max_spout_pending is not None and self.max_spout_pending < 1:
             raise TopologyError(f"max_spout_pending must be >= 1, got {self.max_spout_pending}")
-        if self.guarantee not in ("at_least_once", "at_most_once", "no_guarantee"):
-            raise TopologyError(f"guarantee {self.guarantee!r} is not one of at_least_once, "
-                                "at_most_once, no_guarantee")
+        if not isinstance(self.guarantee, Guarantee):
+            raise TopologyError(f"guarantee {self.guarantee!r} is not one of "
+                                f"{', '.join(g.value for g in Guarantee)}")
         for s in self.spouts:
             where = f"spout {s.name!r}"
             if not 1 <= s.parallelism <= MAX_PARALLELISM:
@@ -198,7 +207,8 @@ class TopologySpec:
                 ackers=int(raw.get("ackers", 1)),
                 message_timeout_s=float(raw.get("message_timeout_s", 30.0)),
                 max_spout_pending=raw.get("max_spout_pending", 10_000),
-                guarantee=str(raw.get("guarantee", "at_least_once")), retry=retry,
+                guarantee=_guarantee(raw.get("guarantee", Guarantee.AT_LEAST_ONCE)),
+                retry=retry,
             ).validate()
         except TopologyError:
             raise
@@ -321,3 +331,11 @@ class TopologyBuilder:
     def build(self, name: str, **conf: Any) -> TopologySpec:
         bolts = tuple(BoltSpec(n, c, p, tuple(i), o, cf) for n, c, p, i, o, cf in self._bolts)
         return TopologySpec(name, tuple(self._spouts), bolts, **conf).validate()
+
+
+def _guarantee(raw: Any) -> Guarantee:
+    try:
+        return Guarantee(raw)
+    except ValueError:
+        raise TopologyError(f"guarantee {raw!r} is not one of "
+                            f"{', '.join(g.value for g in Guarantee)}") from None

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from squall.core.grouping import DEFAULT_STREAM
 from squall.core.ids import new_id
 from squall.core.records import AckerRecord, RecordKind
 
-DEFAULT_STREAM = "default"
 Fields = tuple[str, ...]
 
 

@@ -26,9 +26,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from squall.core.errors import WireFormatError
+from squall.core.grouping import DEFAULT_STREAM
 from squall.core.ids import TOMBSTONE
 from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
-from squall.core.tuples import DEFAULT_STREAM, Fields, Tuple
+from squall.core.tuples import Fields, Tuple
 
 ROOTS_COL = "__roots"
 IDS_COL = "__ids"

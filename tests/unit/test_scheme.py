@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from services.spout.task import SpoutConfig, SpoutTask
 from squall.core.columns import to_columns
+from squall.core.errors import SchemeError
 from squall.core.grouping import Edge, Grouping
 from squall.core.scheme import (
     JsonScheme,
     RawScheme,
-    SchemeError,
     TextScheme,
     deserialize_columns,
 )

@@ -8,12 +8,13 @@ import operator
 import numpy as np
 import pytest
 
-from services.spout.task import Emission, Guarantee, SpoutConfig, SpoutTask
+from services.spout.task import Emission, SpoutConfig, SpoutTask
 from squall.core.grouping import Edge, Grouping
 from squall.core.ids import IdBatcher, derive_roots
 from squall.core.records import Outcome, Result, Results
 from squall.core.retry import RetrySchedule
 from squall.core.scheme import JsonScheme, TextScheme
+from squall.core.topology import Guarantee
 
 EDGE = Edge("split", "squall.t.edge.spout.default.split", 2, Grouping.SHUFFLE)
 T = 1_000

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from squall.core.errors import UsageError
+
 
 class Clock(Protocol):
     """Milliseconds since the Unix epoch, as Kafka record timestamps are."""
@@ -24,7 +26,7 @@ class ManualClock:
 
     def advance(self, ms: int) -> None:
         if ms < 0:
-            raise ValueError(f"a clock only moves forward, got advance({ms})")
+            raise UsageError(f"a clock only moves forward, got advance({ms})")
         self._now += ms
 
     def set(self, now_ms: int) -> None:

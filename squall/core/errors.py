@@ -14,6 +14,19 @@ class ConfigError(SquallError):
     """A setting is missing or out of range."""
 
 
+class UsageError(SquallError, ValueError):
+    """A call against an API's contract: a tuple with the wrong number of values, an anchor
+    to a tuple already acked, a clock moved back, no ackers. (Also a ``ValueError``, as
+    Python's own would be.)"""
+
+
+class FieldError(SquallError, KeyError):
+    """A tuple has no field of that name (also a ``KeyError``, as a mapping's would be)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; this one is a sentence
+        return str(self.args[0]) if self.args else ""
+
+
 class WireFormatError(SquallError):
     """A payload on an internal topic cannot be decoded.
 

@@ -14,6 +14,8 @@ import random
 import numpy as np
 import numpy.typing as npt
 
+from squall.core.errors import UsageError
+
 MIN_ID = 1
 MAX_ID = (1 << 64) - 2
 TOMBSTONE = (1 << 64) - 1
@@ -52,14 +54,14 @@ class IdBatcher:
 def acker_partition(root: int, n_ackers: int) -> int:
     """The acker task that owns ``root``: ``root mod N``, as Storm's mod hashing."""
     if n_ackers <= 0:
-        raise ValueError(f"n_ackers must be positive, got {n_ackers}")
+        raise UsageError(f"n_ackers must be positive, got {n_ackers}")
     return root % n_ackers
 
 
 def acker_partitions(roots: U64Array, n_ackers: int) -> npt.NDArray[np.int64]:
     """Vectorized :func:`acker_partition`."""
     if n_ackers <= 0:
-        raise ValueError(f"n_ackers must be positive, got {n_ackers}")
+        raise UsageError(f"n_ackers must be positive, got {n_ackers}")
     return (roots % np.uint64(n_ackers)).astype(np.int64)
 
 

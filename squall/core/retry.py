@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from squall.core.errors import ConfigError
+from squall.core.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class RetrySchedule:
     def delay_ms(self, retry: int) -> int:
         """Delay before retry number ``retry`` (1 = the first replay)."""
         if retry < 1:
-            raise ValueError(f"retry numbers start at 1, got {retry}")
+            raise UsageError(f"retry numbers start at 1, got {retry}")
         # Cap the exponent so huge retry counts cannot overflow a float.
         d = self.initial_delay_ms * self.multiplier ** min(retry - 1, 64)
         return int(min(d, self.max_delay_ms))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from squall.core.errors import FieldError, UsageError
 from squall.core.grouping import DEFAULT_STREAM
 from squall.core.ids import new_id
 from squall.core.records import AckerRecord, RecordKind
@@ -39,7 +40,7 @@ class Tuple:
         source_task: int = 0,
     ) -> None:
         if len(values) != len(fields):
-            raise ValueError(
+            raise UsageError(
                 f"tuple on stream {stream!r} has {len(values)} values for fields {list(fields)}"
             )
         self.values = tuple(values)
@@ -56,7 +57,7 @@ class Tuple:
             try:
                 return self.values[self.fields.index(key)]
             except ValueError:
-                raise KeyError(f"no field {key!r} in {list(self.fields)}") from None
+                raise FieldError(f"no field {key!r} in {list(self.fields)}") from None
         return self.values[key]
 
     def __repr__(self) -> str:
@@ -111,7 +112,7 @@ class Anchoring:
                 if not parent.anchors:
                     continue
                 if parent._settled:
-                    raise ValueError(f"cannot anchor to {parent!r}: it is already acked or failed")
+                    raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
                 edge = self._ids()
                 parent._ack_val ^= edge
                 for root in parent.anchors:

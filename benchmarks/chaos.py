@@ -354,9 +354,9 @@ def main(argv: list[str] | None = None) -> int:
             "bolts": wait(lambda: all(b["running"] for b in
                                       cl.client.storm_topology(NAME)["bolts"]), 60),
         }
-        from squall.core.wire import DeadLetter
+        from squall.core.wire import DeadLetterHeaders
 
-        letters = [(m.value(), DeadLetter.from_headers(m.headers() or []))
+        letters = [(m.value(), DeadLetterHeaders.from_headers(m.headers() or []))
                    for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]
         spout_letters = [(v, d) for v, d in letters if d.component == SOURCE]
         by_value = Counter(v for v, _ in spout_letters)

@@ -22,7 +22,7 @@ from services.acker.task import AckerTask, Applied, BadRecord, Message
 from squall.core.clock import Clock
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
-from squall.core.wire import DeadLetter, encode_results
+from squall.core.wire import DeadLetterHeaders, encode_results
 from squall.kafka import ensure_topics, produce
 from squall.wallclock import SystemClock
 
@@ -171,7 +171,7 @@ class AckerService:
                     bad.offset, bad.reason, self.dlq)
         self.metrics.bad.labels(self.s.topology).inc()
         payload = next((m.payload for m in batch if m.offset == bad.offset), None)
-        letter = DeadLetter(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
+        letter = DeadLetterHeaders(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
         produce(self.producer, self.dlq, payload or b"", headers=letter.headers(),
                 on_delivery=self._delivered)
 

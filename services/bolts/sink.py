@@ -36,7 +36,7 @@ from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.wire import (
-    DeadLetter,
+    DeadLetterHeaders,
     TupleBatch,
     decode_tuples,
     encode_acker_batches,
@@ -162,7 +162,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
                 batches.append(decode_tuples(raw or b""))
             except WireFormatError as e:
                 reports[0].bad += 1
-                letter = DeadLetter(str(e), topic, part, off, 0, head)
+                letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
                 producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
     t_decoded = time.perf_counter()
     with contextlib.ExitStack() as turns:

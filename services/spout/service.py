@@ -23,7 +23,7 @@ import numpy as np
 
 from services.spout.metrics import SpoutMetrics
 from services.spout.settings import SpoutSettings
-from services.spout.task import Emission, Letter, Settled, SpoutConfig, SpoutTask
+from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import acker_partitions, new_salt
@@ -32,7 +32,7 @@ from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
 from squall.core.wire import (
-    DeadLetter,
+    DeadLetterHeaders,
     decode_letter_marker,
     decode_results,
     decode_salt_marker,
@@ -71,7 +71,7 @@ class SpoutService:
         self.io: dict[int, TaskIO] = {}
         self._route: dict[TP, tuple[SpoutTask, int]] = {}
         self._paused: dict[tuple[int, int], float] = {}
-        self._letters_to_retry: list[tuple[SpoutTask, Letter]] = []
+        self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
         self._acker_clocks: dict[int, dict[bytes, int]] = {}  # spout task -> acker -> clock
 
     # ----- start-up -----------------------------------------------------
@@ -347,10 +347,11 @@ class SpoutService:
         for letter in st.letters:
             self._dead_letter(task, letter)
 
-    def _dead_letter(self, task: SpoutTask, letter: Letter) -> None:
+    def _dead_letter(self, task: SpoutTask, letter: Undeliverable) -> None:
         t, p = self.io[task.cfg.task].sources[letter.source]
         msg = letter.payload  # the Kafka message as it was read
-        meta = DeadLetter(letter.reason, t, p, letter.offset, letter.attempts, self.s.component)
+        meta = DeadLetterHeaders(letter.reason, t, p, letter.offset, letter.attempts,
+                                 self.s.component)
         headers = list(msg.headers() or []) + meta.headers()
         log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
 

@@ -28,7 +28,7 @@ from squall.core.columns import to_columns
 from squall.core.errors import SchemeError
 from squall.core.grouping import Edge, Router
 from squall.core.ids import IdBatcher, derive_roots, root_keys
-from squall.core.offsets import DeadLetter, OffsetManager, Retry
+from squall.core.offsets import GiveUp, OffsetManager, Retry
 from squall.core.records import AckerBatch, Outcome, RecordKind, Results
 from squall.core.retry import RetrySchedule
 from squall.core.scheme import Scheme, deserialize_columns
@@ -57,7 +57,7 @@ class SpoutConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Letter:
+class Undeliverable:
     """A message to dead-letter, then confirm with :meth:`SpoutTask.dead_lettered`."""
 
     source: int
@@ -73,7 +73,7 @@ class Emission:
 
     tuples: list[tuple[str, int, TupleBatch]] = field(default_factory=list)
     inits: AckerBatch = field(default_factory=AckerBatch.empty)
-    letters: list[Letter] = field(default_factory=list)
+    letters: list[Undeliverable] = field(default_factory=list)
     emitted: int = 0
     replayed: int = 0
     recovered: int = 0
@@ -87,7 +87,7 @@ class Settled:
     failed: dict[str, int] = field(default_factory=dict)
     retries: int = 0
     latencies_ms: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    letters: list[Letter] = field(default_factory=list)
+    letters: list[Undeliverable] = field(default_factory=list)
     stale: int = 0
 
 
@@ -285,7 +285,7 @@ class SpoutTask:
     def _letter(self, source: int, i: int, offsets: Sequence[int], payloads: Sequence[Any],
                 reason: str, out: Emission) -> None:
         om = self.offsets[source]
-        out.letters.append(Letter(source, offsets[i], payloads[i], reason,
+        out.letters.append(Undeliverable(source, offsets[i], payloads[i], reason,
                                   om.give_up(offsets[i]).failures))
 
     def _finish(self, source: int, rows: list[tuple[Any, ...]], chosen: list[int],
@@ -434,12 +434,12 @@ class SpoutTask:
         decision = om.failed(off, now_ms)
         if isinstance(decision, Retry):
             out.retries += 1
-        elif isinstance(decision, DeadLetter):
-            out.letters.append(Letter(src, off, om.payload(off),
+        elif isinstance(decision, GiveUp):
+            out.letters.append(Undeliverable(src, off, om.payload(off),
                                       f"{reason} after {decision.failures} attempts",
                                       decision.failures))
 
-    def dead_lettered(self, letter: Letter, marker_offset: int | None = None) -> None:
+    def dead_lettered(self, letter: Undeliverable, marker_offset: int | None = None) -> None:
         """The dead letter is confirmed by Kafka: the offset is done. ``marker_offset``:
         where its marker sits in the results partition (kept until the offset commits, so
         a restart finds it)."""

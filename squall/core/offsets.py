@@ -54,7 +54,7 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetter:
+class GiveUp:
     """Retries are exhausted: dead-letter the message, then call :meth:`OffsetManager.acked`."""
 
     offset: int
@@ -252,7 +252,7 @@ class OffsetManager:
         self._stamp[pos] = now_ms
         return int(pos.size)
 
-    def failed(self, offset: int, now_ms: int) -> Retry | DeadLetter | None:
+    def failed(self, offset: int, now_ms: int) -> Retry | GiveUp | None:
         """The tree of ``offset`` failed: schedule a retry or say to dead-letter it.
 
         None for a stale result (the offset is not pending).
@@ -265,13 +265,13 @@ class OffsetManager:
         failures = int(self._fails[p])
         if self.retry.exhausted(failures):
             self._state[p] = _DEAD_LETTERING
-            return DeadLetter(offset, failures)
+            return GiveUp(offset, failures)
         self._state[p] = _FAILED
         due = now_ms + self.retry.delay_ms(failures)
         self._failed[offset] = due
         return Retry(offset, due, failures)
 
-    def give_up(self, offset: int) -> DeadLetter:
+    def give_up(self, offset: int) -> GiveUp:
         """A pending offset that will never succeed (e.g. undecodable): dead-letter it now."""
         p = self._pos(offset)
         if p is None or self._state[p] != _PENDING:
@@ -279,7 +279,7 @@ class OffsetManager:
             raise OffsetError(f"offset {offset} is {state}; only a pending one is given up")
         self._state[p] = _DEAD_LETTERING
         self._in_flight -= 1
-        return DeadLetter(offset, int(self._fails[p]))
+        return GiveUp(offset, int(self._fails[p]))
 
     def committed(self, offset: int) -> None:
         """Kafka confirmed a commit of ``offset``: forget everything below it."""

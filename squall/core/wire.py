@@ -374,7 +374,7 @@ def results_clock(payload: bytes) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetterHeaders:
     """Why a record was given up on, and where it came from."""
 
     reason: str
@@ -395,7 +395,7 @@ class DeadLetter:
         ]
 
     @classmethod
-    def from_headers(cls, headers: Sequence[tuple[str, bytes | None]]) -> DeadLetter:
+    def from_headers(cls, headers: Sequence[tuple[str, bytes | None]]) -> DeadLetterHeaders:
         h = {k: (v or b"").decode(errors="replace") for k, v in headers}
         try:
             return cls(h["squall.reason"], h["squall.topic"], int(h["squall.partition"]),

@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 from squall.core.records import AckerRecord, Outcome, RecordKind
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.tuples import Anchoring, Tuple
-from squall.core.wire import DeadLetter, encode_progress
+from squall.core.wire import DeadLetterHeaders, encode_progress
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ResultReader,
@@ -242,7 +242,7 @@ def test_bad_records_are_skipped_dead_lettered_and_counted(
         m = proc.metrics()
     assert m[f"squall_acker_bad_records_total{{topology={topo}}}"] == len(garbage) + 1
     letters = consume(bootstrap, dlq_topic(topo), len(garbage) + 1)
-    reasons = [DeadLetter.from_headers(m.headers() or []) for m in letters]
+    reasons = [DeadLetterHeaders.from_headers(m.headers() or []) for m in letters]
     assert [m.value() or b"" for m in letters] == [*garbage, b""]
     assert all(d.topic == acker_topic(topo) and d.component == "__acker" for d in reasons)
     assert "shorter than the header" in reasons[1].reason

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from squall.core.topics import acker_topic, dlq_topic, edge_topic
-from squall.core.wire import DeadLetter
+from squall.core.wire import DeadLetterHeaders
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ScriptedBolt,
@@ -144,7 +144,7 @@ def test_failed_messages_replay_then_dead_letter_and_the_partition_moves_on(
     letters = consume(rig.bootstrap, dlq_topic(rig.topo), len(poison))
     assert sorted(m.value() for m in letters) == sorted(poison)
     for msg in letters:
-        d = DeadLetter.from_headers(msg.headers() or [])
+        d = DeadLetterHeaders.from_headers(msg.headers() or [])
         assert (d.partition, d.offset) == rig.where[msg.value()]
         assert d.attempts == 3
         assert d.reason == "failed after 3 attempts"
@@ -167,7 +167,7 @@ def test_undecodable_message_is_dead_lettered_without_stalling(rig_factory: Any)
     assert m[f"squall_spout_bad_records_total{{{lab}}}"] == 1
     (letter,) = consume(rig.bootstrap, dlq_topic(rig.topo), 1)
     assert letter.value() == b"not json at all"
-    reason = DeadLetter.from_headers(letter.headers() or []).reason
+    reason = DeadLetterHeaders.from_headers(letter.headers() or []).reason
     assert reason.startswith("undecodable: not JSON")
 
 

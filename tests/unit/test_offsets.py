@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import OffsetError
-from squall.core.offsets import DeadLetter, OffsetManager, Retry, State
+from squall.core.offsets import GiveUp, OffsetManager, Retry, State
 from squall.core.retry import RetrySchedule
 
 
@@ -148,7 +148,7 @@ def test_failed_offset_is_retried_by_the_backoff_schedule() -> None:
     m.emitted(1)
     assert m.failed(1, 3000) == Retry(1, 3400, 3)
     m.emitted(1)
-    assert m.failed(1, 4000) == DeadLetter(1, 4)
+    assert m.failed(1, 4000) == GiveUp(1, 4)
     assert m.state(1) is State.DEAD_LETTERING
     assert not m.should_emit(1, 10**9)
     assert m.next_commit_offset() == 1  # not done until the dead letter is confirmed

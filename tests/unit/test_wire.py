@@ -23,7 +23,7 @@ from squall.core.records import (
 )
 from squall.core.tuples import Tuple
 from squall.core.wire import (
-    DeadLetter,
+    DeadLetterHeaders,
     TupleBatch,
     decode_acker_batch,
     decode_letter_marker,
@@ -155,10 +155,10 @@ def test_reserved_field_names_are_refused() -> None:
 
 
 def test_dead_letter_headers_round_trip() -> None:
-    d = DeadLetter("timeout", "sentences", 3, 1234, attempts=6, component="spout")
-    assert DeadLetter.from_headers(d.headers()) == d
+    d = DeadLetterHeaders("timeout", "sentences", 3, 1234, attempts=6, component="spout")
+    assert DeadLetterHeaders.from_headers(d.headers()) == d
     with pytest.raises(WireFormatError, match=r"squall\.reason"):
-        DeadLetter.from_headers([])
+        DeadLetterHeaders.from_headers([])
 
 
 def test_acker_batch_decode_is_zero_copy_sized() -> None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -31,15 +30,13 @@ from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
 from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
-from squall.core.ids import acker_partitions
-from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.wire import (
     DeadLetterHeaders,
     TupleBatch,
     decode_tuples,
-    encode_acker_batches,
+    encode_acker_messages,
     encode_tuples_chunked,
 )
 from squall.wallclock import SystemClock
@@ -214,15 +211,9 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
                 continue
             for raw_out in encode_tuples_chunked(out):
                 _produce(producer, topic, raw_out, part)
-        if len(res.acks) and spec.ackers:
-            ab = res.acks
-            owner = acker_partitions(ab.roots, spec.ackers)
-            for p in np.unique(owner).tolist():
-                sel = owner == p
-                part_batch = AckerBatch(ab.roots[sel], ab.values[sel], ab.kinds[sel],
-                                        ab.tasks[sel], ab.ts_ms[sel])
-                for raw_acks in encode_acker_batches(part_batch, int(part_batch.ts_ms[0])):
-                    _produce(producer, acker_topic(spec.name), raw_acks, p)
+        if spec.ackers:
+            for p, raw_acks in encode_acker_messages(res.acks, spec.ackers):
+                _produce(producer, acker_topic(spec.name), raw_acks, p)
         report.executed += res.executed
         report.emitted += res.emitted
         report.acked += res.acked

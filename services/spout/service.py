@@ -26,8 +26,8 @@ from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
 from squall.core.errors import ConfigError, WireFormatError
-from squall.core.ids import acker_partitions, new_salt
-from squall.core.records import AckerBatch, Outcome
+from squall.core.ids import new_salt
+from squall.core.records import Outcome
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
@@ -36,7 +36,7 @@ from squall.core.wire import (
     decode_letter_marker,
     decode_results,
     decode_salt_marker,
-    encode_acker_batches,
+    encode_acker_messages,
     encode_letter_marker,
     encode_salt_marker,
     encode_tuples_chunked,
@@ -319,14 +319,8 @@ class SpoutService:
         for topic, part, batch in e.tuples:
             for raw in encode_tuples_chunked(batch):
                 produce(self.producer, topic, raw, partition=part)
-        if len(e.inits):
-            owner = acker_partitions(e.inits.roots, self.s.num_ackers)
-            for p in np.unique(owner).tolist():
-                sel = owner == p
-                b = AckerBatch(e.inits.roots[sel], e.inits.values[sel], e.inits.kinds[sel],
-                               e.inits.tasks[sel], e.inits.ts_ms[sel])
-                for raw in encode_acker_batches(b, int(b.ts_ms[0])):
-                    produce(self.producer, self.acker, raw, partition=p)
+        for p, raw in encode_acker_messages(e.inits, self.s.num_ackers):
+            produce(self.producer, self.acker, raw, partition=p)
         for letter in e.letters:
             m.bad.labels(*lab).inc()
             self._dead_letter(task, letter)

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from squall.core.errors import WireFormatError
 from squall.core.grouping import DEFAULT_STREAM
-from squall.core.ids import TOMBSTONE
+from squall.core.ids import TOMBSTONE, acker_partitions
 from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
 from squall.core.tuples import Fields, Tuple
 
@@ -255,6 +255,21 @@ def encode_acker_batches(batch: AckerBatch, ts_ms: int,
         out.append(encode_acker_batch(AckerBatch(
             batch.roots[lo:hi], batch.values[lo:hi], batch.kinds[lo:hi], batch.tasks[lo:hi],
             batch.ts_ms[lo:hi]), ts_ms))
+    return out
+
+
+def encode_acker_messages(batch: AckerBatch, num_ackers: int) -> list[tuple[int, bytes]]:
+    """``(acker partition, message)`` pairs for a batch of records: each record goes to the
+    partition that owns its root (``root mod num_ackers``), in messages of bounded size."""
+    if not len(batch):
+        return []
+    owner = acker_partitions(batch.roots, num_ackers)
+    out = []
+    for p in np.unique(owner).tolist():
+        sel = owner == p
+        part = AckerBatch(batch.roots[sel], batch.values[sel], batch.kinds[sel],
+                          batch.tasks[sel], batch.ts_ms[sel])
+        out += [(int(p), raw) for raw in encode_acker_batches(part, int(part.ts_ms[0]))]
     return out
 
 

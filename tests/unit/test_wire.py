@@ -32,6 +32,7 @@ from squall.core.wire import (
     decode_salt_marker,
     decode_tuples,
     encode_acker_batch,
+    encode_acker_messages,
     encode_letter_marker,
     encode_progress,
     encode_results,
@@ -194,3 +195,26 @@ def test_dead_letter_markers_round_trip_and_are_not_other_payloads(
 @given(st.text(max_size=40), st.integers(0, 2**62))
 def test_progress_marks_round_trip(job: str, watermark: int) -> None:
     assert decode_progress(encode_progress(job, watermark)) == (job, watermark)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2**64 - 2), st.integers(0, 2**64 - 1),
+                          st.sampled_from([RecordKind.INIT, RecordKind.ACK, RecordKind.FAIL]),
+                          st.integers(0, 100)), max_size=300),
+       st.integers(1, 7))
+def test_acker_messages_go_to_the_partition_owning_each_root(
+        rows: list[tuple[int, int, RecordKind, int]], ackers: int) -> None:
+    batch = AckerBatch(np.array([r[0] for r in rows], np.uint64),
+                       np.array([r[1] for r in rows], np.uint64),
+                       np.array([int(r[2]) for r in rows], np.uint8),
+                       np.array([r[3] for r in rows], np.uint16),
+                       np.full(len(rows), 1_700_000_000_000, np.int64))
+    got: list[tuple[int, int, int, int]] = []
+    for part, raw in encode_acker_messages(batch, ackers):
+        assert 0 <= part < ackers
+        b = decode_acker_batch(raw)
+        assert all(int(r) % ackers == part for r in b.roots)
+        got += zip(b.roots.tolist(), b.values.tolist(), b.kinds.tolist(), b.tasks.tolist(),
+                   strict=True)
+    want = [(r[0], r[1], int(r[2]), r[3]) for r in rows]
+    assert sorted(got) == sorted(want)

@@ -29,7 +29,7 @@ from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping, Router
 from squall.core.ids import IdBatcher, new_id
 from squall.core.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.state import KeyValueState
-from squall.core.tuples import Anchoring, Tuple, coalesce
+from squall.core.tuples import Anchoring, Tuple
 from squall.core.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
@@ -235,7 +235,7 @@ class BoltExecutor:
                         cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task)))
                 b.rows, b.anchors, b.parts = [], [], []
-        res.acks = AckerBatch.from_records(coalesce(res.records), self.clock.now_ms())
+        res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
         return res
 
     def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch]) -> ExecResult:
@@ -360,16 +360,9 @@ def _frame(batches: Sequence[TupleBatch]) -> pd.DataFrame:
 
 def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
                     now: int) -> AckerBatch:
-    order = np.argsort(roots, kind="stable")
-    sr = roots[order]
-    first = np.empty(sr.size, np.bool_)
-    first[:1] = True
-    np.not_equal(sr[1:], sr[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    ur = sr[starts]
-    return AckerBatch(ur, np.bitwise_xor.reduceat(vals[order], starts),
-                      np.full(ur.size, RecordKind.ACK, np.uint8), np.zeros(ur.size, np.uint16),
-                      np.full(ur.size, now, np.int64))
+    n = roots.size
+    return AckerBatch(roots, vals, np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
+                      np.full(n, now, np.int64)).coalesced()
 
 
 

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from squall.core.errors import LedgerError
 from squall.core.ids import TOMBSTONE
-from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results
+from squall.core.records import MAX_TASK, AckerBatch, Outcome, RecordKind, Results, root_runs
 
 _TOMB = np.uint64(TOMBSTONE)
 _ZERO = np.uint64(0)
@@ -152,13 +152,8 @@ class Ledger:
         is_reset = kinds == RecordKind.RESET
 
         # 1. Coalesce the batch to one row per root.
-        order = np.argsort(batch.roots, kind="stable")
-        sroots = batch.roots[order]
-        first = np.empty(n, np.bool_)
-        first[0] = True
-        np.not_equal(sroots[1:], sroots[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        uroots = sroots[starts]
+        order, starts = root_runs(batch.roots)
+        uroots = batch.roots[order][starts]
         carries = is_init | (kinds == RecordKind.ACK)
         xor = np.bitwise_xor.reduceat(np.where(carries, batch.values, _ZERO)[order], starts)
         got_init = np.logical_or.reduceat(is_init[order], starts)

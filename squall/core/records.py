@@ -87,6 +87,37 @@ class AckerBatch:
             np.full(n, ts_ms, np.int64),
         )
 
+    def to_records(self) -> list[AckerRecord]:
+        """The inverse of :meth:`from_records` (timestamps aside)."""
+        return [AckerRecord(RecordKind(k), r, v, t) for r, v, k, t in zip(
+            self.roots.tolist(), self.values.tolist(), self.kinds.tolist(), self.tasks.tolist(),
+            strict=True)]
+
+    def select(self, which: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> AckerBatch:
+        """The records a mask picks, or those at the given indices (in their order)."""
+        mask = which
+        return AckerBatch(self.roots[mask], self.values[mask], self.kinds[mask],
+                          self.tasks[mask], self.ts_ms[mask])
+
+    def coalesced(self) -> AckerBatch:
+        """The same records, XOR-coalesced: one ack per root (its acks' values XORed), one
+        fail and one reset per root; inits kept as they are (each carries its spout task).
+        Inits first, then acks, fails and resets, each in root order."""
+        out = [self.select(self.kinds == RecordKind.INIT)]
+        acks = self.select(self.kinds == RecordKind.ACK)
+        if len(acks):
+            order, starts = root_runs(acks.roots)
+            out.append(AckerBatch(
+                acks.roots[order][starts], np.bitwise_xor.reduceat(acks.values[order], starts),
+                acks.kinds[order][starts], acks.tasks[order][starts],
+                np.minimum.reduceat(acks.ts_ms[order], starts)))
+        for kind in (RecordKind.FAIL, RecordKind.RESET):
+            once = self.select(self.kinds == kind)
+            if len(once):
+                order, starts = root_runs(once.roots)
+                out.append(once.select(order[starts]))
+        return AckerBatch.concat(out)
+
     @classmethod
     def concat(cls, batches: Iterable[AckerBatch]) -> AckerBatch:
         bs = [b for b in batches if len(b)]
@@ -167,3 +198,14 @@ class Results:
 
     def by_root(self) -> dict[int, Outcome]:
         return {int(r): Outcome(int(o)) for r, o in zip(self.roots, self.outcomes, strict=True)}
+
+
+def root_runs(roots: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Records grouped by root: ``order`` sorts them by root (stably), ``starts`` are where
+    each root's run begins in that order (for ``np.ufunc.reduceat``)."""
+    order = np.argsort(roots, kind="stable")
+    sorted_roots = roots[order]
+    first = np.empty(sorted_roots.size, np.bool_)
+    first[:1] = True
+    np.not_equal(sorted_roots[1:], sorted_roots[:-1], out=first[1:])
+    return order, np.flatnonzero(first)

@@ -11,7 +11,7 @@ children's edges enter it, in one record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,31 +139,3 @@ class Anchoring:
         if t._settled:
             return []
         return [AckerRecord(RecordKind.RESET, r) for r in t.anchors]
-
-
-def coalesce(records: Iterable[AckerRecord]) -> list[AckerRecord]:
-    """XOR the acks of each root into one record; keep inits; one fail / reset per root.
-
-    Order is preserved by first appearance; inits are never merged because
-    each carries its own spout task.
-    """
-    acks: dict[int, int] = {}
-    out: list[AckerRecord | None] = []
-    ack_at: dict[int, int] = {}
-    seen_other: set[tuple[RecordKind, int]] = set()
-    for r in records:
-        if r.kind is RecordKind.ACK:
-            if r.root in acks:
-                acks[r.root] ^= r.value
-            else:
-                acks[r.root] = r.value
-                ack_at[r.root] = len(out)
-                out.append(None)
-        elif r.kind is RecordKind.INIT:
-            out.append(r)
-        elif (r.kind, r.root) not in seen_other:
-            seen_other.add((r.kind, r.root))
-            out.append(r)
-    for root, i in ack_at.items():
-        out[i] = AckerRecord(RecordKind.ACK, root, acks[root])
-    return [r for r in out if r is not None]

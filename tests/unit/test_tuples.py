@@ -3,9 +3,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from squall.core.records import AckerRecord, RecordKind
-from squall.core.tuples import Anchoring, Tuple, coalesce
+from squall.core.records import AckerBatch, AckerRecord, RecordKind
+from squall.core.tuples import Anchoring, Tuple
 
 F = ("word", "n")
 
@@ -95,9 +97,36 @@ def test_coalesce_xors_acks_per_root_and_keeps_the_rest() -> None:
         AckerRecord(RecordKind.FAIL, 2),
         AckerRecord(RecordKind.FAIL, 2),
     ]
-    assert coalesce(recs) == [
+    assert AckerBatch.from_records(recs, 7).coalesced().to_records() == [
         AckerRecord(RecordKind.INIT, 1, 9, 2),
         AckerRecord(RecordKind.ACK, 1, 3 ^ 5),
         AckerRecord(RecordKind.ACK, 2, 4),
         AckerRecord(RecordKind.FAIL, 2),
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(RecordKind)), st.integers(1, 5),
+                          st.integers(0, 2**64 - 1), st.integers(0, 3)), max_size=60))
+def test_coalescing_keeps_each_roots_xor_and_outcomes(
+        rows: list[tuple[RecordKind, int, int, int]]) -> None:
+    """What the acker would conclude is unchanged: per root, the XOR of inits and acks, and
+    whether a fail or a reset was sent; inits stay one per record."""
+    recs = [AckerRecord(k, r, v if k <= RecordKind.ACK else 0, t if k is RecordKind.INIT else 0)
+            for k, r, v, t in rows]
+    out = AckerBatch.from_records(recs, 7).coalesced().to_records()
+
+    def summary(rs: list[AckerRecord]) -> dict[int, tuple[int, bool, bool]]:
+        s: dict[int, tuple[int, bool, bool]] = {}
+        for rec in rs:
+            x, f, z = s.get(rec.root, (0, False, False))
+            s[rec.root] = (x ^ rec.value, f or rec.kind is RecordKind.FAIL,
+                           z or rec.kind is RecordKind.RESET)
+        return s
+
+    assert summary(out) == summary(recs)
+    assert sorted((r.root, r.value, r.task) for r in out if r.kind is RecordKind.INIT) == \
+        sorted((r.root, r.value, r.task) for r in recs if r.kind is RecordKind.INIT)
+    for kind in (RecordKind.ACK, RecordKind.FAIL, RecordKind.RESET):
+        roots = [r.root for r in out if r.kind is kind]
+        assert len(roots) == len(set(roots))

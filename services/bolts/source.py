@@ -137,7 +137,7 @@ class EdgeReader(DataSourceStreamReader):
     def _high_watermarks(self) -> dict[str, int]:
         if self._ends is None:
             self._ends = EdgeEnds(self.bootstrap,
-                                  [(t, p) for t in self.topics for p in self.tasks])
+                                  [(t, p) for t in self.topics for p in self.tasks], hold=False)
         return self._ends.poll()
 
 
@@ -155,17 +155,19 @@ class EdgeEnds:
     """
 
     def __init__(self, bootstrap: str, partitions: list[tuple[str, int]],
-                 wait_s: float = 0.05, clock: Any = time.monotonic) -> None:
+                 wait_s: float = 0.05, clock: Any = time.monotonic, hold: bool = True) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         self._tps = [TopicPartition(t, p) for t, p in partitions]
         self._ends: dict[str, int] = {}
-        self._wait_s, self._clock = wait_s, clock
+        self._wait_s, self._clock, self._hold = wait_s, clock, hold
+        # hold=False (a query's latestOffset, on the micro-batches' critical path): read on
+        # continuously, every end ~10 ms old, no waiting; at the broker's cost described above.
+        held = {"queued.min.messages": 1, "fetch.queue.backoff.ms": 5} if hold else {}
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
-            "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10,
-            "queued.min.messages": 1, "fetch.queue.backoff.ms": 5})
+            "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10, **held})
         self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in self._tps])
 
     def poll(self) -> dict[str, int]:
@@ -173,10 +175,12 @@ class EdgeEnds:
 
         A partition with nothing queued is fetched at its end in a loop: its watermark is
         fresh. One that holds a message stopped fetching when it arrived: it is drained,
-        moved to its end and waited for (up to ``wait_s``), as is one not heard yet.
+        moved to its end and waited for (up to ``wait_s``), as is one not heard yet (without
+        ``hold``, only those: the others were fetched a moment ago).
         """
         c = self._consumer
-        waiting = {_key(t, p) for t, p in self._heard_from(c.consume(10_000, 0))}
+        held = self._heard_from(c.consume(10_000, 0))
+        waiting = {_key(t, p) for t, p in held} if self._hold else set()
         waiting |= {_key(tp.topic, tp.partition) for tp in self._tps
                     if c.get_watermark_offsets(tp, cached=True)[1] in (None, -1001)}
         self._learn()

@@ -31,13 +31,15 @@ def test_ranges_are_read_exactly_one_after_another(bootstrap: str) -> None:
     assert read_range(c, topic, 0, 300, 301).values == [b"late"]
 
 
-def test_edge_ends_follow_the_partitions_without_reading_them(bootstrap: str) -> None:
+@pytest.mark.parametrize("hold", [True, False])
+def test_edge_ends_follow_the_partitions(bootstrap: str, hold: bool) -> None:
     """The first poll waits until every partition was heard; later ones report each end as of
-    the last fetch (at most one fetch old), so new data shows within a poll or two."""
+    the last fetch, so new data shows within a poll or two (holding one message per partition
+    between polls, or reading on)."""
     topic = f"edge-ends-{uuid.uuid4().hex[:8]}"
     ensure_topics(bootstrap, {topic: 2}, 30)
     produce_source(bootstrap, topic, [b"x"] * 40, partitions=1)  # all to partition 0
-    ends = EdgeEnds(bootstrap, [(topic, 0), (topic, 1)], wait_s=2.0)
+    ends = EdgeEnds(bootstrap, [(topic, 0), (topic, 1)], wait_s=2.0, hold=hold)
     try:
         assert ends.poll() == {f"{topic}:0": 40}
         for expected, more in ((65, 25), (66, 1), (366, 300)):

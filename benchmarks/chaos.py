@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             "bolts": wait(lambda: all(b["running"] for b in
                                       cl.client.storm_topology(NAME)["bolts"]), 60),
         }
-        from squall.core.wire import DeadLetterHeaders
+        from squall.core.dead_letters import DeadLetterHeaders
 
         letters = [(m.value(), DeadLetterHeaders.from_headers(m.headers() or []))
                    for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]

@@ -20,9 +20,10 @@ from services.acker.metrics import AckerMetrics
 from services.acker.settings import AckerSettings
 from services.acker.task import AckerTask, Applied, BadRecord, Message
 from squall.core.clock import Clock
+from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
-from squall.core.wire import DeadLetterHeaders, encode_results
+from squall.core.wire import encode_results
 from squall.kafka import ensure_topics, produce
 from squall.wallclock import SystemClock
 

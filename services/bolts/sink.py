@@ -28,12 +28,12 @@ from services.bolts import batch_marks, clients, heap
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
+from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.wire import (
-    DeadLetterHeaders,
     TupleBatch,
     decode_tuples,
     encode_acker_messages,

@@ -25,6 +25,7 @@ from services.spout.metrics import SpoutMetrics
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
+from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import new_salt
 from squall.core.records import Outcome
@@ -32,7 +33,6 @@ from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
 from squall.core.wire import (
-    DeadLetterHeaders,
     decode_letter_marker,
     decode_results,
     decode_salt_marker,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import acker_topic, dlq_topic, edge_topic
-from squall.core.wire import DeadLetterHeaders
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ScriptedBolt,

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
 from squall.core.records import (
     MAX_TASK,
@@ -23,7 +24,6 @@ from squall.core.records import (
 )
 from squall.core.tuples import Tuple
 from squall.core.wire import (
-    DeadLetterHeaders,
     TupleBatch,
     decode_acker_batch,
     decode_letter_marker,

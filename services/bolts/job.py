@@ -9,15 +9,12 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import Any
 
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
+from services.bolts.settings import JAVA_OPTIONS, BoltSettings
 from services.bolts.standby import driver_alive, take_lock, warm_up
 from squall.core.chains import chains
 from squall.core.errors import ConfigError
@@ -26,63 +23,6 @@ from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import ensure_topics
 
 log = logging.getLogger("squall.bolts")
-
-
-#: The JVM's own by default. "-XX:TieredStopAtLevel=1" (C1 only) saves ~0.5 of a core of
-#: JIT compilation at half load, but made ~half the job starts fail a query's first task
-#: (OptionalDataException deserializing it): see docs/decisions.md.
-JAVA_OPTIONS = ""
-
-
-class BoltSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
-
-    topology_file: Path
-    components: tuple[str, ...] = ()
-
-    @field_validator("components", mode="before")
-    @classmethod
-    def _split(cls, v: object) -> object:
-        return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
-
-    bootstrap_servers: str = "127.0.0.1:9092"
-    master: str = "local[*]"
-    checkpoint_dir: Path = Path(".squall/checkpoints")
-    max_rows_per_batch: int = Field(2_000, ge=1)
-    trigger_ms: int = Field(200, ge=0)
-    metrics_port: int = 0
-    metrics_host: str = "0.0.0.0"
-    # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
-    # straight back to this process), or the Python data source writer ("writer").
-    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
-    # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
-    checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
-    # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
-    java_options: str = JAVA_OPTIONS
-    # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
-    spark_conf: tuple[str, ...] = ()
-    # Run a bolt whose only input is another bolt of this job in that bolt's query
-    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
-    fuse: bool = True
-
-    @field_validator("spark_conf")
-    @classmethod
-    def _conf(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for kv in v:
-            key, eq, _ = kv.partition("=")
-            if not eq or not key.strip().startswith("spark."):
-                raise ValueError(f"{kv!r} is not a Spark setting KEY=VALUE with KEY spark.*")
-        return v
-
-    def conf(self) -> dict[str, str]:
-        return dict((k.strip(), val) for k, _, val in (kv.partition("=") for kv in self.spark_conf))
-
-    def spec(self) -> TopologySpec:
-        try:
-            text = self.topology_file.read_text()
-        except OSError as e:
-            raise ConfigError(f"cannot read topology file {self.topology_file}: {e}") from None
-        return TopologySpec.from_text(text)
 
 
 def spark_session(master: str, app: str, no_fork: bool = True,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.bolts.__main__ import parse_args
+from services.bolts.settings import parse_args
 from squall.core.errors import ConfigError
 
 

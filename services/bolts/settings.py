@@ -1,0 +1,101 @@
+"""The bolts job's settings: env (``SQUALL_BOLTS_*``) and flags, validated once."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from services.common import load_settings
+from squall.core.errors import ConfigError
+from squall.core.topology import TopologySpec
+
+#: The JVM's own by default. "-XX:TieredStopAtLevel=1" (C1 only) saves ~0.5 of a core of
+#: JIT compilation at half load, but made ~half the job starts fail a query's first task
+#: (OptionalDataException deserializing it): see docs/decisions.md.
+JAVA_OPTIONS = ""
+
+
+class BoltSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
+
+    topology_file: Path
+    components: tuple[str, ...] = ()
+
+    @field_validator("components", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    master: str = "local[*]"
+    checkpoint_dir: Path = Path(".squall/checkpoints")
+    max_rows_per_batch: int = Field(2_000, ge=1)
+    trigger_ms: int = Field(200, ge=0)
+    metrics_port: int = 0
+    metrics_host: str = "0.0.0.0"
+    # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
+    # straight back to this process), or the Python data source writer ("writer").
+    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
+    # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
+    checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
+    # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
+    java_options: str = JAVA_OPTIONS
+    # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
+    spark_conf: tuple[str, ...] = ()
+    # Run a bolt whose only input is another bolt of this job in that bolt's query
+    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
+    fuse: bool = True
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _conf(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for kv in v:
+            key, eq, _ = kv.partition("=")
+            if not eq or not key.strip().startswith("spark."):
+                raise ValueError(f"{kv!r} is not a Spark setting KEY=VALUE with KEY spark.*")
+        return v
+
+    def conf(self) -> dict[str, str]:
+        return dict((k.strip(), val) for k, _, val in (kv.partition("=") for kv in self.spark_conf))
+
+    def spec(self) -> TopologySpec:
+        try:
+            text = self.topology_file.read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read topology file {self.topology_file}: {e}") from None
+        return TopologySpec.from_text(text)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
+    p = argparse.ArgumentParser(
+        prog="squall bolts",
+        description="Run a topology's bolts as Spark Structured Streaming queries. Every flag "
+        "can also be set as SQUALL_BOLTS_<NAME>.")
+    p.add_argument("--topology-file", help="the topology, JSON or YAML")
+    p.add_argument("--components", help="bolts to run, comma separated (default: all)")
+    p.add_argument("--bootstrap-servers")
+    p.add_argument("--master", help="Spark master (default local[*]; or spark://host:7077)")
+    p.add_argument("--checkpoint-dir")
+    p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
+    p.add_argument("--trigger-ms", type=int, help="micro-batch interval")
+    p.add_argument("--metrics-port", type=int)
+    p.add_argument("--sink", choices=["foreach_batch", "writer"],
+                   help="foreachBatch + mapInArrow (default) or the data source writer")
+    p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],
+                   help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
+                   "the default; compiled once with javac) or Hadoop's own")
+    p.add_argument("--java-options",
+                   help="JVM flags of the Spark driver and executors, as one string "
+                   "(--java-options='-Xmx2g'); default: the JVM's own")
+    p.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=None,
+                   help="run a bolt whose only input is another bolt of this job in that "
+                   "bolt's query, one micro-batch per tree instead of two (default: on; "
+                   "foreach_batch sink only)")
+    p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
+                   help="any other Spark setting, as spark-submit's (repeatable; applied last)")
+    return load_settings(BoltSettings, p, argv, "bolts")

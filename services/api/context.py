@@ -1,0 +1,96 @@
+"""What every route needs, injected with ``Annotated[..., Depends()]``.
+
+One :class:`ApiContext` per app, kept in ``app.state``: the ZooKeeper control, the settings,
+the metrics. The helpers here read it the same way for every router (blocking ZooKeeper
+calls run on a thread, so the event loop keeps serving).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CollectorRegistry
+
+from services.api import views
+from services.api.control import Control
+from services.api.metrics import ApiMetrics
+from services.api.settings import ApiSettings
+from services.api.stats import aggregate, scrape
+from squall.core.errors import AuthError, ConflictError
+
+TopologyId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,200}$", description="topology id")]
+Wait = Annotated[float, Path(ge=0, le=86_400, description="seconds to let trees drain")]
+IfMatch = Annotated[str | None, Header(description="expected version (409 if stale)")]
+_bearer = HTTPBearer(auto_error=False)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    control: Control
+    settings: ApiSettings
+    registry: CollectorRegistry
+    metrics: ApiMetrics
+
+    def now(self) -> int:
+        return self.control.clock.now_ms()
+
+    async def stats_of(self, tid: str) -> dict[str, Any]:
+        workers = await asyncio.to_thread(self.control.workers)
+        samples, _ = await asyncio.to_thread(scrape, views.endpoints_of(tid, workers),
+                                             self.settings.scrape_timeout_s)
+        return aggregate(samples, tid)
+
+    async def restarts_of(self, tid: str) -> dict[str, tuple[int, bool]]:
+        return views.restarts_of(tid, await asyncio.to_thread(self.control.workers))
+
+    async def view(self, tid: str) -> dict[str, Any]:
+        rec = await asyncio.to_thread(self.control.store.get, tid)
+        assignments = await asyncio.to_thread(self.control.assignments)
+        return views.topology_view(rec, self.now(), assignments, await self.stats_of(tid))
+
+    async def operate(self, tid: str, event: str, if_match: str | None,
+                      wait_s: float | None = None,
+                      parallelism: dict[str, int] | None = None) -> dict[str, Any]:
+        """Apply a lifecycle event; the topology's view after it."""
+        rec = await asyncio.to_thread(self.control.operate, tid, event, wait_s, parallelism,
+                                      _version_of(if_match))
+        return views.topology_view(rec, self.now(),
+                                   await asyncio.to_thread(self.control.assignments))
+
+
+def _version_of(if_match: str | None) -> int | None:
+    if if_match is None:
+        return None
+    try:
+        return int(if_match.strip('"W/ '))
+    except ValueError:
+        raise ConflictError(f"If-Match {if_match!r} is not a topology version") from None
+
+
+def _context(request: Request) -> ApiContext:
+    ctx: ApiContext = request.app.state.squall
+    return ctx
+
+
+Ctx = Annotated[ApiContext, Depends(_context)]
+
+
+def _authorized(ctx: Ctx, cred: Credentials) -> None:
+    s = ctx.settings
+    token = s.token.get_secret_value() if s.token else None
+    if s.allow_anonymous and token is None:
+        return
+    if cred is None:
+        raise AuthError(401, "a bearer token is required for this route")
+    if token is None or not secrets.compare_digest(cred.credentials.encode(), token.encode()):
+        raise AuthError(403, "the bearer token is not valid")
+
+
+#: The dependencies of every mutating route.
+WRITE = [Depends(_authorized)]

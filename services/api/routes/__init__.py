@@ -1,0 +1,1 @@
+"""The API's routers: health and metrics, our own routes, the topology page, Storm UI's."""

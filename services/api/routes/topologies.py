@@ -1,0 +1,117 @@
+"""Our own routes: submit, list, read and operate on topologies; the live workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Request, Response
+from pydantic import BaseModel, Field
+
+from services.api import views
+from services.api.context import WRITE, Ctx, IfMatch, TopologyId
+from squall.core.cluster import WorkerAssignment
+from squall.core.errors import TopologyError
+from squall.core.topology import TopologySpec
+
+router = APIRouter()
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
+_SPEC_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "description":
+                                    "the topology (see README.md, \"Topologies and bolts\")"}},
+    "application/yaml": {"schema": {"type": "string"}}}}}
+
+
+class RebalanceRequest(BaseModel):
+    wait_s: float | None = Field(None, ge=0, le=86_400,
+                                 description="drain time (default: the message timeout)")
+    parallelism: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict, description="new parallelism per spout")
+
+
+class KillRequest(BaseModel):
+    wait_s: float | None = Field(None, ge=0, le=86_400,
+                                 description="drain time (default: the message timeout)")
+
+
+def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise TopologyError("the body is not UTF-8 text") from None
+    if content_type.split(";")[0].strip() in _YAML_TYPES:
+        return TopologySpec.from_text(text)
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise TopologyError(f"the body is not valid JSON: {e}") from None
+    return TopologySpec.from_dict(doc)
+
+
+@router.post("/topologies", tags=["topologies"], status_code=201, dependencies=WRITE,
+             summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY)
+async def submit(ctx: Ctx, request: Request, activate: bool = True) -> dict[str, Any]:
+    spec = _parse_spec(await request.body(),
+                       request.headers.get("content-type", "application/json"))
+    rec = await asyncio.to_thread(ctx.control.submit, spec, activate)
+    return views.topology_view(rec, ctx.now(), {}, {})
+
+
+@router.get("/topologies", tags=["topologies"], summary="Every topology with its status")
+async def list_topologies(ctx: Ctx) -> list[dict[str, Any]]:
+    recs = await asyncio.to_thread(ctx.control.store.list)
+    return [{"id": r.id, "status": str(r.lifecycle.status), "version": r.version,
+             "uptime_s": views.uptime_s(r, ctx.now())} for r in recs]
+
+
+@router.get("/topologies/{topology_id}", tags=["topologies"],
+            summary="A topology: spec, status, assignment and statistics")
+async def get_topology(ctx: Ctx, topology_id: TopologyId, response: Response
+                       ) -> dict[str, Any]:
+    v = await ctx.view(topology_id)
+    response.headers["ETag"] = f'"{v["version"]}"'
+    return v
+
+
+@router.post("/topologies/{topology_id}/activate", tags=["topologies"], dependencies=WRITE,
+             summary="Activate: spouts emit")
+async def activate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
+                   ) -> dict[str, Any]:
+    return await ctx.operate(topology_id, "activate", if_match)
+
+
+@router.post("/topologies/{topology_id}/deactivate", tags=["topologies"], dependencies=WRITE,
+             summary="Deactivate: spouts stop emitting; trees in flight complete")
+async def deactivate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
+                     ) -> dict[str, Any]:
+    return await ctx.operate(topology_id, "deactivate", if_match)
+
+
+@router.post("/topologies/{topology_id}/rebalance", tags=["topologies"], dependencies=WRITE,
+             summary="Rebalance: drain for wait_s, then apply new spout parallelism")
+async def rebalance(ctx: Ctx, topology_id: TopologyId,
+                    body: Annotated[RebalanceRequest | None, Body()] = None,
+                    if_match: IfMatch = None) -> dict[str, Any]:
+    b = body or RebalanceRequest(wait_s=None)
+    return await ctx.operate(topology_id, "rebalance", if_match, b.wait_s, b.parallelism)
+
+
+@router.post("/topologies/{topology_id}/kill", tags=["topologies"], dependencies=WRITE,
+             summary="Kill: spouts stop, trees drain for wait_s, then it is removed")
+async def kill(ctx: Ctx, topology_id: TopologyId,
+               body: Annotated[KillRequest | None, Body()] = None,
+               if_match: IfMatch = None) -> dict[str, Any]:
+    return await ctx.operate(topology_id, "kill", if_match,
+                             (body or KillRequest(wait_s=None)).wait_s)
+
+
+@router.get("/workers", tags=["cluster"], summary="Live workers and what they run")
+async def workers(ctx: Ctx) -> list[dict[str, Any]]:
+    ws = await asyncio.to_thread(ctx.control.workers)
+    assigned = await asyncio.to_thread(ctx.control.assignments)
+    return [{"id": w.worker.id, "kind": str(w.worker.kind), "capacity": w.worker.capacity,
+             "host": w.host, "pid": w.pid, "started_ms": w.started_ms,
+             "running": list(w.endpoints),
+             "placements": [p.to_dict() for p in assigned.get(
+                 w.worker.id, WorkerAssignment()).placements]} for w in ws]

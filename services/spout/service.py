@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from services.spout.metrics import SpoutMetrics
+from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import new_salt
-from squall.core.records import Outcome
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
@@ -47,7 +47,6 @@ from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
 TP = tuple[str, int]
-_MAX_SALTS = 4
 
 
 @dataclass
@@ -114,76 +113,29 @@ class SpoutService:
                                      timeout=30)
             committed = [max(c.offset, 0) for c in got[:-1]]
             res_start = max(got[-1].offset, 0)
-            recovered, old, res_end, letters = self._scan_results(task_id, res_start)
+            scan = scan_results(s.bootstrap_servers, self.results, task_id, res_start)
             salt = new_salt()
             # This incarnation's salt is in the results partition before any root derived from it.
             self._mark_salt(task_id, salt)
             cfg = SpoutConfig(task_id, s.component, scheme, edges, s.num_ackers, s.timeout_ms,
                               s.retry(), s.max_spout_pending, s.max_uncommitted_offsets,
                               s.guarantee)
-            task = SpoutTask(cfg, committed, salt, old, recovered, lettered={
-                (sources.index((t, p)), o) for t, p, o in letters if (t, p) in sources})
+            task = SpoutTask(cfg, committed, salt, scan.salts, scan.acked, lettered={
+                (sources.index((t, p)), o) for t, p, o in scan.letters if (t, p) in sources})
             self.io[task_id] = TaskIO(task, sources, res_start)
             for i, tp in enumerate(sources):
                 self._route[tp] = (task, i)
             assignment += [TopicPartition(t, p, o) for (t, p), o in
                            zip(sources, committed, strict=True)]
-            results.append(TopicPartition(self.results, task_id, res_end))
+            results.append(TopicPartition(self.results, task_id, scan.end))
             log.info("spout task %d reads %s from %s; %d trees acked before the restart",
-                     task_id, sources, committed, len(recovered))
+                     task_id, sources, committed, len(scan.acked))
         consumer.assign(assignment)
         self.results_consumer.assign(results)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
                       partition=task_id)
-
-    def _scan_results(self, task_id: int, start: int
-                      ) -> tuple[set[int], list[int], int, set[tuple[str, int, int]]]:
-        """Roots acked, salts marked and offsets dead-lettered in this task's results
-        partition, ``start`` to end."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers, "group.id": "squall-scan",
-                      "enable.auto.commit": False, "enable.partition.eof": True,
-                      "fetch.wait.max.ms": 10})
-        c.assign([TopicPartition(self.results, task_id, start)])
-        acked: set[int] = set()
-        salts: list[int] = []
-        letters: set[tuple[str, int, int]] = set()
-        end = start
-        deadline = time.monotonic() + 60
-        try:
-            while time.monotonic() < deadline:
-                msgs = c.consume(1000, 1.0)
-                if not msgs:
-                    continue
-                for m in msgs:
-                    err = m.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            return acked, salts[-_MAX_SALTS:], end, letters
-                        continue
-                    end = (m.offset() or 0) + 1
-                    raw = m.value() or b""
-                    marked = decode_salt_marker(raw)
-                    if marked is not None:
-                        salts.append(marked)
-                        continue
-                    letter = decode_letter_marker(raw)
-                    if letter is not None:
-                        letters.add(letter)
-                        continue
-                    try:
-                        res = decode_results(raw)
-                    except WireFormatError:
-                        continue
-                    acked.update(res.roots[res.outcomes == Outcome.ACKED].tolist())
-        finally:
-            c.close()
-        log.warning("results scan of task %d did not reach the end; recovered what it read",
-                    task_id)
-        return acked, salts[-_MAX_SALTS:], end, letters
 
     # ----- the loop ------------------------------------------------------
 

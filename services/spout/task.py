@@ -24,16 +24,17 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from services.spout.emitter import Emitter, Routed
+from services.spout.recovery import RestartRecovery
 from squall.core.columns import to_columns
 from squall.core.errors import SchemeError
-from squall.core.grouping import Edge, Router
-from squall.core.ids import IdBatcher, derive_roots, root_keys
+from squall.core.grouping import Edge
+from squall.core.ids import IdBatcher, derive_roots, full_offsets, root_keys
 from squall.core.offsets import GiveUp, OffsetManager, Retry
-from squall.core.records import AckerBatch, Outcome, RecordKind, Results
+from squall.core.records import AckerBatch, Outcome, Results
 from squall.core.retry import RetrySchedule
 from squall.core.scheme import Scheme, deserialize_columns
 from squall.core.topology import Guarantee
-from squall.core.wire import TupleBatch
 
 I64 = npt.NDArray[np.int64]
 
@@ -71,7 +72,7 @@ class Undeliverable:
 class Emission:
     """What the service must produce for one batch of records."""
 
-    tuples: list[tuple[str, int, TupleBatch]] = field(default_factory=list)
+    tuples: Routed = field(default_factory=list)
     inits: AckerBatch = field(default_factory=AckerBatch.empty)
     letters: list[Undeliverable] = field(default_factory=list)
     emitted: int = 0
@@ -99,9 +100,7 @@ class SpoutTask:
         self.cfg = cfg
         self.salt = salt
         self.offsets = [OffsetManager(c, cfg.retry, cfg.max_uncommitted) for c in committed]
-        self.routers = [Router.for_edge(e, cfg.scheme.fields) for e in cfg.edges]
-        self._copies = sum(e.copies for e in cfg.edges)
-        self._ids = ids or IdBatcher()
+        self.emitter = Emitter(cfg.component, cfg.task, cfg.scheme, cfg.edges, ids)
         # In-flight trees live in the offset managers' tables; a result's root says which
         # (source, offset, attempt) it is (squall.core.ids.root_keys). The backstop scans them
         # no sooner than this (a lower bound of the oldest emit time + 2 timeouts).
@@ -111,13 +110,10 @@ class SpoutTask:
         # the results position committed is the smallest, so a restart re-reads them.
         # Per source: (results offset, highest source offset it acked), in arrival order.
         self._done_at: list[deque[tuple[int, int]]] = [deque() for _ in committed]
-        self._old_salts = list(old_salts)
-        self._recovered = recovered_roots or set()
-        # (source, offset) dead-lettered before a restart, not yet committed: done already.
-        self._lettered = {(src, o) for src, o in (lettered or set()) if o >= committed[src]}
-        self._attempts = (cfg.retry.max_retries or 0) + 1
-        window = cfg.max_uncommitted or 100_000  # how far the old incarnation can have emitted
-        self._recover_below = [c + window for c in committed]
+        self._recovery = RestartRecovery(
+            committed, old_salts, recovered_roots, lettered,
+            attempts=(cfg.retry.max_retries or 0) + 1,
+            window=cfg.max_uncommitted or 100_000)
 
     # ----- queries -------------------------------------------------------
 
@@ -237,10 +233,8 @@ class SpoutTask:
             if take < n - first_new:
                 self.request_seek(source, offsets[first_new + take])
             om.emitted_new(new, now_ms, payloads[first_new:first_new + take])
-            recovered = self._recovered_offsets(source, new)
-            if self._lettered:
-                recovered |= {o for o in new if (source, o) in self._lettered}
-                self._lettered -= {(source, o) for o in recovered}
+            recovered = self._recovery.done(source, new,
+                                            [m.fetched_end for m in self.offsets])
             if not recovered and not chosen:
                 try:  # the common case: a run of new offsets, decoded column-wise
                     cols, bulk = deserialize_columns(self.cfg.scheme,
@@ -309,62 +303,15 @@ class SpoutTask:
 
     def _emit(self, src: int, columns: dict[str, pa.Array], rows: list[tuple[Any, ...]] | None,
               offs: list[int], attempts: list[int], now_ms: int, out: Emission) -> None:
-        n = len(offs)
+        roots = None
         if not self.cfg.tracked:
             self.offsets[src].acked_many(offs)  # acked at once (no ackers, at-most-once, ...)
-            roots = np.zeros(n, np.uint64)
-            edges = np.zeros((n, max(self._copies, 1)), np.uint64)
         else:
             roots = derive_roots(self.salt, src, np.asarray(offs, np.int64),
                                  np.asarray(attempts, np.int64))
-            edges = self._ids.ids(n * self._copies).reshape(n, self._copies) if self._copies \
-                else np.zeros((n, 0), np.uint64)
-            init_vals = np.bitwise_xor.reduce(edges, axis=1) if self._copies \
-                else np.zeros(n, np.uint64)
-            out.inits = AckerBatch(roots, init_vals, np.full(n, RecordKind.INIT, np.uint8),
-                                   np.full(n, self.cfg.task, np.uint16),
-                                   np.full(n, now_ms, np.int64))
             if self._next_expire_ms is None:
                 self._next_expire_ms = now_ms + 2 * self.cfg.timeout_ms
-        col = 0
-        for edge, router in zip(self.cfg.edges, self.routers, strict=True):
-            if rows is None and router.needs_rows:
-                rows = list(zip(*(c.to_pylist() for c in columns.values()), strict=True))
-            parts = router.route(rows) if rows is not None else router.route_n(n)
-            k = edge.copies
-            rep = np.repeat(np.arange(n), k) if k > 1 else np.arange(n)
-            ids = edges[:, col:col + k].reshape(-1) if self.cfg.tracked else None
-            col += k
-            for p in np.unique(parts).tolist():
-                sel = np.flatnonzero(parts == p)
-                rows_sel = rep[sel]
-                take = pa.array(rows_sel)
-                batch = TupleBatch.single_anchored(
-                    {f: c.take(take) for f, c in columns.items()},
-                    None if ids is None else roots[rows_sel],
-                    None if ids is None else ids[sel],
-                    stream=edge.stream, source=self.cfg.component, source_task=self.cfg.task)
-                out.tuples.append((edge.topic, p, batch))
-
-    def _recovered_offsets(self, src: int, offsets: list[int]) -> set[int]:
-        """Offsets (new ones) whose root, under an old salt, was acked before a restart."""
-        if not self._recovered:
-            return set()
-        limit = self._recover_below[src]
-        offs = np.fromiter((o for o in offsets if o < limit), np.int64)
-        if offs.size < len(offsets) and all(
-                om.fetched_end >= lim for om, lim in zip(self.offsets, self._recover_below,
-                                                         strict=True)):
-            self._recovered.clear()  # past every window the old incarnation could reach
-        found: set[int] = set()
-        for salt in self._old_salts:
-            for attempt in range(self._attempts):
-                roots = derive_roots(salt, src, offs, np.full(offs.size, attempt, np.int64))
-                for o, root in zip(offs.tolist(), roots.tolist(), strict=True):
-                    if root in self._recovered:
-                        self._recovered.discard(root)
-                        found.add(o)
-        return found
+        out.tuples, out.inits = self.emitter.emit(columns, rows, len(offs), roots, now_ms)
 
     def on_results(self, results: Results, now_ms: int, results_offset: int = 0) -> Settled:
         """Apply results read at ``results_offset`` of this task's results partition."""
@@ -379,7 +326,7 @@ class SpoutTask:
         for src in np.unique(srcs[known]).tolist():
             om = self.offsets[src]
             mine = srcs == src
-            offs = _full_offsets(low[mine], om.committed_offset)
+            offs = full_offsets(low[mine], om.committed_offset)
             att, oc = attempts[mine], outcomes[mine]
             acked = oc == Outcome.ACKED
             if acked.any():
@@ -447,11 +394,3 @@ class SpoutTask:
         if marker_offset is not None:
             self._done_at[letter.source].append((marker_offset, letter.offset))
 
-
-def _full_offsets(low: I64, committed: int) -> I64:
-    """Offsets from their low 40 bits (as roots carry them), near the committed one."""
-    span = 1 << 40
-    base = committed - committed % span
-    full: I64 = low + base
-    full[full < committed - span // 2] += span
-    return full

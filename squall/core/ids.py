@@ -135,3 +135,12 @@ def root_keys(salt: int, roots: npt.ArrayLike
     attempt = ((packed >> np.uint64(40)) & np.uint64(0xFF)).astype(np.int64)
     offset = (packed & np.uint64((1 << 40) - 1)).astype(np.int64)
     return source, attempt, offset
+
+
+def full_offsets(low: npt.NDArray[np.int64], near: int) -> npt.NDArray[np.int64]:
+    """Offsets from their low 40 bits (as :func:`root_keys` gives them), the ones nearest
+    ``near`` (the committed offset: every offset in flight is within 2**39 of it)."""
+    span = 1 << 40
+    d = (low - near) % span  # how far above ``near``, modulo 2**40
+    full: npt.NDArray[np.int64] = near + np.where(d >= span // 2, d - span, d)
+    return full

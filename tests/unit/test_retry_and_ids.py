@@ -15,6 +15,7 @@ from squall.core.ids import (
     acker_partition,
     acker_partitions,
     derive_roots,
+    full_offsets,
     new_id,
     root_keys,
 )
@@ -102,3 +103,12 @@ def test_a_root_of_another_incarnation_decodes_to_no_key_in_flight() -> None:
     roots = derive_roots(old, 0, np.arange(100_000), np.zeros(100_000, np.int64))
     src, att, off = root_keys(new, roots)
     assert not ((src < 4) & (att == 0) & (off < 1_000_000)).any()
+
+
+@given(st.integers(0, 1 << 50), st.lists(st.integers(-(1 << 39) + 1, (1 << 39) - 1),
+                                        min_size=1, max_size=50))
+def test_full_offsets_recover_offsets_near_the_committed_one(committed: int,
+                                                             deltas: list[int]) -> None:
+    offs = np.array([max(0, committed + d) for d in deltas], np.int64)
+    low = offs & np.int64((1 << 40) - 1)
+    assert full_offsets(low, committed).tolist() == offs.tolist()

@@ -17,7 +17,7 @@ from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
 from services.bolts.standby import driver_alive, take_lock, warm_up
 from squall.core.chains import chains
-from squall.core.errors import ConfigError
+from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import ensure_topics
@@ -106,27 +106,21 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
     per head task); their reports come back to this process, which counts them and logs
     errors. A batch a task finished before (a re-run after a crash) is skipped."""
-    from services.bolts.sink import REPORT_SCHEMA, task_runner
+    from services.bolts.report import SPARK_SCHEMA, BatchReport
+    from services.bolts.sink import task_runner
 
     def batch(df: Any, batch_id: int) -> None:
         run = task_runner(spec_json, chain, bootstrap, state_dirs, marks_dir, batch_id)
-        reports = df.mapInArrow(run, REPORT_SCHEMA).collect()
+        rows = df.mapInArrow(run, SPARK_SCHEMA).collect()
         for component in chain:
-            mine = [r for r in reports if r["component"] == component]
-            errors = [e for r in mine for e in (r["errors"] or [])]
-            count = sum(r["error_count"] for r in mine)
-            if count:
+            mine = [BatchReport.from_row(r.asDict()) for r in rows
+                    if r["component"] == component]
+            rep = BatchReport.merged(component, mine)
+            if rep.error_count:
                 log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
-                            count, errors[-1] if errors else "?")
+                            rep.error_count, rep.errors[-1] if rep.errors else "?")
             if metrics and mine:
-                phases: dict[str, float] = {}
-                for r in mine:
-                    for k, v in (r["phases"] or {}).items():
-                        phases[k] = phases.get(k, 0.0) + v
-                metrics.report({"component": component, "errors": count,
-                                "phases": phases, **{
-                                    k: sum(r[k] for r in mine) for k in
-                                    ("executed", "emitted", "acked", "failed", "bad", "seconds")}})
+                metrics.report(rep)
 
     return batch
 
@@ -223,7 +217,7 @@ class BoltJob:
 
     def _read_reports(self, c: Any, run_id: str, stop: threading.Event) -> None:
         """Feed the metrics with this run's per-micro-batch reports of the sinks."""
-        import json
+        from services.bolts.report import BatchReport
 
         assert self.metrics is not None
         mine = {b.name for b in self.bolts}
@@ -233,12 +227,11 @@ class BoltJob:
                     if m.error():
                         continue
                     try:
-                        rep = json.loads(m.value() or b"")
-                    except ValueError:
-                        log.warning("malformed bolt report at offset %s", m.offset())
+                        run, rep = BatchReport.from_json(m.value() or b"")
+                    except WireFormatError as e:
+                        log.warning("bolt report at offset %s skipped: %s", m.offset(), e)
                         continue
-                    if (isinstance(rep, dict) and rep.get("run") == run_id
-                            and rep.get("component") in mine):
+                    if run == run_id and rep.component in mine:
                         self.metrics.report(rep)
         finally:
             c.close()

@@ -8,11 +8,14 @@ duration through ``StreamingQuery.lastProgress``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from squall.metrics import LATENCY_BUCKETS
+
+if TYPE_CHECKING:  # the report imports pyspark, which the driver loads later, on purpose
+    from services.bolts.report import BatchReport
 
 
 class BoltMetrics:
@@ -81,18 +84,16 @@ class BoltMetrics:
         for phase, v in phases.items():
             self.phases.labels(*lab, phase).inc(float(v) / 1000)
 
-    def report(self, rep: dict[str, Any]) -> None:
-        """A sink's report of one micro-batch (see ``BoltWriter.commit``)."""
-        lab = (self.topology, str(rep["component"]))
-        for key, c in (("executed", self.executed), ("emitted", self.emitted),
-                       ("acked", self.acked), ("failed", self.failed),
-                       ("errors", self.errors), ("bad", self.bad),
-                       ("fetch_retries", self.fetch_retries),
-                       ("seconds", self.execute_seconds)):
-            v = rep.get(key, 0)
-            if isinstance(v, int | float) and v > 0:
+    def report(self, rep: BatchReport) -> None:
+        """A bolt's report of one micro-batch (services/bolts/report.py)."""
+        lab = (self.topology, rep.component)
+        for v, c in ((rep.executed, self.executed), (rep.emitted, self.emitted),
+                     (rep.acked, self.acked), (rep.failed, self.failed),
+                     (rep.error_count, self.errors), (rep.bad, self.bad),
+                     (rep.fetch_retries, self.fetch_retries),
+                     (rep.seconds, self.execute_seconds)):
+            if v > 0:
                 c.labels(*lab).inc(v)
-        phases = rep.get("phases")
-        for phase, v in (phases.items() if isinstance(phases, dict) else ()):
-            if isinstance(v, int | float) and v > 0:
-                self.task_phases.labels(*lab, str(phase)).inc(v)
+        for phase, v in rep.phases.items():
+            if v > 0:
+                self.task_phases.labels(*lab, phase).inc(v)

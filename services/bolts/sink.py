@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from services.bolts import batch_marks, clients, heap
+from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
@@ -46,27 +45,6 @@ log = logging.getLogger("squall.bolts")
 # Bolt tasks live as long as the Python worker: state (e.g. counts) survives micro-batches.
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
 _SPECS: dict[str, TopologySpec] = {}
-
-
-@dataclass
-class BatchReport(WriterCommitMessage):
-    task: int
-    component: str = ""
-    executed: int = 0
-    emitted: int = 0
-    acked: int = 0
-    failed: int = 0
-    bad: int = 0
-    seconds: float = 0.0
-    #: every exception of bolt code (each failed its input) ...
-    error_count: int = 0
-    #: ... and the last few of them, for the log
-    errors: list[str] = field(default_factory=list)
-    #: where ``seconds`` went: waiting for the input, the bolt, producing, Kafka's confirmation
-    phases: dict[str, float] = field(default_factory=dict)
-
-
-PHASES = ("input", "execute", "produce", "flush")
 
 
 class BoltSink(DataSource):
@@ -91,24 +69,17 @@ class BoltWriter(DataSourceStreamArrowWriter):
                         self.state_dir)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        reps = [m for m in messages if isinstance(m, BatchReport)]
-        errors = [e for m in reps for e in m.errors]
-        if errors:
+        rep = BatchReport.merged(
+            self.component, (m for m in messages if isinstance(m, BatchReport)))
+        if rep.errors:
             log.warning("bolt %s batch %d: %d errors, last: %s", self.component, batchId,
-                        sum(m.error_count for m in reps), errors[-1])
+                        rep.error_count, rep.errors[-1])
         # The micro-batch's numbers go to the bolts job's driver through Kafka: this method
         # runs in a Python worker of Spark's, not in the process that serves /metrics.
-        report = {"run": self.run_id, "component": self.component, "batch": batchId,
-                  "executed": sum(m.executed for m in reps),
-                  "emitted": sum(m.emitted for m in reps), "acked": sum(m.acked for m in reps),
-                  "failed": sum(m.failed for m in reps), "bad": sum(m.bad for m in reps),
-                  "seconds": sum(m.seconds for m in reps),
-                  "errors": sum(m.error_count for m in reps), "last_error": errors[-1:],
-                  "phases": {k: sum(m.phases.get(k, 0.0) for m in reps) for k in PHASES}}
         try:
             spec = _spec(self.spec_json)
             producer = clients.producer(self.bootstrap)
-            producer.produce(metrics_topic(spec.name), json.dumps(report).encode())
+            producer.produce(metrics_topic(spec.name), rep.to_json(self.run_id))
             producer.flush(5)
         except Exception as e:  # numbers are best effort; the batch itself is committed
             log.warning("bolt %s batch %d: report not sent: %s", self.component, batchId, e)
@@ -219,7 +190,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         report.acked += res.acked
         report.failed += res.failed
         report.error_count += len(res.errors)
-        report.errors = (report.errors + res.errors)[-5:]
+        report.errors = (report.errors + res.errors)[-LAST_ERRORS:]
         run_s += t1 - t0
         prod_s += time.perf_counter() - t1
     report.phases = {"execute": run_s, "produce": prod_s}
@@ -234,19 +205,6 @@ def _flush(producer: Any, component: str, task: int) -> None:
                            "confirmed by Kafka; the micro-batch will be retried")
 
 
-REPORT_SCHEMA = ("component string, task long, executed long, emitted long, acked long, "
-                 "failed long, bad long, error_count long, seconds double, errors array<string>, "
-                 "phases map<string, double>")
-
-
-_REPORT_ARROW = pa.schema([
-    ("component", pa.string()),
-    *((k, pa.int64()) for k in ("task", "executed", "emitted", "acked", "failed", "bad",
-                                "error_count")),
-    ("seconds", pa.float64()), ("errors", pa.list_(pa.string())),
-    ("phases", pa.map_(pa.string(), pa.float64()))])
-
-
 def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
                 state_dirs: Mapping[str, str] | None = None, marks_dir: str = "",
                 batch_id: int | None = None
@@ -259,11 +217,7 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         reps = run_chain(spec_json, chain, bootstrap, iterator, dirs, marks_dir, batch_id)
-        yield pa.RecordBatch.from_pylist([{
-            "component": rep.component, "task": rep.task, "executed": rep.executed,
-            "emitted": rep.emitted, "acked": rep.acked, "failed": rep.failed, "bad": rep.bad,
-            "error_count": rep.error_count, "seconds": rep.seconds, "errors": list(rep.errors),
-            "phases": list(rep.phases.items())} for rep in reps], schema=_REPORT_ARROW)
+        yield to_arrow(reps)
 
     return run
 

@@ -10,7 +10,6 @@ high watermark of a fetch response: Tansu answers ListOffsets wrongly.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -24,6 +23,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from services.bolts import clients, heap
+from services.bolts.report import BatchReport
 
 SCHEMA = "task int, topic string, partition int, offset long, value binary"
 #: The same, as the Arrow schema of every batch ``read`` yields (an empty one included:
@@ -305,8 +305,8 @@ def _report_retries(part: TaskPartition, retries: int) -> None:
     topic, run, component = part.report  # type: ignore[misc]
     try:
         producer = clients.producer(part.bootstrap)
-        producer.produce(topic, json.dumps({"run": run, "component": component,
-                                            "fetch_retries": retries}).encode())
+        producer.produce(topic, BatchReport(component=component,
+                                            fetch_retries=retries).to_json(run))
         producer.flush(5)
     except Exception as e:  # a count is best effort; the records were read
         log.warning("fetch retries not reported: %s", e)

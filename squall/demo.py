@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,7 +29,8 @@ from squall.core.errors import ApiError, SquallError
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics, produce, quiet_logger
-from squall.processes import die_with_parent, free_port
+from squall.processes import free_port
+from squall.supervision import Command, Supervisor
 
 # Storm's RandomSentenceSpout sentences.
 SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor away",
@@ -66,30 +65,20 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
                    max_spout_pending=20_000)
 
 
-def _spawn(name: str, args: list[str], workdir: Path, env: dict[str, str] | None = None
-           ) -> subprocess.Popen[bytes]:
-    log = open(workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen([sys.executable, "-m", *args], stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=die_with_parent, env={**os.environ, **(env or {})})
-    log.close()
-    return proc
-
-
 @dataclass
 class Cluster:
-    """The demo's cluster as it runs: the stack, the API and one worker of each kind."""
+    """The demo's cluster as it runs: the stack, the API and one worker of each kind, kept
+    running by a supervisor (a process that dies is restarted, as in production)."""
 
     info: StackInfo
     stack: EmbeddedStack
     client: ApiClient
     workdir: Path
-    procs: dict[str, subprocess.Popen[bytes]]
-    api_args: list[str]
-    api_env: dict[str, str]
+    supervisor: Supervisor
 
-    def restart_api(self) -> None:
-        """Start the API again (after it died), as its supervisor would."""
-        self.procs["api"] = _spawn("api", self.api_args, self.workdir, self.api_env)
+
+#: Stopped in this order: the spout worker drains its trees through the others.
+_STOP_ORDER = ("worker-spout", "worker-bolts", "worker-acker", "api")
 
 
 @contextlib.contextmanager
@@ -103,45 +92,41 @@ def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
     with stack as info:
         token = secrets.token_urlsafe(18)
         port = free_port()
-        procs: dict[str, subprocess.Popen[bytes]] = {}
-        common = ["--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers]
-        api_args = ["services.api", *common, "--port", str(port)]
-        api_env = {"SQUALL_API_TOKEN": token}
+        sup = Supervisor(workdir)
+        common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)
+        watching = threading.Event()
         try:
-            procs["api"] = _spawn("api", api_args, workdir, api_env)
+            sup.start("api", Command("services.api", (*common, "--port", str(port)),
+                                     {"SQUALL_API_TOKEN": token}, metrics=False))
             for kind in ("acker", "bolts", "spout"):
-                procs[kind] = _spawn(f"worker-{kind}", [
-                    "services.worker", "--kind", kind, *common, "--worker-id", f"demo-{kind}",
+                sup.start(f"worker-{kind}", Command("services.worker", (
+                    "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                     "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints")], workdir)
+                    "--checkpoint-dir", str(workdir / "checkpoints")), metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
-            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop,
-                   list(procs.items()), workdir)
-            yield Cluster(info, stack, client, workdir, procs, api_args, api_env)
+            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, sup,
+                   workdir)
+            sup.watch(watching, lambda line: _say(f"\n{line}"))
+            yield Cluster(info, stack, client, workdir, sup)
         finally:
+            watching.set()
             _say("stopping: spout worker (drains), bolts, ackers, API, stack")
-            for name in ("spout", "bolts", "acker", "api"):
-                p = procs.get(name)
-                if p is not None and p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-                    try:
-                        p.wait(40)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
+            sup.stop(_STOP_ORDER, 40)
 
 
 def _ready(client: ApiClient) -> bool:
     return bool(client.request("GET", "/healthz")["status"] == "ok")
 
 
-def _await(cond: Any, timeout_s: float, stop: threading.Event,
-           procs: list[tuple[str, subprocess.Popen[bytes]]], workdir: Path) -> None:
+def _await(cond: Any, timeout_s: float, stop: threading.Event, sup: Supervisor | None,
+           workdir: Path) -> None:
+    """Until ``cond()``; a child of ``sup`` that exits while waiting fails the start-up."""
     deadline = time.monotonic() + timeout_s
     while not stop.is_set():
-        for name, p in procs:
-            if p.poll() is not None:
-                raise SquallError(f"{name} exited with {p.returncode}; see {workdir}")
+        for c in list(sup.children.values()) if sup else []:
+            if not c.alive():
+                raise SquallError(f"{c.name} exited with {c.proc.returncode}; see {c.log}")
         with contextlib.suppress(ApiError):
             if cond():
                 return
@@ -248,7 +233,7 @@ def run_demo(s: DemoSettings) -> int:
                   flush=True)
             return all(b["running"] for b in bolts)
 
-        _await(bolts_running, 180, stop, [], s.workdir)
+        _await(bolts_running, 180, stop, None, s.workdir)
         _say(f"\nfeeding {s.sentences or 'sentences until Ctrl-C'}"
              + (f" at {s.rate:,.0f}/s" if s.rate else ""))
         producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5,

@@ -8,69 +8,13 @@ ackers.
 from __future__ import annotations
 
 import contextlib
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from squall.core.restarts import Restarts
 from squall.core.topology import SpoutSpec, TopologySpec
 from squall.kafka import ensure_topics
-from squall.processes import die_with_parent, free_port
-
-
-@dataclass
-class Child:
-    name: str
-    module: str
-    args: list[str]
-    proc: subprocess.Popen[bytes]
-    log: Path
-    metrics_port: int
-    started_ms: int
-    policy: Restarts = field(default_factory=Restarts)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-
-def _now_ms() -> int:
-    return int(time.monotonic() * 1000)
-
-
-def _start(name: str, module: str, args: list[str], logdir: Path) -> Child:
-    port = free_port()
-    log = logdir / f"{name}.log"
-    out = open(log, "ab")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--metrics-port", str(port)],
-                            stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-    out.close()
-    return Child(name, module, args, proc, log, port, _now_ms())
-
-
-def supervise(children: list[Child], logdir: Path) -> list[str]:
-    """Restart children that exited, with backoff (squall/core/restarts.py); what happened, said."""
-    said = []
-    now = _now_ms()
-    for i, c in enumerate(children):
-        if c.alive():
-            c.policy.running(now, c.started_ms)
-            continue
-        if not c.policy.waiting:
-            due = c.policy.exited(now, c.started_ms)
-            said.append(f"{c.name} exited with {c.proc.returncode}; restarting in "
-                        f"{(due - now) / 1000:.0f} s ({c.policy.in_a_row} exits in a row"
-                        f"{', a crash loop' if c.policy.crash_looping else ''}; see {c.log})")
-        if c.policy.due(now):
-            c.policy.restarted()
-            fresh = _start(c.name, c.module, c.args, logdir)
-            fresh.policy = c.policy
-            children[i] = fresh
-    return said
+from squall.supervision import Command, Supervisor
 
 
 def acker_args(spec: TopologySpec, tasks: Sequence[int], bootstrap: str) -> list[str]:
@@ -114,43 +58,35 @@ def spout_args(spec: TopologySpec, name: str, tasks: Sequence[int], bootstrap: s
 
 
 def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, workdir: Path,
-                   master: str = "local[*]") -> list[Child]:
-    """Acker, spouts and bolts of ``spec`` as child processes (not waiting for them)."""
-    workdir.mkdir(parents=True, exist_ok=True)
+                   master: str = "local[*]") -> Supervisor:
+    """Acker, spouts and bolts of ``spec`` as supervised child processes (not waiting for
+    them); stop them with :func:`stop_topology`."""
     for s in spec.spouts:
         ensure_topics(bootstrap, {t: s.parallelism for t in s.topics}, 30)
-    children = []
+    sup = Supervisor(workdir)
     if spec.ackers:
-        children.append(_start("acker", "services.acker",
-                               acker_args(spec, range(spec.ackers), bootstrap), workdir))
+        sup.start("acker", Command("services.acker",
+                                   tuple(acker_args(spec, range(spec.ackers), bootstrap))))
     if spec.bolts:
-        children.append(_start("bolts", "services.bolts", bolts_args(
-            topology_file, (), bootstrap, workdir / "checkpoints", master), workdir))
+        sup.start("bolts", Command("services.bolts", tuple(bolts_args(
+            topology_file, (), bootstrap, workdir / "checkpoints", master))))
     for s in spec.spouts:
-        children.append(_start(f"spout-{s.name}", "services.spout",
-                               spout_args(spec, s.name, range(s.parallelism), bootstrap),
-                               workdir))
-    return children
+        sup.start(f"spout-{s.name}", Command("services.spout", tuple(
+            spout_args(spec, s.name, range(s.parallelism), bootstrap))))
+    return sup
 
 
-def stop_topology(children: list[Child], timeout_s: float = 30) -> None:
-    """Spouts first (they drain), then bolts, then ackers."""
-    order = sorted(children, key=lambda c: (0 if c.name.startswith("spout") else
-                                            1 if c.name == "bolts" else 2))
-    for c in order:
-        if c.alive():
-            c.proc.send_signal(signal.SIGTERM)
-            try:
-                c.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                c.proc.kill()
-                c.proc.wait(10)
+def stop_topology(sup: Supervisor, timeout_s: float = 30) -> None:
+    """Spouts first (they drain through the bolts and ackers), then bolts, then ackers."""
+    spouts = [n for n in sup.children if n.startswith("spout-")]
+    sup.stop([*spouts, "bolts", "acker"], timeout_s)
 
 
-def spout_acked(children: list[Child]) -> float:
+def spout_acked(sup: Supervisor) -> float:
+    """Source messages fully processed, summed over the spouts' /metrics."""
     total = 0.0
-    for c in children:
-        if not c.name.startswith("spout"):
+    for c in list(sup.children.values()):
+        if not c.name.startswith("spout-"):
             continue
         with contextlib.suppress(OSError):
             body = urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics",

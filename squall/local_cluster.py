@@ -18,7 +18,7 @@ from pathlib import Path
 from squall.core.errors import SquallError
 from squall.core.topology import TopologySpec
 from squall.dev.stack import EmbeddedStack, StackSettings
-from squall.launch import spout_acked, start_topology, stop_topology, supervise
+from squall.launch import spout_acked, start_topology, stop_topology
 
 
 @contextlib.contextmanager
@@ -40,18 +40,19 @@ def run(topology_file: Path, bootstrap: str | None, workdir: Path, master: str) 
         signal.signal(sig, lambda *_: stop.set())
     with broker(bootstrap, workdir) as servers:
         print(f"topology {spec.name!r} on {servers}; logs in {workdir}", file=sys.stderr)
-        children = start_topology(spec, topology_file.resolve(), servers, workdir, master)
+        sup = start_topology(spec, topology_file.resolve(), servers, workdir, master)
         try:
             last = -1.0
             while not stop.wait(1.0):
-                for line in supervise(children, workdir):
-                    print(f"\n{time.strftime('%H:%M:%S')}  {line}", file=sys.stderr, flush=True)
-                acked = spout_acked(children)
+                for exit_ in sup.check().exits:
+                    print(f"\n{time.strftime('%H:%M:%S')}  {exit_}", file=sys.stderr,
+                          flush=True)
+                acked = spout_acked(sup)
                 if acked != last:
                     print(f"\r{time.strftime('%H:%M:%S')}  source messages fully processed: "
                           f"{acked:,.0f}", end="", file=sys.stderr, flush=True)
                     last = acked
         finally:
             print("\nstopping: spouts drain, then bolts, then ackers", file=sys.stderr)
-            stop_topology(children)
+            stop_topology(sup)
     return 0

@@ -1,7 +1,7 @@
 """Child processes, one helper for each job: a free port, whether a pid lives, its
 children, dying with the parent, stopping a process group.
 
-Shared by the dev stack, the launcher (``squall run``), the demo and the worker.
+Shared by the dev stack and the supervisor (:mod:`squall.supervision`).
 """
 
 from __future__ import annotations

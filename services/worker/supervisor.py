@@ -15,12 +15,8 @@ import hashlib
 import json
 import logging
 import os
-import signal
-import subprocess
-import sys
 import threading
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -30,10 +26,9 @@ from squall.coord import ASSIGNMENTS, WORKERS, connect
 from squall.core.assignment import Kind, Placement
 from squall.core.clock import Clock
 from squall.core.cluster import WorkerAssignment, WorkerInfo
-from squall.core.restarts import Restarts
 from squall.core.topology import TopologySpec
 from squall.launch import acker_args, bolts_args, spout_args
-from squall.processes import die_with_parent, free_port
+from squall.supervision import Child, Command, Supervisor, stop_children
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.worker")
@@ -50,17 +45,6 @@ class ProcSpec:
     kind: Kind
     component: str
     args: tuple[str, ...]
-
-
-@dataclass
-class Child:
-    spec: ProcSpec
-    proc: subprocess.Popen[bytes]
-    port: int
-    log: Path
-    started_ms: int
-    policy: Restarts = field(default_factory=Restarts)
-    endpoints: list[dict[str, Any]] = field(default_factory=list)
 
 
 def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
@@ -122,7 +106,8 @@ class WorkerService:
                                registry=registry).labels(settings.worker_id, str(settings.kind))
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
-        self.children: dict[str, Child] = {}
+        self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms)
+        self.running: dict[str, ProcSpec] = {}  # what each supervised child runs
         self.assignment = WorkerAssignment()
         self._planned: WorkerAssignment | None = None
         self._want: dict[str, ProcSpec] = {}
@@ -143,8 +128,8 @@ class WorkerService:
         from squall.core.assignment import Worker
 
         eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
-                    for c in sorted(self.children.values(), key=lambda c: c.spec.key)
-                    for e in c.endpoints)
+                    for k, c in sorted(self.sup.children.items())
+                    for e in self._endpoints(self.running[k], c))
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
                           self.s.metrics_host, os.getpid(), self.started_ms, eps)
 
@@ -185,36 +170,10 @@ class WorkerService:
 
     # ----- children -------------------------------------------------------
 
-    def _start(self, ps: ProcSpec, policy: Restarts | None = None) -> Child:
-        port = free_port()
-        logdir = self.s.workdir / "logs"
-        logdir.mkdir(parents=True, exist_ok=True)
-        logf = logdir / f"{ps.key}.log"
-        out = open(logf, "ab")  # noqa: SIM115 - the child owns it
-        proc = subprocess.Popen([sys.executable, "-m", _MODULES[ps.kind], *ps.args,
-                                 "--metrics-port", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-        out.close()
-        url = f"http://{self.s.metrics_host}:{port}/metrics"
-        comps = ps.component.split(",")
-        eps = [{"topology": ps.topology, "kind": str(ps.kind), "component": c, "url": url}
-               for c in comps]
-        log.info("started %s (pid %d, log %s)", ps.key, proc.pid, logf)
-        return Child(ps, proc, port, logf, self.clock.now_ms(), policy or Restarts(), eps)
-
-    def _stop(self, children: list[Child]) -> None:
-        """SIGTERM (spouts drain and commit), then wait; SIGKILL after the stop timeout."""
-        for c in children:
-            if c.proc.poll() is None:
-                c.proc.send_signal(signal.SIGTERM)
-        for c in children:
-            try:
-                c.proc.wait(self.s.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("%s did not stop in %ss; killing it", c.spec.key, self.s.stop_timeout_s)
-                c.proc.kill()
-                c.proc.wait(10)
-            log.info("stopped %s (exit %s)", c.spec.key, c.proc.returncode)
+    def _endpoints(self, ps: ProcSpec, c: Child) -> list[dict[str, Any]]:
+        url = f"http://{self.s.metrics_host}:{c.metrics_port}/metrics"
+        return [{"topology": ps.topology, "kind": str(ps.kind), "component": comp, "url": url}
+                for comp in ps.component.split(",")]
 
     def reconcile(self) -> None:
         # The processes wanted change only with the assignment: work them out (parse the
@@ -222,32 +181,22 @@ class WorkerService:
         if self._planned is not self.assignment:
             self._want, self._planned = desired(self.assignment, self.s), self.assignment
         want = self._want
-        gone = [c for k, c in self.children.items() if k not in want]
+        gone = self.sup.remove([k for k in self.sup.children if k not in want])
         for c in gone:
-            del self.children[c.spec.key]
-        if gone:
-            threading.Thread(target=self._stop, args=(gone,), daemon=True).start()
+            del self.running[c.name]
+        if gone:  # spouts drain: not in the way of the rest of the round
+            threading.Thread(target=stop_children, args=(gone, self.s.stop_timeout_s, False),
+                             daemon=True).start()
         for k, ps in want.items():
-            have = self.children.get(k)
-            if have is None:
-                self.children[k] = self._start(ps)
-                continue
-            c, now = have, self.clock.now_ms()
-            if c.proc.poll() is None:
-                c.policy.running(now, c.started_ms)
-                continue
-            if not c.policy.waiting:
-                due = c.policy.exited(now, c.started_ms)
-                log.error("%s exited with %s after %.1f s; restarting in %.1f s (%d exits in a "
-                          "row%s; see %s)", k, c.proc.returncode, (now - c.started_ms) / 1000,
-                          (due - now) / 1000, c.policy.in_a_row,
-                          ": a crash loop" if c.policy.crash_looping else "", c.log)
-            if c.policy.due(now):
-                c.policy.restarted()
-                self.children[k] = self._start(ps, c.policy)
-                self.m_restarts.inc()
-        self.m_procs.set(len(self.children))
-        self.m_looping.set(sum(c.policy.crash_looping for c in self.children.values()))
+            if k not in self.sup.children:
+                self.sup.start(k, Command(_MODULES[ps.kind], ps.args))
+                self.running[k] = ps
+        done = self.sup.check()
+        for e in done.exits:
+            log.error("%s", e)
+        self.m_restarts.inc(len(done.restarted))
+        self.m_procs.set(len(self.sup.children))
+        self.m_looping.set(sum(c.policy.crash_looping for c in self.sup.children.values()))
 
     # ----- the loop ---------------------------------------------------------
 
@@ -265,10 +214,10 @@ class WorkerService:
                 self.wake.clear()
         finally:
             # Spouts first: they drain their in-flight trees through the bolts and ackers.
-            order = sorted(self.children.values(),
-                           key=lambda c: [Kind.SPOUT, Kind.BOLTS, Kind.ACKER].index(c.spec.kind))
-            self._stop(order)
-            self.children.clear()
+            order = sorted(self.running, key=lambda k: [Kind.SPOUT, Kind.BOLTS, Kind.ACKER]
+                           .index(self.running[k].kind))
+            self.sup.stop(order, self.s.stop_timeout_s, one_by_one=False)
+            self.running.clear()
             try:
                 zk.stop()
                 zk.close()

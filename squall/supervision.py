@@ -1,0 +1,176 @@
+"""Child processes kept running: the one supervisor of the worker, ``squall run`` and the demo.
+
+Each child runs ``python -m <module> <args>`` with its output in a log file and dies with
+its parent. One that exits is restarted with backoff, and a crash loop is named as such
+(the policy: :mod:`squall.core.restarts`). Stopping sends SIGTERM (spouts drain and
+commit), waits, and kills what is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from squall.core.restarts import Restarts
+from squall.processes import die_with_parent, free_port
+
+log = logging.getLogger("squall.supervision")
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a child runs: ``python -m module *args`` (``--metrics-port`` added when
+    ``metrics``), with ``env`` on top of this process's environment."""
+
+    module: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    metrics: bool = True
+
+
+@dataclass
+class Child:
+    name: str
+    command: Command
+    log: Path
+    proc: subprocess.Popen[bytes]
+    started_ms: int
+    metrics_port: int | None
+    policy: Restarts = field(default_factory=Restarts)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A child found exited, and when it will be restarted."""
+
+    name: str
+    returncode: int | None
+    ran_s: float
+    restart_in_s: float
+    in_a_row: int
+    crash_looping: bool
+    log: Path
+
+    def __str__(self) -> str:
+        return (f"{self.name} exited with {self.returncode} after {self.ran_s:.1f} s; "
+                f"restarting in {self.restart_in_s:.1f} s ({self.in_a_row} exits in a row"
+                f"{', a crash loop' if self.crash_looping else ''}; see {self.log})")
+
+
+@dataclass
+class Round:
+    """What one :meth:`Supervisor.check` found and did."""
+
+    exits: list[Exit] = field(default_factory=list)
+    restarted: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    def __init__(self, logdir: Path, clock: Callable[[], int] = monotonic_ms) -> None:
+        self.logdir = logdir
+        self.clock = clock
+        self.children: dict[str, Child] = {}
+        self._lock = threading.RLock()
+
+    def start(self, name: str, command: Command, policy: Restarts | None = None) -> Child:
+        """Start ``name`` (replacing a child of that name, which must be gone)."""
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        logf = self.logdir / f"{name}.log"
+        port = free_port() if command.metrics else None
+        argv = [sys.executable, "-m", command.module, *command.args]
+        if port is not None:
+            argv += ["--metrics-port", str(port)]
+        with open(logf, "ab") as out:  # the child has its own copy of the descriptor
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    preexec_fn=die_with_parent,
+                                    env={**os.environ, **command.env} if command.env else None)
+        log.info("started %s (pid %d, log %s)", name, proc.pid, logf)
+        child = Child(name, command, logf, proc, self.clock(), port, policy or Restarts())
+        with self._lock:
+            self.children[name] = child
+        return child
+
+    def check(self) -> Round:
+        """Note children that exited; restart those whose backoff is over."""
+        out = Round()
+        with self._lock:
+            for name, c in list(self.children.items()):
+                now = self.clock()
+                if c.alive():
+                    c.policy.running(now, c.started_ms)
+                    continue
+                if not c.policy.waiting:
+                    due = c.policy.exited(now, c.started_ms)
+                    out.exits.append(Exit(name, c.proc.returncode, (now - c.started_ms) / 1000,
+                                          (due - now) / 1000, c.policy.in_a_row,
+                                          c.policy.crash_looping, c.log))
+                if c.policy.due(now):
+                    c.policy.restarted()
+                    self.start(name, c.command, c.policy)
+                    out.restarted.append(name)
+        return out
+
+    def remove(self, names: Sequence[str]) -> list[Child]:
+        """No longer supervise these (to stop them, maybe on another thread)."""
+        with self._lock:
+            return [self.children.pop(n) for n in names if n in self.children]
+
+    def stop(self, order: Sequence[str] | None = None, timeout_s: float = 30.0,
+             one_by_one: bool = True) -> None:
+        """Stop every child: those in ``order`` first, in that order. One by one, each
+        after the one before it exited (spouts drain through bolts still running), or all
+        signalled at once."""
+        with self._lock:
+            first = [n for n in (order or ()) if n in self.children]
+            names = first + [n for n in self.children if n not in first]
+            children = self.remove(names)
+        stop_children(children, timeout_s, one_by_one)
+
+    def watch(self, stop: threading.Event, say: Callable[[str], None],
+              interval_s: float = 0.5) -> threading.Thread:
+        """Check on a thread until ``stop``, telling each exit."""
+        def loop() -> None:
+            while not stop.wait(interval_s):
+                for e in self.check().exits:
+                    say(str(e))
+
+        t = threading.Thread(target=loop, daemon=True, name="supervisor")
+        t.start()
+        return t
+
+
+def stop_children(children: Sequence[Child], timeout_s: float, one_by_one: bool = True
+                  ) -> None:
+    """SIGTERM, wait up to ``timeout_s``, then SIGKILL."""
+    def wait(c: Child) -> None:
+        try:
+            c.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop in %ss; killing it", c.name, timeout_s)
+            c.proc.kill()
+            c.proc.wait(10)
+        log.info("stopped %s (exit %s)", c.name, c.proc.returncode)
+
+    for c in children:
+        if c.alive():
+            c.proc.send_signal(signal.SIGTERM)
+            if one_by_one:
+                wait(c)
+    if not one_by_one:
+        for c in children:
+            wait(c)

@@ -1,0 +1,55 @@
+"""The one supervisor (worker, ``squall run``, demo) with real child processes."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from squall.core.restarts import Restarts
+from squall.supervision import Command, Exit, Supervisor
+
+# Real programs: one that fails at once (a bad flag), one that runs until stopped.
+CRASHES = Command("json.tool", ("--no-such-flag",), metrics=False)
+RUNS = Command("http.server", ("--bind", "127.0.0.1", "0"), metrics=False)
+
+
+def _until(cond: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_an_exiting_child_is_restarted_with_backoff_and_named_a_crash_loop(
+        tmp_path: Path) -> None:
+    sup = Supervisor(tmp_path)
+    sup.start("crasher", CRASHES, Restarts(base_delay_ms=50, max_delay_ms=200,
+                                           crash_loop_after=3))
+    sup.start("server", RUNS)
+    exits: list[Exit] = []
+    restarted: list[str] = []
+
+    def looping() -> bool:
+        r = sup.check()
+        exits.extend(r.exits)
+        restarted.extend(r.restarted)
+        return sup.children["crasher"].policy.crash_looping
+
+    try:
+        _until(looping)
+        assert {e.name for e in exits} == {"crasher"}
+        assert all(e.returncode == 2 for e in exits)
+        assert [e.in_a_row for e in exits[:3]] == [1, 2, 3]
+        # Backoff: the first restart at once, then base x 2 ** (exits in a row - 1).
+        assert [e.restart_in_s for e in exits[:3]] == [0.0, 0.1, 0.2]
+        assert exits[2].crash_looping and "a crash loop" in str(exits[2])
+        assert restarted.count("crasher") >= 2
+        assert "usage" in (tmp_path / "crasher.log").read_text()  # its output is kept
+        assert sup.children["server"].alive()
+    finally:
+        server = sup.children["server"]
+        sup.stop(["server", "crasher"], timeout_s=30)
+    assert sup.children == {}
+    assert server.proc.returncode == -signal.SIGTERM  # asked to stop, not killed

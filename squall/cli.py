@@ -264,18 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Service commands parse their own flags (and env); `squall acker --help` shows them.
-_SERVICES = {"acker": "services.acker.__main__", "spout": "services.spout.__main__",
-             "bolts": "services.bolts.__main__", "api": "services.api.__main__",
-             "worker": "services.worker.__main__"}
+_SERVICES = {"acker": "services.acker", "spout": "services.spout", "bolts": "services.bolts",
+             "api": "services.api", "worker": "services.worker"}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _SERVICES:
-        import importlib
-
-        service_main = importlib.import_module(_SERVICES[argv[0]]).main
-        return int(service_main(argv[1:]))
+        # A service is a program of its own: it runs in this process's place (same pid,
+        # same signals), and the shell never imports the services above it.
+        os.execv(sys.executable, [sys.executable, "-m", _SERVICES[argv[0]], *argv[1:]])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

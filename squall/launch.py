@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from squall.core.topology import SpoutSpec, TopologySpec
+from squall.core.topology import TopologySpec
 from squall.kafka import ensure_topics
 from squall.supervision import Command, Supervisor
 
@@ -32,29 +32,13 @@ def bolts_args(topology_file: Path, components: Sequence[str], bootstrap: str,
     return args + (["--components", ",".join(components)] if components else [])
 
 
-def spout_args(spec: TopologySpec, name: str, tasks: Sequence[int], bootstrap: str,
-               parallelism: int | None = None) -> list[str]:
-    """Flags of ``python -m services.spout`` for ``tasks`` of spout ``name``."""
-    from squall.core.grouping import edge_flag
-
-    s = spec.component(name)
-    assert isinstance(s, SpoutSpec)
-    edges = [a for e in spec.edges_from(s.name) for a in ("--edge", edge_flag(e))]
-    args = ["--topology", spec.name, "--component", s.name, "--topics", ",".join(s.topics),
-            "--tasks", ",".join(map(str, tasks)),
-            "--num-tasks", str(parallelism or s.parallelism), "--num-ackers", str(spec.ackers),
-            "--scheme", s.scheme, "--guarantee", spec.guarantee,
-            "--message-timeout-s", str(spec.message_timeout_s),
-            "--max-retries", str(spec.retry.max_retries if spec.retry.max_retries is not None
-                                 else 1_000_000),
-            "--retry-initial-ms", str(spec.retry.initial_delay_ms),
-            "--retry-max-ms", str(spec.retry.max_delay_ms),
-            "--bootstrap-servers", bootstrap, *edges]
-    if s.fields:
-        args += ["--fields", ",".join(s.fields)]
-    if spec.max_spout_pending:
-        args += ["--max-spout-pending", str(spec.max_spout_pending)]
-    return args
+def spout_args(topology_file: Path, name: str, tasks: Sequence[int], num_tasks: int,
+               bootstrap: str) -> list[str]:
+    """Flags of ``python -m services.spout`` for ``tasks`` of spout ``name`` (the rest comes
+    from the topology file, as for the bolts)."""
+    return ["--topology-file", str(topology_file), "--component", name,
+            "--tasks", ",".join(map(str, tasks)), "--num-tasks", str(num_tasks),
+            "--bootstrap-servers", bootstrap]
 
 
 def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, workdir: Path,
@@ -71,8 +55,8 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
         sup.start("bolts", Command("services.bolts", tuple(bolts_args(
             topology_file, (), bootstrap, workdir / "checkpoints", master))))
     for s in spec.spouts:
-        sup.start(f"spout-{s.name}", Command("services.spout", tuple(
-            spout_args(spec, s.name, range(s.parallelism), bootstrap))))
+        sup.start(f"spout-{s.name}", Command("services.spout", tuple(spout_args(
+            topology_file, s.name, range(s.parallelism), s.parallelism, bootstrap))))
     return sup
 
 

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
-from squall.core.grouping import Edge, parse_edge
+from squall.core.errors import ConfigError
+from squall.core.grouping import Edge, edge_flag, parse_edge
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name
-from squall.core.topology import Guarantee
+from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
 
 
 class SpoutSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_SPOUT_", frozen=True, extra="forbid")
 
+    # The topology file gives every setting below that the topology decides (its name,
+    # the spout's topics, scheme, edges, the guarantee, timeouts, retries); a flag or env
+    # variable given as well wins.
+    topology_file: Path | None = None
     topology: str
     component: str = "spout"
     topics: tuple[str, ...] = Field(description="source topics")
@@ -50,6 +56,18 @@ class SpoutSettings(BaseSettings):
     # The backstop's clock: "bolts" (default) the ackers' timeout clock, which waits for
     # slow bolts (squall/core/progress.py); "wall" this process's own, Storm's.
     timeout_clock: Literal["bolts", "wall"] = "bolts"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("topology_file"):
+            path = Path(data["topology_file"])
+            try:
+                spec = TopologySpec.from_text(path.read_text())
+            except OSError as e:
+                raise ConfigError(f"cannot read topology file {path}: {e}") from None
+            return {**from_topology(spec, data.get("component", "spout")), **data}
+        return data
 
     @field_validator("topics", "fields", "edges", mode="before")
     @classmethod
@@ -95,12 +113,32 @@ class SpoutSettings(BaseSettings):
                              self.max_retries)
 
 
+def from_topology(spec: TopologySpec, component: str) -> dict[str, Any]:
+    """The settings a topology gives one of its spouts."""
+    s = spec.component(component)
+    if not isinstance(s, SpoutSpec):
+        raise ConfigError(f"{component!r} is not a spout of topology {spec.name!r}")
+    out: dict[str, Any] = {
+        "topology": spec.name, "component": s.name, "topics": s.topics,
+        "num_tasks": s.parallelism, "num_ackers": spec.ackers, "scheme": s.scheme,
+        "fields": s.fields, "guarantee": spec.guarantee,
+        "edges": tuple(edge_flag(e) for e in spec.edges_from(s.name)),
+        "message_timeout_s": spec.message_timeout_s, "max_retries": spec.retry.max_retries,
+        "retry_initial_ms": spec.retry.initial_delay_ms,
+        "retry_multiplier": spec.retry.multiplier, "retry_max_ms": spec.retry.max_delay_ms}
+    if spec.max_spout_pending:
+        out["max_spout_pending"] = spec.max_spout_pending
+    return out
+
+
 def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p = argparse.ArgumentParser(
         prog="squall spout",
         description="Run spout tasks: read source partitions, emit tuples, commit offsets once "
         "their trees complete. Every flag can also be set as SQUALL_SPOUT_<NAME>.",
     )
+    p.add_argument("--topology-file", help="the topology, JSON or YAML: gives every setting "
+                   "the topology decides (the flags below win)")
     p.add_argument("--topology", help="topology id")
     p.add_argument("--component", help="spout component name (default spout)")
     p.add_argument("--topics", help="source topics, comma separated")

@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -60,7 +61,9 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
         if p.kind is Kind.SPOUT:
             if not a.active.get(p.topology, False):
                 continue  # spouts emit only while ACTIVE
-            args = spout_args(spec, p.component, p.tasks, s.bootstrap_servers)
+            sp = spec.component(p.component)
+            args = spout_args(_topology_file(s, p.topology, raw), p.component, p.tasks,
+                              sp.parallelism, s.bootstrap_servers)
         elif p.kind is Kind.ACKER:
             args = acker_args(spec, p.tasks, s.bootstrap_servers)
         else:
@@ -69,18 +72,25 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
         out.update([_proc(p, args, raw)])
     for topo, comps in bolts.items():
         raw = a.specs[topo]
-        path = s.workdir / "topologies" / f"{topo}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(raw, sort_keys=True)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        args = bolts_args(path, sorted(comps), s.bootstrap_servers, s.checkpoints, s.master)
+        args = bolts_args(_topology_file(s, topo, raw), sorted(comps), s.bootstrap_servers,
+                          s.checkpoints, s.master)
         placement = Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ())
         key, ps = _proc(placement, args, raw)
         out[key] = ps
         if s.standby:  # the same job again: it waits on the job's lock (services/bolts/standby)
             out[key + ".standby"] = replace(ps, key=key + ".standby")
     return out
+
+
+def _topology_file(s: WorkerSettings, topology: str, raw: dict[str, Any]) -> Path:
+    """The spec as its processes read it (rewritten only when it changed: a process keyed
+    by the spec's digest is restarted when it does)."""
+    path = s.workdir / "topologies" / f"{topology}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(raw, sort_keys=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 def _proc(p: Placement, args: list[str], spec: dict[str, Any]) -> tuple[str, ProcSpec]:

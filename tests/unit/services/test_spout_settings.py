@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.spout.settings import parse_args
+from squall.core.errors import ConfigError
+from squall.core.grouping import parse_edge
+from squall.core.topology import Guarantee
+
+WORDCOUNT = Path("examples/wordcount.yaml")
+
+
+def test_the_topology_file_gives_what_the_topology_decides() -> None:
+    s = parse_args(["--topology-file", str(WORDCOUNT), "--component", "sentences",
+                    "--tasks", "1", "--num-tasks", "2"])
+    assert (s.topology, s.component, s.topics, s.num_tasks) == (
+        "wordcount", "sentences", ("sentences",), 2)
+    assert (s.num_ackers, s.scheme, s.message_timeout_s, s.max_spout_pending) == (
+        2, "text", 30.0, 10_000)
+    assert s.guarantee is Guarantee.AT_LEAST_ONCE
+    (edge,) = s.edge_list()
+    assert edge == parse_edge("split:2:shuffle", "wordcount", "sentences")
+
+
+def test_flags_and_env_win_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SQUALL_SPOUT_MAX_SPOUT_PENDING", "77")
+    s = parse_args(["--topology-file", str(WORDCOUNT), "--component", "sentences",
+                    "--tasks", "0", "--num-tasks", "2", "--message-timeout-s", "5"])
+    assert (s.message_timeout_s, s.max_spout_pending) == (5.0, 77)
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--topology-file", "no/such.yaml", "--component", "sentences", "--tasks", "0",
+      "--num-tasks", "1"], "no/such.yaml"),
+    (["--topology-file", str(WORDCOUNT), "--component", "split", "--tasks", "0",
+      "--num-tasks", "1"], "'split' is not a spout"),
+    (["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "3",
+      "--num-tasks", "2"], "within 0..1"),
+])
+def test_bad_settings_name_what_is_wrong(argv: list[str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        parse_args(argv)

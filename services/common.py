@@ -8,14 +8,22 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, start_http_server
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from squall.core.errors import ConfigError, SquallError
 
 S = TypeVar("S", bound=BaseModel)
+
+
+def _task_ids(v: object) -> object:
+    return tuple(int(x) for x in v.replace(",", " ").split()) if isinstance(v, str) else v
+
+
+#: Task ids, from a flag or env variable as "0,1" or "0 1".
+TaskIds = Annotated[tuple[int, ...], BeforeValidator(_task_ids)]
 
 
 class Runnable(Protocol):

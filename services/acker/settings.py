@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import load_settings
+from services.common import TaskIds, load_settings
 from squall.core.topics import check_name
 
 
@@ -19,7 +19,7 @@ class AckerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_ACKER_", frozen=True, extra="forbid")
 
     topology: str
-    tasks: tuple[int, ...] = Field(description="acker task ids = acker topic partitions")
+    tasks: TaskIds = Field(description="acker task ids = acker topic partitions")
     num_ackers: int = Field(ge=1, description="partitions of the acker topic")
     message_timeout_s: float = Field(30.0, gt=0, le=86_400)
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -39,13 +39,6 @@ class AckerSettings(BaseSettings):
     @classmethod
     def _topology(cls, v: str) -> str:
         return check_name("topology", v)
-
-    @field_validator("tasks", mode="before")
-    @classmethod
-    def _tasks(cls, v: object) -> object:
-        if isinstance(v, str):
-            return tuple(int(x) for x in v.replace(",", " ").split())
-        return v
 
     @model_validator(mode="after")
     def _tasks_in_range(self) -> AckerSettings:

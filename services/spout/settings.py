@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import load_settings
+from services.common import TaskIds, load_settings
 from squall.core.errors import ConfigError
 from squall.core.grouping import Edge, edge_flag, parse_edge
 from squall.core.retry import RetrySchedule
@@ -28,7 +28,7 @@ class SpoutSettings(BaseSettings):
     topology: str
     component: str = "spout"
     topics: tuple[str, ...] = Field(description="source topics")
-    tasks: tuple[int, ...] = Field(description="spout task ids this process runs")
+    tasks: TaskIds = Field(description="spout task ids this process runs")
     num_tasks: int = Field(ge=1, description="spout parallelism")
     num_ackers: int = Field(1, ge=0, description="0: every tuple is acked at once")
     edges: tuple[str, ...] = ()
@@ -75,13 +75,6 @@ class SpoutSettings(BaseSettings):
         if isinstance(v, str):
             return tuple(x for x in v.replace(" ", ",").split(",") if x) if "," in v or " " in v \
                 else (v,)
-        return v
-
-    @field_validator("tasks", mode="before")
-    @classmethod
-    def _tasks(cls, v: object) -> object:
-        if isinstance(v, str):
-            return tuple(int(x) for x in v.replace(",", " ").split())
         return v
 
     @field_validator("topology", "component")

@@ -95,9 +95,8 @@ class AckerBatch:
 
     def select(self, which: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> AckerBatch:
         """The records a mask picks, or those at the given indices (in their order)."""
-        mask = which
-        return AckerBatch(self.roots[mask], self.values[mask], self.kinds[mask],
-                          self.tasks[mask], self.ts_ms[mask])
+        return AckerBatch(self.roots[which], self.values[which], self.kinds[which],
+                          self.tasks[which], self.ts_ms[which])
 
     def coalesced(self) -> AckerBatch:
         """The same records, XOR-coalesced: one ack per root (its acks' values XORed), one

@@ -1,4 +1,7 @@
-"""Around every request: count it by route template, and forward a follower's writes."""
+"""Around every request: count it by route template, and forward a follower's writes.
+
+Middleware runs outside FastAPI's exception handlers: errors here become responses through
+the same mapping (:func:`services.api.errors.to_response`)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from services.api.context import ApiContext
-from services.api.errors import error_response
+from services.api.errors import to_response
+from squall.core.errors import NotLeader
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 _FORWARDED = "x-squall-forwarded-by"
@@ -38,8 +42,11 @@ def install(app: FastAPI, ctx: ApiContext) -> None:
             return await call_next(request)  # type: ignore[no-any-return]
         leader = await asyncio.to_thread(control.leader_url)
         if leader is None or leader == url or _FORWARDED in request.headers:
-            return error_response(503, "not_leader", f"this replica ({url}) is not the leader "
-                                  f"and cannot forward (leader: {leader or 'none elected yet'})")
+            # The leader header only names a replica that can take the write.
+            return to_response(NotLeader(
+                None if leader == url else leader,
+                f"this replica ({url}) is not the leader and cannot forward "
+                f"(leader: {leader or 'none elected yet'})"))
         headers = {k: v for k, v in request.headers.items()
                    if k.lower() in ("authorization", "content-type", "if-match")}
         headers[_FORWARDED] = url
@@ -49,7 +56,6 @@ def install(app: FastAPI, ctx: ApiContext) -> None:
                                          params=request.query_params,
                                          content=await request.body(), headers=headers)
         except httpx.HTTPError as e:
-            return error_response(503, "not_leader", f"the leader {leader} did not answer: {e}",
-                                  {"X-Squall-Leader": leader})
+            return to_response(NotLeader(leader, f"the leader {leader} did not answer: {e}"))
         return Response(r.content, r.status_code, media_type=r.headers.get("content-type"),
                         headers={"X-Squall-Leader": leader})

@@ -88,8 +88,8 @@ class ApiError(SquallError):
 class NotLeader(SquallError):
     """This replica is not the leader; ``leader`` is the URL of the one that is (if known)."""
 
-    def __init__(self, leader: str | None) -> None:
-        super().__init__(f"not the leader; the leader is {leader or 'not elected yet'}")
+    def __init__(self, leader: str | None, detail: str | None = None) -> None:
+        super().__init__(detail or f"not the leader; the leader is {leader or 'not elected yet'}")
         self.leader = leader
 
 

@@ -1,0 +1,90 @@
+"""Trident's aggregators for ``persistent_aggregate``, and a batch turned into updates.
+
+A :class:`CombinerAggregator` is applied per tuple (``init``) and combined pairwise: a batch
+is reduced to one partial value per key, then combined with the stored value. A
+:class:`ReducerAggregator` folds the key's tuples, in order, into the stored value (or into
+``init()`` for a new key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from squall.core.trident.state import Key, ValueUpdater
+
+T = TypeVar("T")
+Values = Sequence[Any]
+
+
+@runtime_checkable
+class CombinerAggregator(Protocol[T]):
+    def init(self, values: Values) -> T: ...
+
+    def combine(self, a: T, b: T) -> T: ...
+
+    def zero(self) -> T: ...
+
+
+@runtime_checkable
+class ReducerAggregator(Protocol[T]):
+    def init(self) -> T: ...
+
+    def reduce(self, curr: T, values: Values) -> T: ...
+
+
+class Count:
+    """How many tuples (Trident's ``Count``)."""
+
+    def init(self, values: Values) -> int:
+        return 1
+
+    def combine(self, a: int, b: int) -> int:
+        return a + b
+
+    def zero(self) -> int:
+        return 0
+
+
+class Sum:
+    """The sum of the first input field (Trident's ``Sum``)."""
+
+    def init(self, values: Values) -> Any:
+        return values[0]
+
+    def combine(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def zero(self) -> Any:
+        return 0
+
+
+def batch_updates(keys: Sequence[Key], values: Sequence[Values],
+                  agg: CombinerAggregator[T] | ReducerAggregator[T]
+                  ) -> tuple[list[Key], list[ValueUpdater[T]]]:
+    """Each key of a batch once, with the updater that applies its tuples (key order: first
+    seen)."""
+    if isinstance(agg, CombinerAggregator):
+        partial: dict[Key, T] = {}
+        for k, v in zip(keys, values, strict=True):
+            x = agg.init(v)
+            partial[k] = agg.combine(partial[k], x) if k in partial else x
+        return list(partial), [_combining(agg, p) for p in partial.values()]
+    grouped: dict[Key, list[Values]] = {}
+    for k, v in zip(keys, values, strict=True):
+        grouped.setdefault(k, []).append(v)
+    return list(grouped), [_reducing(agg, vs) for vs in grouped.values()]
+
+
+def _combining(agg: CombinerAggregator[T], partial: T) -> ValueUpdater[T]:
+    return lambda cur: partial if cur is None else agg.combine(cur, partial)
+
+
+def _reducing(agg: ReducerAggregator[T], vs: list[Values]) -> ValueUpdater[T]:
+    def up(cur: T | None) -> T:
+        acc = agg.init() if cur is None else cur
+        for v in vs:
+            acc = agg.reduce(acc, v)
+        return acc
+
+    return up

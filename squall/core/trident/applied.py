@@ -1,0 +1,128 @@
+"""Which source messages a stateful task has applied: Storm-level replays counted once.
+
+A tree that failed or timed out is emitted again by the spout under a new root, when some of
+its tuples may already have updated state in some tasks and not in others. A txid does not
+see that: the replay comes in a later batch. So tuples carry their source message's
+coordinates (source partition, offset), and each stateful task keeps, stored in the same
+transaction as its values, one :class:`BatchRecord` per batch: the messages it applied. A
+replayed message's tuples are skipped by the tasks that applied it and applied by the rest.
+
+Rules:
+- a message that an earlier batch applied is skipped (:meth:`AppliedSources.fresh`);
+- starting batch ``txid`` forgets the records of ``txid`` and later (:meth:`~AppliedSources.
+  begin`): a batch that Spark runs again sees the record as it was before the batch, and
+  the map kind's own txid rule decides what its first run left in the values;
+- the records of messages below the spout's committed offsets go (:meth:`~AppliedSources.
+  prune`): a committed message is never replayed.
+
+Sound when all of a message's tuples for one task arrive in one batch (an upstream emits a
+root's tuples for one partition in one record) and bolts are deterministic (a replayed
+message sends the same tuples to the same tasks), as Trident's transactional state assumes
+of its batches. A rebalance that moves keys to other tasks drains the trees in flight first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from squall.core.errors import StateError
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """The source messages batch ``txid`` applied in one task: source -> sorted offsets."""
+
+    txid: int
+    offsets: Mapping[str, I64]
+
+    def encode(self) -> bytes:
+        """JSON, each source's offsets as runs ``[first, last, first, last, ...]``."""
+        return json.dumps({"txid": self.txid, "runs": {
+            s: _runs(o) for s, o in sorted(self.offsets.items()) if o.size}}).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> BatchRecord:
+        try:
+            doc = json.loads(raw)
+            return cls(int(doc["txid"]), {str(s): _unruns(r) for s, r in doc["runs"].items()})
+        except (ValueError, KeyError, TypeError) as e:
+            raise StateError(f"a stored batch record is malformed ({e}): {raw[:80]!r}") from None
+
+    def below(self, committed: Mapping[str, int]) -> bool:
+        """Every message in it is below its source's committed offset."""
+        return all(o.size == 0 or (s in committed and int(o[-1]) < committed[s])
+                   for s, o in self.offsets.items())
+
+
+class AppliedSources:
+    def __init__(self, records: Iterable[BatchRecord] = ()) -> None:
+        self.records: dict[int, BatchRecord] = {r.txid: r for r in records}
+        self._merged: dict[str, I64] | None = None
+
+    def begin(self, txid: int) -> list[int]:
+        """Batch ``txid`` starts: the txids whose records are forgotten (delete them)."""
+        gone = sorted(t for t in self.records if t >= txid)
+        for t in gone:
+            del self.records[t]
+        if gone:
+            self._merged = None
+        return gone
+
+    def fresh(self, source: str, offsets: I64) -> npt.NDArray[np.bool_]:
+        """Which of these tuples' messages (of ``source``) no earlier batch applied."""
+        done = self._by_source().get(source)
+        if done is None:
+            return np.ones(offsets.size, np.bool_)
+        return ~np.isin(offsets, done, assume_unique=False)
+
+    def applied(self, txid: int, offsets: Mapping[str, I64]) -> BatchRecord:
+        """Batch ``txid`` applied these messages: its record (store it with the values)."""
+        if self.records and max(self.records) >= txid:
+            raise StateError(f"batch {txid} recorded after batch {max(self.records)}: "
+                             "begin(txid) first")
+        rec = BatchRecord(txid, {s: np.unique(o) for s, o in offsets.items() if o.size})
+        self.records[txid] = rec
+        self._merged = None
+        return rec
+
+    def prune(self, committed: Mapping[str, int]) -> list[int]:
+        """Forget records whose messages are all committed: the txids to delete."""
+        gone = sorted(t for t, r in self.records.items() if r.below(committed))
+        for t in gone:
+            del self.records[t]
+        if gone:
+            self._merged = None
+        return gone
+
+    def _by_source(self) -> dict[str, I64]:
+        if self._merged is None:
+            parts: dict[str, list[I64]] = {}
+            for r in self.records.values():
+                for s, o in r.offsets.items():
+                    parts.setdefault(s, []).append(o)
+            self._merged = {s: np.unique(np.concatenate(p)) for s, p in parts.items()}
+        return self._merged
+
+
+def _runs(offsets: I64) -> list[int]:
+    o = np.unique(offsets)
+    breaks = np.flatnonzero(np.diff(o) != 1)
+    firsts = np.concatenate([o[:1], o[breaks + 1]])
+    lasts = np.concatenate([o[breaks], o[-1:]])
+    runs: list[int] = np.column_stack([firsts, lasts]).reshape(-1).tolist()
+    return runs
+
+
+def _unruns(runs: list[int]) -> I64:
+    if len(runs) % 2:
+        raise ValueError(f"runs {runs[:6]} do not pair up")
+    parts = [np.arange(a, b + 1, dtype=np.int64) for a, b in zip(runs[::2], runs[1::2],
+                                                                 strict=True)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)

@@ -1,0 +1,256 @@
+"""Trident State: the documented cases of each map kind, and exact counts under replays."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from squall.core.errors import StateError
+from squall.core.trident.aggregators import Count, Sum, batch_updates
+from squall.core.trident.applied import AppliedSources, BatchRecord
+from squall.core.trident.cached import CachedMap
+from squall.core.trident.maps import (
+    NonTransactionalMap,
+    OpaqueMap,
+    SnapshottableMap,
+    TransactionalMap,
+)
+from squall.core.trident.memory import MemoryBackingMap
+from squall.core.trident.persist import BatchInput, PersistentAggregate
+from squall.core.trident.values import OpaqueValue, TransactionalValue
+
+
+def _count(state: Any, txid: int, words: list[str]) -> list[Any]:
+    keys, ups = batch_updates([(w,) for w in words], [(w,) for w in words], Count())
+    state.begin_commit(txid)
+    out = state.multi_update(keys, ups)
+    state.commit(txid)
+    return list(out)
+
+
+def test_transactional_skips_a_key_whose_txid_is_the_batch_s() -> None:
+    # Trident State's example: batch 3 holds ["man"], ["man"], ["dog"].
+    db: MemoryBackingMap[TransactionalValue[int]] = MemoryBackingMap()
+    db.committed = {("man",): TransactionalValue(1, 3), ("dog",): TransactionalValue(3, 4),
+                    ("apple",): TransactionalValue(2, 10)}
+    _count(TransactionalMap(db), 3, ["man", "man", "dog"])
+    assert db.committed == {("man",): TransactionalValue(3, 5),
+                            ("dog",): TransactionalValue(3, 4),
+                            ("apple",): TransactionalValue(2, 10)}
+
+
+@pytest.mark.parametrize(("txid", "want"), [(3, OpaqueValue(3, 6, 4)), (2, OpaqueValue(2, 3, 1))])
+def test_opaque_applies_a_new_txid_and_recomputes_a_replayed_one(txid: int,
+                                                                 want: OpaqueValue[int]) -> None:
+    # Trident State's example: stored {value 4, prevValue 1, txid 2}, a partial count of 2.
+    db: MemoryBackingMap[OpaqueValue[int]] = MemoryBackingMap()
+    db.committed = {("k",): OpaqueValue(2, 4, 1)}
+    _count(OpaqueMap(db), txid, ["k", "k"])
+    assert db.committed[("k",)] == want
+
+
+def test_opaque_refuses_a_batch_behind_the_state() -> None:
+    db: MemoryBackingMap[OpaqueValue[int]] = MemoryBackingMap()
+    db.committed = {("k",): OpaqueValue(5, 4, 1)}
+    with pytest.raises(StateError, match="batch 4 is behind the state's batch 5"):
+        _count(OpaqueMap(db), 4, ["k"])
+
+
+def test_opaque_reads_as_of_before_the_batch_in_progress() -> None:
+    db: MemoryBackingMap[OpaqueValue[int]] = MemoryBackingMap()
+    db.committed = {("k",): OpaqueValue(2, 4, 1)}
+    m = OpaqueMap(db)
+    assert m.multi_get([("k",)]) == [4]
+    m.begin_commit(2)
+    assert m.multi_get([("k",)]) == [1]
+    m.rollback(2)
+
+
+def test_non_transactional_applies_a_replay_again() -> None:
+    db: MemoryBackingMap[int] = MemoryBackingMap()
+    m = NonTransactionalMap(db)
+    _count(m, 1, ["a"])
+    _count(m, 1, ["a"])
+    assert db.committed == {("a",): 2}
+
+
+def test_one_update_takes_each_key_once() -> None:
+    m = TransactionalMap(MemoryBackingMap[TransactionalValue[int]]())
+    m.begin_commit(1)
+    with pytest.raises(StateError, match="appears twice"):
+        m.multi_update([("a",), ("a",)], [lambda c: 1, lambda c: 1])
+
+
+def test_updates_outside_a_batch_are_refused() -> None:
+    with pytest.raises(StateError, match="begin_commit"):
+        TransactionalMap(MemoryBackingMap[TransactionalValue[int]]()).multi_put([("a",)], [1])
+
+
+def test_snapshottable_keeps_one_global_value() -> None:
+    db: MemoryBackingMap[OpaqueValue[int]] = MemoryBackingMap()
+    g = SnapshottableMap(OpaqueMap(db))
+    for txid, n in ((1, 3), (2, 4), (2, 5)):  # batch 2 replayed with other content
+        g.begin_commit(txid)
+        g.update(lambda c, n=n: (c or 0) + n)  # type: ignore[misc]
+        g.commit(txid)
+    assert g.get() == 8
+
+
+def test_cached_map_serves_hits_evicts_the_least_recent_and_forgets_on_rollback() -> None:
+    db: MemoryBackingMap[int] = MemoryBackingMap()
+    c = CachedMap(db, cache_size=2)
+    c.begin_commit(1)
+    c.multi_put([("a",), ("b",), ("c",)], [1, 2, 3])
+    c.commit(1)
+    assert c.multi_get([("b",), ("c",)]) == [2, 3] and (c.hits, c.misses) == (2, 0)
+    assert c.multi_get([("a",)]) == [1] and c.misses == 1  # evicted, read from the store
+    c.begin_commit(2)
+    c.multi_put([("a",)], [100])
+    c.rollback(2)
+    assert c.multi_get([("a",)]) == [1]  # the rolled-back value is not served
+
+
+def test_reducer_folds_a_key_s_tuples_in_order() -> None:
+    class Concat:
+        def init(self) -> str:
+            return ""
+
+        def reduce(self, curr: str, values: Any) -> str:
+            return curr + values[0]
+
+    keys, ups = batch_updates([("k",), ("j",), ("k",)], [("a",), ("x",), ("b",)], Concat())
+    assert keys == [("k",), ("j",)]
+    assert [u(">") for u in ups] == [">ab", ">x"]
+    keys, ups = batch_updates([("k",), ("k",)], [(2,), (3,)], Sum())
+    assert [u(None) for u in ups] == [5] and [u(10) for u in ups] == [15]
+
+
+@given(st.integers(0, 1 << 40), st.dictionaries(
+    st.text(min_size=1, max_size=8), st.lists(st.integers(0, 1 << 40), max_size=30),
+    max_size=4))
+def test_batch_records_round_trip(txid: int, offsets: dict[str, list[int]]) -> None:
+    rec = BatchRecord(txid, {s: np.unique(np.asarray(o, np.int64)) for s, o in offsets.items()
+                             if o})
+    back = BatchRecord.decode(rec.encode())
+    assert back.txid == txid
+    assert {s: o.tolist() for s, o in back.offsets.items()} == {
+        s: o.tolist() for s, o in rec.offsets.items()}
+
+
+@pytest.mark.parametrize("raw", [b"", b"{}", b'{"txid": 1, "runs": {"s": [1]}}', b"[1]"])
+def test_a_malformed_record_is_a_state_error(raw: bytes) -> None:
+    with pytest.raises(StateError, match="malformed"):
+        BatchRecord.decode(raw)
+
+
+def test_applied_sources_skip_earlier_batches_and_forget_on_rerun_and_commit() -> None:
+    a = AppliedSources()
+    a.applied(5, {"t:0": np.array([10, 11, 12])})
+    assert a.fresh("t:0", np.array([11, 13])).tolist() == [False, True]
+    assert a.fresh("t:1", np.array([11])).tolist() == [True]
+    assert a.begin(5) == [5]  # batch 5 again: its own record does not count
+    assert a.fresh("t:0", np.array([11])).tolist() == [True]
+    a.applied(5, {"t:0": np.array([10, 11])})
+    a.applied(6, {"t:0": np.array([20])})
+    assert a.prune({"t:0": 12}) == [5]
+    assert a.prune({}) == []
+    with pytest.raises(StateError, match="recorded after batch 6"):
+        a.applied(6, {"t:0": np.array([21])})
+
+
+# ----- the property: any replays leave exact counts -------------------------------------
+
+WORDS = ["the", "cow", "jumped", "over", "moon", "a", "b"]
+N_TASKS = 2
+
+
+def _task_of(word: str) -> int:
+    return sum(map(ord, word)) % N_TASKS
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1,
+             max_size=12),
+    st.lists(st.tuples(st.sampled_from(["deliver", "lose", "crash", "spark_rerun", "replay"]),
+                       st.integers(0, 1000)), max_size=40),
+    st.sampled_from(["transactional", "opaque"]))
+def test_any_interleaving_of_replays_leaves_exact_counts(
+        messages: list[list[str]], events: list[tuple[str, int]], kind: str) -> None:
+    """Messages (sentences) are split into words for two tasks. Events, in any order:
+    deliver (a batch), lose (a message's tuples for one task never arrive: its tree fails),
+    crash (a batch fails before its commit), spark_rerun (a committed batch is run again
+    with the same txid and content: Spark's commit did not happen), replay (the spout emits
+    a message again, under a new root). In the end the spout replays what never completed,
+    and every task drains: the counts equal the truth."""
+    store = [MemoryBackingMap[Any]() for _ in range(N_TASKS)]
+    make = TransactionalMap if kind == "transactional" else OpaqueMap
+    tasks = [PersistentAggregate(make(s), s, Count()) for s in store]
+    queues: list[list[tuple[int, int, str]]] = [[] for _ in range(N_TASKS)]  # off, root, word
+    txid = [0] * N_TASKS
+    last: list[list[tuple[int, int, str]] | None] = [None] * N_TASKS
+    roots = iter(range(1, 1 << 30))
+
+    def emit(off: int) -> None:
+        root = next(roots)
+        for w in messages[off]:
+            queues[_task_of(w)].append((off, root, w))
+
+    def run(t: int, batch: list[tuple[int, int, str]], tx: int) -> None:
+        tasks[t].run(tx, BatchInput([(w,) for _, _, w in batch], [(w,) for _, _, w in batch],
+                                    ["src:0"] * len(batch),
+                                    np.array([o for o, _, _ in batch], np.int64),
+                                    np.array([r for _, r, _ in batch], np.uint64)))
+
+    for off in range(len(messages)):
+        emit(off)
+    for ev, n in events:
+        t = n % N_TASKS
+        if ev == "deliver" and queues[t]:
+            take = 1 + n % len(queues[t])
+            # A message's tuples for a task arrive together (one edge record).
+            cut = take
+            while cut < len(queues[t]) and queues[t][cut][:2] == queues[t][cut - 1][:2]:
+                cut += 1
+            batch, queues[t] = queues[t][:cut], queues[t][cut:]
+            txid[t] += 1
+            run(t, batch, txid[t])
+            last[t] = batch
+        elif ev == "crash" and queues[t]:
+            put = store[t].put_applied
+
+            def failing(rec: BatchRecord, put: Any = put) -> None:
+                put(rec)
+                raise RuntimeError("crash before commit")
+
+            store[t].put_applied = failing  # type: ignore[method-assign]
+            try:
+                with pytest.raises(RuntimeError):
+                    run(t, queues[t][:1], txid[t] + 1)
+            finally:
+                store[t].put_applied = put  # type: ignore[method-assign]
+        elif ev == "spark_rerun" and last[t] is not None:
+            run(t, last[t] or [], txid[t])
+        elif ev == "replay":
+            emit(n % len(messages))
+        elif ev == "lose":
+            off = n % len(messages)
+            # Its tuples still queued for one task vanish; the tree fails, the spout replays.
+            queues[t] = [q for q in queues[t] if q[0] != off]
+            emit(off)
+    for t in range(N_TASKS):  # drain
+        while queues[t]:
+            batch, queues[t] = queues[t], []
+            txid[t] += 1
+            run(t, batch, txid[t])
+    truth = Counter(w for m in messages for w in m)
+    got: dict[str, int] = {}
+    for s in store:
+        for (w,), v in s.committed.items():
+            got[w] = v.val if kind == "transactional" else v.curr
+    assert got == dict(truth)

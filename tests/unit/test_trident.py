@@ -121,13 +121,13 @@ def test_reducer_folds_a_key_s_tuples_in_order() -> None:
             return ""
 
         def reduce(self, curr: str, values: Any) -> str:
-            return curr + values[0]
+            return curr + str(values[0])
 
     keys, ups = batch_updates([("k",), ("j",), ("k",)], [("a",), ("x",), ("b",)], Concat())
     assert keys == [("k",), ("j",)]
     assert [u(">") for u in ups] == [">ab", ">x"]
-    keys, ups = batch_updates([("k",), ("k",)], [(2,), (3,)], Sum())
-    assert [u(None) for u in ups] == [5] and [u(10) for u in ups] == [15]
+    keys, sums = batch_updates([("k",), ("k",)], [(2,), (3,)], Sum())
+    assert [u(None) for u in sums] == [5] and [u(10) for u in sums] == [15]
 
 
 @given(st.integers(0, 1 << 40), st.dictionaries(

@@ -1,0 +1,133 @@
+"""A state's store in a SQL database: the backing map and the applied records of one task.
+
+Two tables, shared by every state of a database::
+
+    squall_state   (state, key, value)          one row per key: JSON (squall.core.trident.codec)
+    squall_applied (state, task, txid, record)  one row per batch of a task still uncommitted
+                                                at the spout (squall.core.trident.applied)
+
+A batch's writes go in one transaction (``begin_commit`` .. ``commit``). The SQL is the
+same for SQLite and PostgreSQL but for placeholders and the key lookup, which a
+:class:`Dialect` gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from squall.core.errors import StateError
+from squall.core.trident.applied import BatchRecord
+from squall.core.trident.codec import MapKind, decode_value, encode_key, encode_value
+from squall.core.trident.state import Key
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS squall_state (state TEXT NOT NULL, key TEXT NOT NULL, "
+    "value TEXT NOT NULL, PRIMARY KEY (state, key))",
+    "CREATE TABLE IF NOT EXISTS squall_applied (state TEXT NOT NULL, task INTEGER NOT NULL, "
+    "txid BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (state, task, txid))",
+)
+
+
+class Dialect(Protocol):
+    """What differs between the databases."""
+
+    name: str
+    #: the DB-API placeholder
+    p: str
+
+    def begin(self, conn: Any) -> None: ...
+
+    def commit(self, conn: Any) -> None: ...
+
+    def rollback(self, conn: Any) -> None: ...
+
+    def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]: ...
+
+
+@dataclass(frozen=True)
+class StoreName:
+    """Which state and which of its tasks a store serves."""
+
+    state: str
+    task: int
+    kind: MapKind
+
+
+class SqlStore:
+    """Trident's ``IBackingMap`` plus the task's applied records, over one connection."""
+
+    def __init__(self, conn: Any, dialect: Dialect, name: StoreName) -> None:
+        self.conn = conn
+        self.d = dialect
+        self.name = name
+        self._open: int | None = None
+
+    # ----- BackingMap ----------------------------------------------------
+
+    def multi_get(self, keys: Sequence[Key]) -> list[Any]:
+        if not keys:
+            return []
+        texts = [encode_key(k) for k in keys]
+        found = dict(self.d.select_keys(self.conn, self.name.state, texts))
+        kind = self.name.kind
+        return [None if (v := found.get(t)) is None else decode_value(kind, v) for t in texts]
+
+    def multi_put(self, keys: Sequence[Key], vals: Sequence[Any]) -> None:
+        if not keys:
+            return
+        p, s, kind = self.d.p, self.name.state, self.name.kind
+        rows = [(s, encode_key(k), encode_value(kind, v)) for k, v in zip(keys, vals,
+                                                                          strict=True)]
+        self._write(f"INSERT INTO squall_state (state, key, value) VALUES ({p}, {p}, {p}) "
+                    "ON CONFLICT (state, key) DO UPDATE SET value = excluded.value", rows)
+
+    # ----- applied records -----------------------------------------------
+
+    def load_applied(self) -> list[BatchRecord]:
+        p = self.d.p
+        cur = self.conn.cursor()
+        cur.execute(f"SELECT record FROM squall_applied WHERE state = {p} AND task = {p} "
+                    "ORDER BY txid", (self.name.state, self.name.task))
+        return [BatchRecord.decode(r[0].encode()) for r in cur.fetchall()]
+
+    def put_applied(self, rec: BatchRecord) -> None:
+        p = self.d.p
+        self._write(f"INSERT INTO squall_applied (state, task, txid, record) VALUES "
+                    f"({p}, {p}, {p}, {p}) ON CONFLICT (state, task, txid) DO UPDATE SET "
+                    "record = excluded.record",
+                    [(self.name.state, self.name.task, rec.txid, rec.encode().decode())])
+
+    def delete_applied(self, txids: Sequence[int]) -> None:
+        p = self.d.p
+        self._write(f"DELETE FROM squall_applied WHERE state = {p} AND task = {p} AND "
+                    f"txid = {p}", [(self.name.state, self.name.task, t) for t in txids])
+
+    # ----- State ---------------------------------------------------------
+
+    def begin_commit(self, txid: int) -> None:
+        if self._open is not None:
+            raise StateError(f"batch {txid} of {self.name.state} began while batch "
+                             f"{self._open} is open")
+        self.d.begin(self.conn)
+        self._open = txid
+
+    def commit(self, txid: int) -> None:
+        self.d.commit(self.conn)
+        self._open = None
+
+    def rollback(self, txid: int) -> None:
+        self._open = None
+        self.d.rollback(self.conn)
+
+    def close(self) -> None:
+        if self._open is not None:
+            self.rollback(self._open)
+        self.conn.close()
+
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        cur = self.conn.cursor()
+        cur.executemany(sql, rows)

@@ -1,0 +1,57 @@
+"""SQLite: the embedded default, no server. One file per topology (or any path you give);
+WAL mode, so readers never wait for the writer, and Spark's Python workers on one machine
+share it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from squall.backends.sql import SCHEMA, SqlStore, StoreName
+from squall.core.errors import StateError
+
+#: Keys per SELECT (SQLite's limit on host parameters is 32,766 since 3.32).
+_CHUNK = 900
+
+
+class SqliteDialect:
+    name = "sqlite"
+    p = "?"
+
+    def begin(self, conn: Any) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first write
+
+    def commit(self, conn: Any) -> None:
+        conn.execute("COMMIT")
+
+    def rollback(self, conn: Any) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+    def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i:i + _CHUNK]
+            out += conn.execute(
+                f"SELECT key, value FROM squall_state WHERE state = ? AND key IN "
+                f"({','.join('?' * len(chunk))})", [state, *chunk]).fetchall()
+        return out
+
+
+def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are begun explicitly), the schema made."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at each checkpoint
+        for stmt in SCHEMA:
+            conn.execute(stmt)
+    except sqlite3.Error as e:
+        raise StateError(f"cannot open the SQLite state {path}: {e}") from None
+    return conn
+
+
+def store(path: Path | str, name: StoreName) -> SqlStore:
+    return SqlStore(connect(path), SqliteDialect(), name)

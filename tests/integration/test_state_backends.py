@@ -1,0 +1,130 @@
+"""Trident state on real databases: exact counts, atomic batches, and a crash mid-batch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from squall.backends import sqlite
+from squall.backends.sql import SqlStore, StoreName
+from squall.core.errors import StateError
+from squall.core.trident.aggregators import Count
+from squall.core.trident.codec import MapKind
+from squall.core.trident.maps import NonTransactionalMap, OpaqueMap, TransactionalMap
+from squall.core.trident.persist import BatchInput, PersistentAggregate
+
+MAPS: dict[MapKind, Callable[[Any], Any]] = {
+    MapKind.TRANSACTIONAL: TransactionalMap, MapKind.OPAQUE: OpaqueMap,
+    MapKind.NON_TRANSACTIONAL: NonTransactionalMap}
+
+
+def _batch(words: list[str], offsets: list[int], roots: list[int] | None = None) -> BatchInput:
+    return BatchInput([(w,) for w in words], [(w,) for w in words], ["sentences:0"] * len(words),
+                      np.array(offsets, np.int64),
+                      np.array(roots or [o + 1 for o in offsets], np.uint64))
+
+
+def _counts(store: SqlStore, kind: MapKind, words: list[str]) -> list[Any]:
+    m = MAPS[kind](store)
+    return list(m.multi_get([(w,) for w in words]))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.mark.parametrize("kind", [MapKind.TRANSACTIONAL, MapKind.OPAQUE])
+def test_replays_of_both_kinds_count_once_on_sqlite(db: Path, kind: MapKind) -> None:
+    store = sqlite.store(db, StoreName("counts", 0, kind))
+    agg = PersistentAggregate(MAPS[kind](store), store, Count())
+    agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))
+    agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))  # Spark runs batch 1 again
+    agg.run(2, _batch(["a", "c"], [1, 2], roots=[99, 3]))  # message 1 replayed by the spout
+    store.close()
+    again = sqlite.store(db, StoreName("counts", 0, kind))  # another worker, another process
+    assert _counts(again, kind, ["a", "b", "c", "z"]) == [2, 1, 1, None]
+    assert [r.txid for r in again.load_applied()] == [1, 2]
+
+
+def test_non_transactional_state_is_at_least_once(db: Path) -> None:
+    kind = MapKind.NON_TRANSACTIONAL
+    store = sqlite.store(db, StoreName("counts", 0, kind))
+    agg = PersistentAggregate(MAPS[kind](store), store, Count())
+    agg.run(1, _batch(["a"], [0]))
+    agg.run(1, _batch(["a"], [0]))
+    assert _counts(store, kind, ["a"]) == [2]
+    assert store.load_applied() == []
+
+
+def test_a_failed_batch_leaves_nothing_and_the_records_prune(db: Path) -> None:
+    kind = MapKind.TRANSACTIONAL
+    store = sqlite.store(db, StoreName("counts", 0, kind))
+    agg = PersistentAggregate(MAPS[kind](store), store, Count())
+    agg.run(1, _batch(["a"], [0]))
+    bad = _batch(["b", "c"], [1, 2])
+    with pytest.raises(StateError, match="not JSON"):
+        PersistentAggregate(MAPS[kind](store), store, _Unstorable()).run(2, bad)
+    assert _counts(store, kind, ["a", "b"]) == [1, None]
+    agg.run(2, _batch(["b"], [1]), committed={"sentences:0": 1})  # message 0 committed
+    assert [r.txid for r in store.load_applied()] == [2]
+
+
+class _Unstorable(Count):
+    def init(self, values: Any) -> Any:
+        return object()
+
+
+def test_tasks_of_one_state_share_a_file_and_keep_their_own_records(db: Path) -> None:
+    kind = MapKind.OPAQUE
+    stores = [sqlite.store(db, StoreName("counts", t, kind)) for t in (0, 1)]
+    for t, s in enumerate(stores):
+        PersistentAggregate(OpaqueMap(s), s, Count()).run(1, _batch([f"w{t}"], [t]))
+    assert _counts(stores[0], kind, ["w0", "w1"]) == [1, 1]
+    assert [list(r.offsets["sentences:0"]) for r in stores[1].load_applied()] == [[1]]
+
+
+def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
+        db: Path) -> None:
+    """The bolts job dies after writing a batch's values and records, before the commit:
+    the database has none of it, and the re-run counts it once."""
+    script = textwrap.dedent(f"""
+        import os, numpy as np
+        from squall.backends import sqlite
+        from squall.backends.sql import StoreName
+        from squall.core.trident.aggregators import Count
+        from squall.core.trident.codec import MapKind
+        from squall.core.trident.maps import TransactionalMap
+        from squall.core.trident.persist import BatchInput, PersistentAggregate
+        store = sqlite.store({str(db)!r}, StoreName("counts", 0, MapKind.TRANSACTIONAL))
+        m = TransactionalMap(store)
+        commit = store.commit
+        def die(txid): os._exit(9)   # killed before the commit
+        store.commit = die
+        PersistentAggregate(m, store, Count()).run(
+            1, BatchInput([("a",)], [("a",)], ["sentences:0"], np.array([0], np.int64),
+                          np.array([1], np.uint64)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 9, done.stderr
+    store = sqlite.store(db, StoreName("counts", 0, MapKind.TRANSACTIONAL))
+    assert _counts(store, MapKind.TRANSACTIONAL, ["a"]) == [None]
+    assert store.load_applied() == []
+    agg = PersistentAggregate(TransactionalMap(store), store, Count())
+    agg.run(1, _batch(["a"], [0]))
+    assert _counts(store, MapKind.TRANSACTIONAL, ["a"]) == [1]
+
+
+def test_an_unreadable_database_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StateError, match="cannot open the SQLite state"):
+        sqlite.store(bad, StoreName("counts", 0, MapKind.OPAQUE))

@@ -22,7 +22,8 @@ def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
     from squall.dev.stack import StackSettings
 
     return StackSettings(home=Path(args.home), kafka_port=args.kafka_port, zk_port=args.zk_port,
-                         java=args.java, start_timeout_s=args.timeout, detached=detached)
+                         java=args.java, start_timeout_s=args.timeout, detached=detached,
+                         postgres=args.postgres, postgres_port=args.postgres_port)
 
 
 def cmd_dev_up(args: argparse.Namespace) -> int:
@@ -31,11 +32,13 @@ def cmd_dev_up(args: argparse.Namespace) -> int:
     settings = _stack_settings(args, detached=not args.foreground)
     assert isinstance(settings, StackSettings)
     stack = EmbeddedStack(settings)
-    print("starting Tansu (Kafka API) and ZooKeeper ...", file=sys.stderr)
+    print("starting Tansu (Kafka API), ZooKeeper"
+          + (" and PostgreSQL" if settings.postgres else "") + " ...", file=sys.stderr)
     info = stack.start()
     env = stack.home / "env"
     env.write_text(f"export SQUALL_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
-                   f"export SQUALL_ZOOKEEPER={info.zookeeper}\n")
+                   f"export SQUALL_ZOOKEEPER={info.zookeeper}\n"
+                   + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else ""))
     for p in info.processes:
         print(f"{p.name:<10} {'127.0.0.1:' + str(p.port):<18} pid {p.pid:<8} log {p.log}")
     print(f"environment for other shells: source {env}")
@@ -187,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--java", default=None, help="java binary (default: JAVA_HOME, then PATH)")
     up.add_argument("--timeout", type=float, default=60.0, help="start-up timeout, seconds")
     up.add_argument("--foreground", action="store_true", help="run until Ctrl-C")
+    up.add_argument("--postgres", action="store_true",
+                    help="also PostgreSQL, for Trident state (Debian's postgresql package)")
+    up.add_argument("--postgres-port", type=int, default=0,
+                    help="PostgreSQL port (0: a free one)")
     up.set_defaults(func=cmd_dev_up)
 
     down = dsub.add_parser("down", help="stop the stack started by 'squall dev up'")

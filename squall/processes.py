@@ -63,9 +63,9 @@ def die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def stop_pid(pid: int, timeout_s: float = 10.0) -> None:
-    """SIGTERM the process group, then SIGKILL; return once the process is gone."""
-    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
+def stop_pid(pid: int, timeout_s: float = 10.0, first: signal.Signals = signal.SIGTERM) -> None:
+    """``first`` (SIGTERM) to the process group, then SIGKILL; return once it is gone."""
+    for sig, wait in ((first, timeout_s), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait

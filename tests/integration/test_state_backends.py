@@ -1,4 +1,5 @@
-"""Trident state on real databases: exact counts, atomic batches, and a crash mid-batch."""
+"""Trident state on real databases (SQLite, PostgreSQL): exact counts, atomic batches, and a
+crash mid-batch."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from squall.backends import sqlite
+from squall.backends import open_store, sqlite
 from squall.backends.sql import SqlStore, StoreName
 from squall.core.errors import StateError
 from squall.core.trident.aggregators import Count
@@ -36,27 +37,39 @@ def _counts(store: SqlStore, kind: MapKind, words: list[str]) -> list[Any]:
     return list(m.multi_get([(w,) for w in words]))
 
 
+Open = Callable[[StoreName], SqlStore]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL; each test's states get a fresh name, so PostgreSQL is shared."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'state.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "state.db"
+def state(request: pytest.FixtureRequest) -> str:
+    return f"counts_{abs(hash(request.node.nodeid)) % 10**9}"
 
 
 @pytest.mark.parametrize("kind", [MapKind.TRANSACTIONAL, MapKind.OPAQUE])
-def test_replays_of_both_kinds_count_once_on_sqlite(db: Path, kind: MapKind) -> None:
-    store = sqlite.store(db, StoreName("counts", 0, kind))
+def test_replays_of_both_kinds_count_once(db: str, state: str, kind: MapKind) -> None:
+    store = open_store(db, StoreName(state, 0, kind))
     agg = PersistentAggregate(MAPS[kind](store), store, Count())
     agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))
     agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))  # Spark runs batch 1 again
     agg.run(2, _batch(["a", "c"], [1, 2], roots=[99, 3]))  # message 1 replayed by the spout
     store.close()
-    again = sqlite.store(db, StoreName("counts", 0, kind))  # another worker, another process
+    again = open_store(db, StoreName(state, 0, kind))  # another worker, another connection
     assert _counts(again, kind, ["a", "b", "c", "z"]) == [2, 1, 1, None]
     assert [r.txid for r in again.load_applied()] == [1, 2]
 
 
-def test_non_transactional_state_is_at_least_once(db: Path) -> None:
+def test_non_transactional_state_is_at_least_once(db: str, state: str) -> None:
     kind = MapKind.NON_TRANSACTIONAL
-    store = sqlite.store(db, StoreName("counts", 0, kind))
+    store = open_store(db, StoreName(state, 0, kind))
     agg = PersistentAggregate(MAPS[kind](store), store, Count())
     agg.run(1, _batch(["a"], [0]))
     agg.run(1, _batch(["a"], [0]))
@@ -64,9 +77,9 @@ def test_non_transactional_state_is_at_least_once(db: Path) -> None:
     assert store.load_applied() == []
 
 
-def test_a_failed_batch_leaves_nothing_and_the_records_prune(db: Path) -> None:
+def test_a_failed_batch_leaves_nothing_and_the_records_prune(db: str, state: str) -> None:
     kind = MapKind.TRANSACTIONAL
-    store = sqlite.store(db, StoreName("counts", 0, kind))
+    store = open_store(db, StoreName(state, 0, kind))
     agg = PersistentAggregate(MAPS[kind](store), store, Count())
     agg.run(1, _batch(["a"], [0]))
     bad = _batch(["b", "c"], [1, 2])
@@ -82,9 +95,10 @@ class _Unstorable(Count):
         return object()
 
 
-def test_tasks_of_one_state_share_a_file_and_keep_their_own_records(db: Path) -> None:
+def test_tasks_of_one_state_share_a_database_and_keep_their_own_records(db: str,
+                                                                       state: str) -> None:
     kind = MapKind.OPAQUE
-    stores = [sqlite.store(db, StoreName("counts", t, kind)) for t in (0, 1)]
+    stores = [open_store(db, StoreName(state, t, kind)) for t in (0, 1)]
     for t, s in enumerate(stores):
         PersistentAggregate(OpaqueMap(s), s, Count()).run(1, _batch([f"w{t}"], [t]))
     assert _counts(stores[0], kind, ["w0", "w1"]) == [1, 1]
@@ -92,18 +106,18 @@ def test_tasks_of_one_state_share_a_file_and_keep_their_own_records(db: Path) ->
 
 
 def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
-        db: Path) -> None:
+        db: str, state: str) -> None:
     """The bolts job dies after writing a batch's values and records, before the commit:
     the database has none of it, and the re-run counts it once."""
     script = textwrap.dedent(f"""
         import os, numpy as np
-        from squall.backends import sqlite
+        from squall.backends import open_store
         from squall.backends.sql import StoreName
         from squall.core.trident.aggregators import Count
         from squall.core.trident.codec import MapKind
         from squall.core.trident.maps import TransactionalMap
         from squall.core.trident.persist import BatchInput, PersistentAggregate
-        store = sqlite.store({str(db)!r}, StoreName("counts", 0, MapKind.TRANSACTIONAL))
+        store = open_store({db!r}, StoreName({state!r}, 0, MapKind.TRANSACTIONAL))
         m = TransactionalMap(store)
         commit = store.commit
         def die(txid): os._exit(9)   # killed before the commit
@@ -115,7 +129,7 @@ def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 9, done.stderr
-    store = sqlite.store(db, StoreName("counts", 0, MapKind.TRANSACTIONAL))
+    store = open_store(db, StoreName(state, 0, MapKind.TRANSACTIONAL))
     assert _counts(store, MapKind.TRANSACTIONAL, ["a"]) == [None]
     assert store.load_applied() == []
     agg = PersistentAggregate(TransactionalMap(store), store, Count())
@@ -123,8 +137,11 @@ def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
     assert _counts(store, MapKind.TRANSACTIONAL, ["a"]) == [1]
 
 
-def test_an_unreadable_database_is_a_clear_error(tmp_path: Path) -> None:
+def test_an_unreadable_database_is_a_clear_error(tmp_path: Path, postgres_url: str) -> None:
     bad = tmp_path / "not-a-db"
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StateError, match="cannot open the SQLite state"):
         sqlite.store(bad, StoreName("counts", 0, MapKind.OPAQUE))
+    wrong = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(StateError, match="no_such_database"):
+        open_store(wrong, StoreName("counts", 0, MapKind.OPAQUE))

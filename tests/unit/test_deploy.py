@@ -157,8 +157,8 @@ def test_compose_file_matches_the_compose_schema(compose: dict[str, Any]) -> Non
 def test_compose_has_every_part_with_healthchecks_and_conditions(
         compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"zookeeper", "kafka", "spark-master", "spark-worker", "api",
-                             "spout", "acker", "bolts", "prometheus", "grafana"}
+    assert set(services) == {"zookeeper", "kafka", "postgres", "spark-master", "spark-worker",
+                             "api", "spout", "acker", "bolts", "prometheus", "grafana"}
     for name, svc in services.items():
         assert "healthcheck" in svc, f"{name} has no healthcheck"
         for dep, cond in (svc.get("depends_on") or {}).items():
@@ -169,11 +169,15 @@ def test_compose_has_every_part_with_healthchecks_and_conditions(
         assert services[worker]["depends_on"]["api"]["condition"] == "service_healthy"
     assert services["bolts"]["environment"]["SQUALL_WORKER_MASTER"] == \
         "spark://spark-master:7077"
+    # Trident state lives in the compose file's PostgreSQL, reached from the bolts.
+    assert services["bolts"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "@postgres:5432/squall" in services["bolts"]["environment"]["SQUALL_STATE_URL"]
 
 
 def test_compose_requires_its_secrets_from_the_environment() -> None:
     text = (ROOT / "docker-compose.yml").read_text()
     assert "${SQUALL_API_TOKEN:?" in text and "${SQUALL_GRAFANA_PASSWORD:?" in text
+    assert "${SQUALL_POSTGRES_PASSWORD:?" in text and "${SQUALL_POSTGRES_PASSWORD:-" not in text
 
 
 def test_compose_mounts_the_deploy_folders(compose: dict[str, Any]) -> None:

@@ -1,0 +1,63 @@
+"""PostgreSQL: a real server, for state that every machine of a Spark cluster reaches.
+
+One connection per task's store, in autocommit mode with explicit transactions (a batch's
+``begin_commit`` .. ``commit``); writes are sent with psycopg's pipelined ``executemany``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.backends.sql import SCHEMA, SqlStore, StoreName
+from squall.core.errors import StateError
+
+#: Serialises schema creation: concurrent CREATE TABLE IF NOT EXISTS can collide.
+_SCHEMA_LOCK = 0x5351_5541_4C4C
+
+
+class PostgresDialect:
+    name = "postgresql"
+    p = "%s"
+
+    def begin(self, conn: Any) -> None:
+        conn.execute("BEGIN")
+
+    def commit(self, conn: Any) -> None:
+        conn.execute("COMMIT")
+
+    def rollback(self, conn: Any) -> None:
+        conn.execute("ROLLBACK")
+
+    def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]:
+        cur = conn.execute("SELECT key, value FROM squall_state WHERE state = %s "
+                           "AND key = ANY(%s)", (state, keys))
+        return list(cur.fetchall())
+
+
+def connect(conninfo: str, timeout_s: float = 30.0) -> Any:
+    import psycopg
+
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout_s))
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for stmt in SCHEMA:
+            conn.execute(stmt)
+        conn.execute("COMMIT")
+    except psycopg.Error as e:
+        raise StateError(f"cannot open the PostgreSQL state at {_safe(conninfo)}: "
+                         f"{str(e).strip()}") from None
+    return conn
+
+
+def store(conninfo: str, name: StoreName) -> SqlStore:
+    return SqlStore(connect(conninfo), PostgresDialect(), name)
+
+
+def _safe(conninfo: str) -> str:
+    """The URL without its password."""
+    if "@" in conninfo and "://" in conninfo:
+        scheme, rest = conninfo.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        return f"{scheme}://{cred.split(':', 1)[0]}@{host}"
+    return conninfo

@@ -30,7 +30,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from squall.core.records import AckerBatch, RecordKind
 from squall.core.topics import acker_topic, dlq_topic, edge_topic, results_topic
-from squall.core.wire import IDS_COL, ROOTS_COL, decode_tuples, encode_acker_batch
+from squall.core.tuple_batch import IDS_COL, ROOTS_COL, decode_tuples
+from squall.core.wire import encode_acker_batch
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port

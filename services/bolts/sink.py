@@ -32,12 +32,8 @@ from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.wire import (
-    TupleBatch,
-    decode_tuples,
-    encode_acker_messages,
-    encode_tuples_chunked,
-)
+from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
+from squall.core.wire import encode_acker_messages
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")

@@ -17,7 +17,7 @@ from squall.core.grouping import Edge, Router
 from squall.core.ids import IdBatcher
 from squall.core.records import AckerBatch, RecordKind
 from squall.core.scheme import Scheme
-from squall.core.wire import TupleBatch
+from squall.core.tuple_batch import TupleBatch
 
 U64 = npt.NDArray[np.uint64]
 #: (edge topic, partition, tuples) to produce.
@@ -35,9 +35,12 @@ class Emitter:
         self._ids = ids or IdBatcher()
 
     def emit(self, columns: dict[str, pa.Array], rows: list[tuple[Any, ...]] | None, n: int,
-             roots: U64 | None, now_ms: int) -> tuple[Routed, AckerBatch]:
+             roots: U64 | None, now_ms: int,
+             origin: tuple[str, npt.NDArray[np.int64]] | None = None
+             ) -> tuple[Routed, AckerBatch]:
         """Tuples for ``n`` records (``rows`` may be None when no grouping needs them), and
-        their inits; untracked (``roots`` None): unanchored tuples and no inits."""
+        their inits; untracked (``roots`` None): unanchored tuples and no inits. ``origin``:
+        the records' source partition and offsets, carried by every tuple (exact state)."""
         inits = AckerBatch.empty()
         edge_ids: U64 | None = None
         if roots is not None:
@@ -49,6 +52,8 @@ class Emitter:
                                np.full(n, self.task, np.uint16), np.full(n, now_ms, np.int64))
         out: Routed = []
         col = 0
+        src = None if origin is None else pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, np.int32)), pa.array([origin[0]], pa.string()))
         for edge, router in zip(self.edges, self.routers, strict=True):
             if rows is None and router.needs_rows:
                 rows = list(zip(*(c.to_pylist() for c in columns.values()), strict=True))
@@ -65,6 +70,8 @@ class Emitter:
                     {f: c.take(take) for f, c in columns.items()},
                     None if roots is None or ids is None else roots[rows_sel],
                     None if ids is None else ids[sel],
-                    stream=edge.stream, source=self.component, source_task=self.task)
+                    stream=edge.stream, source=self.component, source_task=self.task,
+                    origins=None if src is None or origin is None else (
+                        src.take(take), origin[1][rows_sel]))
                 out.append((edge.topic, p, batch))
         return out, inits

@@ -32,6 +32,7 @@ from squall.core.ids import new_salt
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
+from squall.core.tuple_batch import encode_tuples_chunked
 from squall.core.wire import (
     decode_letter_marker,
     decode_results,
@@ -39,7 +40,6 @@ from squall.core.wire import (
     encode_acker_messages,
     encode_letter_marker,
     encode_salt_marker,
-    encode_tuples_chunked,
     results_clock,
 )
 from squall.kafka import ensure_topics, produce
@@ -121,7 +121,8 @@ class SpoutService:
                               s.retry(), s.max_spout_pending, s.max_uncommitted_offsets,
                               s.guarantee)
             task = SpoutTask(cfg, committed, salt, scan.salts, scan.acked, lettered={
-                (sources.index((t, p)), o) for t, p, o in scan.letters if (t, p) in sources})
+                (sources.index((t, p)), o) for t, p, o in scan.letters if (t, p) in sources},
+                sources=[f"{t}:{p}" for t, p in sources])
             self.io[task_id] = TaskIO(task, sources, res_start)
             for i, tp in enumerate(sources):
                 self._route[tp] = (task, i)

@@ -96,9 +96,11 @@ class SpoutTask:
     def __init__(self, cfg: SpoutConfig, committed: Sequence[int], salt: int,
                  old_salts: Sequence[int] = (), recovered_roots: set[int] | None = None,
                  ids: IdBatcher | None = None,
-                 lettered: set[tuple[int, int]] | None = None) -> None:
+                 lettered: set[tuple[int, int]] | None = None,
+                 sources: Sequence[str] = ()) -> None:
         self.cfg = cfg
         self.salt = salt
+        self.sources = list(sources)  # "topic:partition": the origin its tuples carry
         self.offsets = [OffsetManager(c, cfg.retry, cfg.max_uncommitted) for c in committed]
         self.emitter = Emitter(cfg.component, cfg.task, cfg.scheme, cfg.edges, ids)
         # In-flight trees live in the offset managers' tables; a result's root says which
@@ -311,7 +313,9 @@ class SpoutTask:
                                  np.asarray(attempts, np.int64))
             if self._next_expire_ms is None:
                 self._next_expire_ms = now_ms + 2 * self.cfg.timeout_ms
-        out.tuples, out.inits = self.emitter.emit(columns, rows, len(offs), roots, now_ms)
+        origin = (self.sources[src], np.asarray(offs, np.int64)) if self.sources else None
+        out.tuples, out.inits = self.emitter.emit(columns, rows, len(offs), roots, now_ms,
+                                                  origin)
 
     def on_results(self, results: Results, now_ms: int, results_offset: int = 0) -> Settled:
         """Apply results read at ``results_offset`` of this task's results partition."""

@@ -29,8 +29,8 @@ from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping, Router
 from squall.core.ids import IdBatcher, new_id
 from squall.core.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.state import KeyValueState
+from squall.core.tuple_batch import IDS_COL, RESERVED, ROOTS_COL, SRC_TYPE, Origins, TupleBatch
 from squall.core.tuples import Anchoring, Tuple
-from squall.core.wire import IDS_COL, RESERVED, ROOTS_COL, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
 
@@ -57,6 +57,7 @@ class _EdgeBuffer:
     rows: list[Sequence[Any]] = field(default_factory=list)
     anchors: list[dict[int, int]] = field(default_factory=list)
     parts: list[int | None] = field(default_factory=list)  # fixed partition (all / direct)
+    origins: list[tuple[str, int] | None] = field(default_factory=list)
 
 
 class BoltExecutor:
@@ -104,6 +105,8 @@ class BoltExecutor:
         buffers = self._edges.get(stream, [])
         copies = sum(b.edge.copies for b in buffers)
         child = iter(self._anch.emit(anchors, copies))
+        # A child descends from its first anchor's source message (exact state's key).
+        origin = next((a.origin for a in anchors if a.origin is not None), None)
         for b in buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:
@@ -111,6 +114,7 @@ class BoltExecutor:
                     b.rows.append(values)
                     b.anchors.append(next(child))
                     b.parts.append(p)
+                    b.origins.append(origin)
                 continue
             if g is Grouping.DIRECT and direct is None:
                 raise TopologyError(f"stream {stream!r} is direct-grouped to {b.edge.target!r}: "
@@ -118,6 +122,7 @@ class BoltExecutor:
             b.rows.append(values)
             b.anchors.append(next(child))
             b.parts.append(direct if g is Grouping.DIRECT else None)
+            b.origins.append(origin)
         self._result.emitted += 1
 
     def ack(self, t: Tuple) -> None:
@@ -233,8 +238,9 @@ class BoltExecutor:
                         continue
                     res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
                         cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
-                        source=self.context.component, source_task=self.context.task)))
-                b.rows, b.anchors, b.parts = [], [], []
+                        source=self.context.component, source_task=self.context.task,
+                        origins=[b.origins[i] for i in keep])))
+                b.rows, b.anchors, b.parts, b.origins = [], [], [], []
         res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
         return res
 
@@ -249,6 +255,7 @@ class BoltExecutor:
         res = self._result
         roots = _flat(batches, ROOTS_COL)
         ids = _flat(batches, IDS_COL)
+        origins = _origins(batches)
         n = len(roots)
         res.executed = n
         df = _frame(batches)
@@ -277,7 +284,7 @@ class BoltExecutor:
                 par = parents[sel]
                 res.emitted += int(sel.size)
                 for buf in self._edges[stream]:
-                    self._emit_vectorized(buf, cols, rows, par, roots, ack_vals, res)
+                    self._emit_vectorized(buf, cols, rows, par, roots, ack_vals, res, origins)
         except Exception as e:
             self.report_error(e)
             res.failed = n
@@ -293,7 +300,7 @@ class BoltExecutor:
     def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
                          rows: list[tuple[Any, ...]], parents: npt.NDArray[np.int64],
                          roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
-                         res: ExecResult) -> None:
+                         res: ExecResult, origins: Origins | None) -> None:
         e = buf.edge
         m = parents.size
         if e.grouping is Grouping.ALL:
@@ -311,9 +318,12 @@ class BoltExecutor:
         for p in np.unique(parts).tolist():
             s = np.flatnonzero(parts == p)
             take = pa.array(idx[s])
+            of = parents[idx[s]]
             res.outputs.append((e.topic, p, TupleBatch.single_anchored(
                 {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
-                stream=e.stream, source=self.context.component, source_task=self.context.task)))
+                stream=e.stream, source=self.context.component, source_task=self.context.task,
+                origins=None if origins is None else (origins[0].take(pa.array(of)),
+                                                      origins[1][of]))))
 
 
 _FRAMEWORK_ATTRS = frozenset({"state", "collector", "conf", "context"})
@@ -336,6 +346,18 @@ def _single_anchored(batches: Sequence[TupleBatch]) -> bool:
 def _flat(batches: Sequence[TupleBatch], col: str) -> npt.NDArray[np.uint64]:
     return np.asarray(pc.list_flatten(pa.chunked_array([b.data.column(col) for b in batches],
                                                         _ANCHORS)).to_numpy(), np.uint64)
+
+
+def _origins(batches: Sequence[TupleBatch]) -> Origins | None:
+    """The inputs' source messages, one row each (None if no input carries them)."""
+    got = [b.origins() for b in batches]
+    if all(o is None for o in got):
+        return None
+    src = pa.chunked_array([pa.nulls(len(b), SRC_TYPE) if o is None else o[0]
+                            for b, o in zip(batches, got, strict=True)], SRC_TYPE)
+    off = np.concatenate([np.full(len(b), -1, np.int64) if o is None else o[1]
+                          for b, o in zip(batches, got, strict=True)])
+    return src.unify_dictionaries().combine_chunks(), off
 
 
 def _frame(batches: Sequence[TupleBatch]) -> pd.DataFrame:

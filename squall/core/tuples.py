@@ -26,8 +26,8 @@ Fields = tuple[str, ...]
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_settled", "anchors", "fields", "source", "source_task", "stream",
-                 "values")
+    __slots__ = ("_ack_val", "_settled", "anchors", "fields", "origin", "source", "source_task",
+                 "stream", "values")
 
     def __init__(
         self,
@@ -38,6 +38,7 @@ class Tuple:
         stream: str = DEFAULT_STREAM,
         source: str = "",
         source_task: int = 0,
+        origin: tuple[str, int] | None = None,
     ) -> None:
         if len(values) != len(fields):
             raise UsageError(
@@ -49,6 +50,8 @@ class Tuple:
         self.stream = stream
         self.source = source
         self.source_task = source_task
+        #: the source message it descends from (source partition, offset), if known
+        self.origin = origin
         self._ack_val = 0
         self._settled = False
 

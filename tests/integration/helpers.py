@@ -235,7 +235,7 @@ class ScriptedBolt:
             return set(self.acked)
 
     def _run(self) -> None:
-        from squall.core.wire import decode_tuples
+        from squall.core.tuple_batch import decode_tuples
 
         while not self._stop.is_set():
             out: list[AckerRecord] = []

@@ -12,8 +12,8 @@ from services.bolts.source import edge_batch
 from squall.core.ids import IdBatcher
 from squall.core.topics import acker_topic
 from squall.core.topology import TopologyBuilder
+from squall.core.tuple_batch import TupleBatch, encode_tuples
 from squall.core.tuples import Tuple
-from squall.core.wire import TupleBatch, encode_tuples
 from squall.kafka import ensure_topics
 from tests.integration.helpers import consume
 

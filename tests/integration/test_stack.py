@@ -15,8 +15,8 @@ from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
 from squall.core.errors import StackError
+from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
-from squall.core.wire import TupleBatch, decode_tuples, encode_tuples
 from squall.dev.smoke import run_smoke
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics

@@ -22,21 +22,19 @@ from squall.core.records import (
     Result,
     Results,
 )
+from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
 from squall.core.wire import (
-    TupleBatch,
     decode_acker_batch,
     decode_letter_marker,
     decode_progress,
     decode_results,
     decode_salt_marker,
-    decode_tuples,
     encode_acker_batch,
     encode_acker_messages,
     encode_letter_marker,
     encode_progress,
     encode_results,
-    encode_tuples,
 )
 
 ids = st.integers(1, 2**64 - 2)
@@ -76,8 +74,10 @@ values = st.one_of(st.integers(-(2**62), 2**62), st.text(max_size=20), st.none()
 def test_tuple_batch_round_trips(rows: list[tuple[str, int, dict[int, int]]], stream: str,
                                  task: int) -> None:
     fields = ("word", "count")
-    tuples = [Tuple([w, c], fields, a, stream=stream, source="split", source_task=task)
-              for w, c, a in rows]
+    # Every third tuple knows its source message (exact state's key), the others do not.
+    tuples = [Tuple([w, c], fields, a, stream=stream, source="split", source_task=task,
+                    origin=(f"s:{i % 2}", abs(c)) if i % 3 == 0 else None)
+              for i, (w, c, a) in enumerate(rows)]
     batch = TupleBatch.from_tuples(tuples, fields, stream=stream, source="split", source_task=task)
     back = decode_tuples(encode_tuples(batch))
     assert back.fields == fields
@@ -85,6 +85,7 @@ def test_tuple_batch_round_trips(rows: list[tuple[str, int, dict[int, int]]], st
     got = back.tuples()
     assert [t.values for t in got] == [t.values for t in tuples]
     assert [t.anchors for t in got] == [t.anchors for t in tuples]
+    assert [t.origin for t in got] == [t.origin for t in tuples]
 
 
 def test_tuple_batch_carries_arrow_types_through() -> None:
@@ -148,6 +149,17 @@ def test_tuple_batch_without_anchor_columns_is_refused() -> None:
         decode_tuples(b"\x00" * 40)
 
 
+def test_origin_columns_of_the_wrong_type_are_refused() -> None:
+    b = TupleBatch.from_columns({"x": [1]}, [{1: 2}])
+    data = b.data.append_column("__src", pa.array(["s:0"])).append_column(
+        "__off", pa.array([3], pa.int64()))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as w:
+        w.write_batch(data)
+    with pytest.raises(WireFormatError, match="origin columns"):
+        decode_tuples(bytes(sink.getvalue()))
+
+
 def test_reserved_field_names_are_refused() -> None:
     with pytest.raises(WireFormatError, match="reserved"):
         TupleBatch.from_columns({"__roots": [1]}, [{}])
@@ -170,7 +182,8 @@ def test_acker_batch_decode_is_zero_copy_sized() -> None:
 
 
 def test_large_batches_are_split_under_the_message_size() -> None:
-    from squall.core.wire import encode_acker_batches, encode_tuples_chunked
+    from squall.core.tuple_batch import encode_tuples_chunked
+    from squall.core.wire import encode_acker_batches
 
     rows = 50_000
     batch = TupleBatch.from_columns({"w": ["x" * 30] * rows}, [{1: 2}] * rows)
@@ -178,6 +191,16 @@ def test_large_batches_are_split_under_the_message_size() -> None:
     assert len(chunks) > 1
     assert all(len(c) <= 200_000 for c in chunks)
     assert sum(len(decode_tuples(c)) for c in chunks) == rows
+    # With origins, no cut separates two tuples of one source message.
+    words = 8
+    origins = [("s:0", i // words) for i in range(rows)]
+    batch = TupleBatch.from_columns({"w": ["x" * 30] * rows}, [{1: 2}] * rows, origins=origins)
+    chunks = encode_tuples_chunked(batch, max_bytes=200_000)
+    assert len(chunks) > 1
+    assert all(len(decode_tuples(c)) % words == 0 for c in chunks)
+    one = TupleBatch.from_columns({"w": ["x" * 30] * 10_000}, [{1: 2}] * 10_000,
+                                  origins=[("s:0", 5)] * 10_000)
+    assert len(encode_tuples_chunked(one, max_bytes=20_000)) == 1  # one message: not cut
     recs = AckerBatch.from_records([AckerRecord(RecordKind.ACK, i + 1, i) for i in range(100)], 0)
     msgs = encode_acker_batches(recs, 0, max_records=30)
     assert [len(decode_acker_batch(m)) for m in msgs] == [30, 30, 30, 10]

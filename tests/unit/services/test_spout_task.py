@@ -58,6 +58,21 @@ def test_emit_sends_tuples_and_inits_that_balance() -> None:
     assert task.pending == 4
 
 
+def test_tuples_carry_their_source_message_including_replays() -> None:
+    task = SpoutTask(cfg(), [0, 0], salt=7, ids=IdBatcher(seed=1),
+                     sources=["sentences:0", "sentences:3"])
+    e = feed(task, [5, 6, 7], 0, source=1)
+    got = sorted((t.origin, t["str"]) for _, _, b in e.tuples for t in b.tuples())
+    assert got == [(("sentences:3", 5), "msg 5"), (("sentences:3", 6), "msg 6"),
+                   (("sentences:3", 7), "msg 7")]
+    (root,) = [r for r in task.pending_roots()
+               if r in {int(x) for x in derive_roots(7, 1, np.array([6]), np.array([0]))}]
+    task.on_results(results(task, [root], Outcome.FAILED), 0)
+    (_, offs), = task.retries(10_000).items()
+    again = task.on_records(1, offs, [b"msg 6"], ["payload 6"], 10_000, rewind=False)
+    assert [t.origin for _, _, b in again.tuples for t in b.tuples()] == [("sentences:3", 6)]
+
+
 def test_ack_completes_and_the_prefix_commits() -> None:
     task = SpoutTask(cfg(), [0], salt=7)
     feed(task, [0, 1, 2], 0)

@@ -19,6 +19,8 @@ from squall.core.errors import SquallError, TopologyError
 from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name, edge_topic
+from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
+from squall.core.trident.spec import AggregateSpec
 
 MAX_PARALLELISM = 1024
 
@@ -155,6 +157,8 @@ class TopologySpec:
                 raise TopologyError(f"{where}: the json scheme needs fields")
         for b in self.bolts:
             where = f"bolt {b.name!r}"
+            if b.cls == AGGREGATE_CLASS:
+                self._check_aggregate(b, where)
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
             if not 1 <= b.parallelism <= MAX_PARALLELISM:
@@ -179,6 +183,28 @@ class TopologySpec:
                             f"{where}: fields grouping on {i.component!r} by {missing}, not "
                             f"among its output fields {list(fields)}")
         return self
+
+    def _check_aggregate(self, b: BoltSpec, where: str) -> None:
+        """A persistent aggregate: a sound spec, outputs as it declares them, and every key
+        owned by one task (fields grouping on the key; global for one global value)."""
+        agg = AggregateSpec.from_config(b.config, where)
+        if dict(b.outputs) != agg.outputs():
+            raise TopologyError(f"{where}: a persistent aggregate's outputs are "
+                                f"{agg.outputs()}, not {dict(b.outputs)}")
+        for i in b.inputs:
+            want = Grouping.FIELDS if agg.group_by else Grouping.GLOBAL
+            if i.grouping is not want or (agg.group_by and tuple(i.fields) != agg.group_by):
+                raise TopologyError(
+                    f"{where}: input from {i.component!r} must be grouped "
+                    + (f"by fields {list(agg.group_by)}" if agg.group_by else "globally")
+                    + f" (each key's value lives in one task), not {i.grouping.value}"
+                    + (f" by {list(i.fields)}" if i.fields else ""))
+            have = self.output_fields(i.component, i.stream) if i.component in {
+                c.name for c in self.components()} else ()
+            missing = [f for f in (*agg.group_by, *agg.fields) if f not in have]
+            if have and missing:
+                raise TopologyError(f"{where}: fields {missing} are not among "
+                                    f"{i.component!r}'s output fields {list(have)}")
 
     # ----- (de)serialisation -----------------------------------------------
 
@@ -263,6 +289,13 @@ def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
         inputs.append(InputSpec(_req(i, "component", f"{where} input"),
                                 i.get("stream", DEFAULT_STREAM), grouping,
                                 tuple(i.get("fields", ()))))
+    if "persistent_aggregate" in raw:
+        clash = sorted({"class", "cls", "outputs", "config"} & set(raw))
+        if clash:
+            raise TopologyError(f"{where}: persistent_aggregate takes no {clash}")
+        agg = AggregateSpec.from_config(raw["persistent_aggregate"], where)
+        return BoltSpec(name, AGGREGATE_CLASS, int(raw.get("parallelism", 1)), tuple(inputs),
+                        agg.outputs(), agg.to_config())
     outputs = {k: tuple(v) for k, v in dict(raw.get("outputs", {})).items()}
     return BoltSpec(name, str(_req(raw, "class", where) if "class" in raw else
                               _req(raw, "cls", where)),
@@ -326,6 +359,25 @@ class TopologyBuilder:
         outs = {k: tuple(v) for k, v in (outputs if outputs is not None else declared).items()}
         inputs: list[InputSpec] = []
         self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
+        return BoltDeclarer(inputs)
+
+    def persistent_aggregate(self, name: str, group_by: Sequence[str],
+                             aggregator: str = "count", parallelism: int = 1, *,
+                             fields: Sequence[str] = (), output: str | None = None,
+                             kind: str = "opaque", url: str | None = None,
+                             state_name: str | None = None, cache_size: int = 0
+                             ) -> BoltDeclarer:
+        """Trident's ``groupBy(fields).persistentAggregate(state, aggregator, output)``:
+        group its input with ``fields_grouping(component, group_by)`` (or
+        ``global_grouping`` when ``group_by`` is empty)."""
+        agg = AggregateSpec.from_config({
+            "group_by": list(group_by), "aggregator": aggregator, "fields": list(fields),
+            **({"output": output} if output else {}),
+            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size}},
+            f"bolt {name!r}")
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, AGGREGATE_CLASS, parallelism, inputs, agg.outputs(),
+                            agg.to_config()))
         return BoltDeclarer(inputs)
 
     def build(self, name: str, **conf: Any) -> TopologySpec:

@@ -1,0 +1,79 @@
+"""persistent_aggregate in topologies: YAML, the builder, a round trip, and bad specs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from squall.core.errors import TopologyError
+from squall.core.topology import BoltSpec, TopologyBuilder, TopologySpec
+from squall.core.trident.codec import MapKind
+from squall.core.trident.spec import CLASS, AggregateSpec
+
+YAML = """
+name: exact
+spouts: [{name: sentences, topics: sentences}]
+bolts:
+  - name: split
+    class: examples.wordcount:SplitSentence
+    outputs: {default: [word]}
+    inputs: [{component: sentences}]
+  - name: count
+    parallelism: 2
+    persistent_aggregate:
+      group_by: [word]
+      aggregator: count
+      state: {kind: transactional, cache_size: 100}
+    inputs: [{component: split, grouping: fields, fields: [word]}]
+"""
+
+
+def test_yaml_and_the_builder_give_the_same_spec_which_round_trips() -> None:
+    spec = TopologySpec.from_text(YAML)
+    count = spec.component("count")
+    assert isinstance(count, BoltSpec)
+    assert count.cls == CLASS
+    assert count.outputs == {"default": ("word", "count")}
+    agg = AggregateSpec.from_config(count.config, "count")
+    assert (agg.group_by, agg.kind, agg.cache_size) == (("word",), MapKind.TRANSACTIONAL, 100)
+    b = TopologyBuilder()
+    b.set_spout("sentences", "sentences")
+    b.set_bolt("split", "examples.wordcount:SplitSentence",
+               outputs={"default": ["word"]}).shuffle_grouping("sentences")
+    b.persistent_aggregate("count", ["word"], "count", 2, kind="transactional",
+                           cache_size=100).fields_grouping("split", ["word"])
+    assert b.build("exact") == spec
+    assert TopologySpec.from_text(spec.to_json()) == spec
+
+
+def _with(change: dict[str, Any]) -> str:
+    doc = yaml.safe_load(YAML)
+    doc["bolts"][1].update(change)
+    return yaml.safe_dump(doc)
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ({"persistent_aggregate": {"group_by": ["word"], "agregator": "count"}},
+     "unknown persistent_aggregate keys ['agregator']"),
+    ({"persistent_aggregate": {"group_by": ["word"], "state": {"knd": "opaque"}}},
+     "unknown state keys ['knd']"),
+    ({"persistent_aggregate": {"group_by": ["word"], "state": {"kind": "exactly"}}},
+     "state kind 'exactly' is not one of"),
+    ({"persistent_aggregate": {"group_by": ["word"], "aggregator": "no.such:Agg"}},
+     "aggregator 'no.such:Agg' cannot be loaded"),
+    ({"persistent_aggregate": {"group_by": ["word"], "aggregator": "sum"}},
+     "the sum aggregator needs one input field"),
+    ({"persistent_aggregate": {"group_by": ["word"]},
+      "inputs": [{"component": "split", "grouping": "shuffle"}]},
+     "must be grouped by fields ['word']"),
+    ({"persistent_aggregate": {"group_by": ["colour"]},
+      "inputs": [{"component": "split", "grouping": "fields", "fields": ["colour"]}]},
+     "fields ['colour'] are not among 'split''s output fields ['word']"),
+    ({"class": "x:Y"}, "persistent_aggregate takes no ['class']"),
+])
+def test_bad_aggregates_say_what_and_where(change: dict[str, Any], needle: str) -> None:
+    with pytest.raises(TopologyError, match=r"bolt 'count'.*" + re.escape(needle)):
+        TopologySpec.from_text(_with(change))

@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from services.bolts.hadoop import no_fork_classes, spark_conf
@@ -20,6 +21,7 @@ from squall.core.chains import chains
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
 from squall.kafka import ensure_topics
 
 log = logging.getLogger("squall.bolts")
@@ -85,6 +87,16 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     # not move when fusing is switched on or off): services/bolts/state_log.py.
     state_dirs = {c: str((s.checkpoint_dir / spec.name / c).resolve() / "squall-state")
                   for c in chain}
+    # Persistent aggregates: the job's database, by default SQLite beside the checkpoints
+    # (one machine only: on a cluster, give a PostgreSQL URL).
+    state_url = s.state_url or f"sqlite://{(s.checkpoint_dir / spec.name).resolve()}/state.db"
+    state_urls = {c: state_url for c in chain}
+    aggregates = [b.name for b in spec.bolts if b.name in chain and b.cls == AGGREGATE_CLASS]
+    if aggregates and s.sink == "writer":
+        raise ConfigError(f"persistent aggregates {aggregates} need the foreach_batch sink "
+                          "(their txid is the micro-batch id)")
+    if aggregates and state_url.startswith("sqlite://"):
+        Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)
     if s.sink == "writer":
         assert len(chain) == 1, "the writer sink runs one bolt per query"
         writer = (reader.writeStream.format("squall_bolt")
@@ -94,7 +106,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
-                          state_dirs, str(checkpoint / "squall-batches")))
+                          state_dirs, str(checkpoint / "squall-batches"), state_urls))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(f"{spec.name}.{head.name}"))
@@ -102,7 +114,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                   metrics: BoltMetrics | None, state_dirs: Mapping[str, str],
-                  marks_dir: str) -> Any:
+                  marks_dir: str, state_urls: Mapping[str, str]) -> Any:
     """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
     per head task); their reports come back to this process, which counts them and logs
     errors. A batch a task finished before (a re-run after a crash) is skipped."""
@@ -110,7 +122,8 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     from services.bolts.sink import task_runner
 
     def batch(df: Any, batch_id: int) -> None:
-        run = task_runner(spec_json, chain, bootstrap, state_dirs, marks_dir, batch_id)
+        run = task_runner(spec_json, chain, bootstrap, state_dirs, marks_dir, batch_id,
+                          state_urls)
         rows = df.mapInArrow(run, SPARK_SCHEMA).collect()
         for component in chain:
             mine = [BatchReport.from_row(r.asDict()) for r in rows

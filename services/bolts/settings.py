@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
@@ -50,6 +50,11 @@ class BoltSettings(BaseSettings):
     # Run a bolt whose only input is another bolt of this job in that bolt's query
     # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
     fuse: bool = True
+    # Where persistent aggregates keep their state (postgresql://..., sqlite:///path), unless
+    # their spec names a database. Also read from SQUALL_STATE_URL, as the compose file and
+    # `squall dev up --postgres` set it. Default: SQLite beside the checkpoints.
+    state_url: str | None = Field(None, validation_alias=AliasChoices(
+        "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"))
 
     @field_validator("spark_conf")
     @classmethod
@@ -96,6 +101,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
                    help="run a bolt whose only input is another bolt of this job in that "
                    "bolt's query, one micro-batch per tree instead of two (default: on; "
                    "foreach_batch sink only)")
+    p.add_argument("--state-url", help="persistent aggregates' database: postgresql://... or "
+                   "sqlite:///path (env SQUALL_STATE_URL; default: SQLite beside the "
+                   "checkpoints)")
     p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
                    help="any other Spark setting, as spark-submit's (repeatable; applied last)")
     return load_settings(BoltSettings, p, argv, "bolts")

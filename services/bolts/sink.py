@@ -23,15 +23,17 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 from pyspark.sql.types import StructType
 
 from services.bolts import batch_marks, clients, heap
+from services.bolts.aggregate import AggregateTask
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
 from services.bolts.state_log import TaskStateLog, log_path
 from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.errors import WireFormatError
+from squall.core.errors import ConfigError, WireFormatError
 from squall.core.executor import BoltExecutor
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
 from squall.core.wire import encode_acker_messages
 from squall.wallclock import SystemClock
@@ -93,14 +95,17 @@ def run_task(spec_json: str, component: str, bootstrap: str,
 
 def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
               iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str],
-              marks_dir: str = "", batch_id: int | None = None) -> list[BatchReport]:
+              marks_dir: str = "", batch_id: int | None = None,
+              state_urls: Mapping[str, str] | None = None) -> list[BatchReport]:
     """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
     (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
 
     A stateful task's state is brought up to date before it runs and its changes are
     logged after the flush (in ``state_dirs[component]``; without one it stays in this
     worker). Task locks are taken in chain order, tasks ascending: no two Spark tasks
-    can wait on each other. One report per bolt of the chain, head first.
+    can wait on each other. A persistent aggregate applies the batch to its database
+    (``state_urls[component]`` unless its spec names one) under txid ``batch_id``. One
+    report per bolt of the chain, head first.
     """
     t0 = time.perf_counter()
     spec = _spec(spec_json)
@@ -135,6 +140,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
             for i, comp in enumerate(chain):
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
                 inputs = _run_component(spec, comp, inputs, fused, state_dirs.get(comp, ""),
+                                        batch_id, (state_urls or {}).get(comp, ""),
                                         producer, reports[i], turns)
                 if not inputs:
                     break
@@ -154,7 +160,8 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
 
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
-                   fused_topic: str, state_dir: str, producer: Any, report: BatchReport,
+                   fused_topic: str, state_dir: str, txid: int | None, state_url: str,
+                   producer: Any, report: BatchReport,
                    turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
     what goes to the fused bolt (``fused_topic``) is returned by its task instead."""
@@ -164,11 +171,17 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     run_s = prod_s = 0.0
     for task in sorted(inputs):
         t0 = time.perf_counter()
-        ex = _executor(spec, bolt, task)
-        log_ = _state_log(ex, state_dir, task)
-        if log_ is not None:
-            turns.enter_context(log_.turn())
-        res = ex.run(inputs[task])
+        if bolt.cls == AGGREGATE_CLASS:
+            if txid is None:
+                raise ConfigError(f"persistent aggregate {component!r} needs the "
+                                  "foreach_batch sink: its txid is the micro-batch id")
+            res = _aggregate(spec, bolt, task, state_url).run(txid, inputs[task])
+        else:
+            ex = _executor(spec, bolt, task)
+            log_ = _state_log(ex, state_dir, task)
+            if log_ is not None:
+                turns.enter_context(log_.turn())
+            res = ex.run(inputs[task])
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
@@ -203,16 +216,17 @@ def _flush(producer: Any, component: str, task: int) -> None:
 
 def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
                 state_dirs: Mapping[str, str] | None = None, marks_dir: str = "",
-                batch_id: int | None = None
+                batch_id: int | None = None, state_urls: Mapping[str, str] | None = None
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt.
 
     With ``marks_dir`` and ``batch_id``, a batch the task finished already is skipped
     (services/bolts/batch_marks.py)."""
-    dirs = dict(state_dirs or {})
+    dirs, urls = dict(state_dirs or {}), dict(state_urls or {})
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs, marks_dir, batch_id)
+        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs, marks_dir, batch_id,
+                         urls)
         yield to_arrow(reps)
 
     return run
@@ -243,6 +257,18 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
         heap.grew()
     return ex
 
+
+
+_AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}
+
+
+def _aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str) -> AggregateTask:
+    """A persistent aggregate's task lives as long as the Python worker (its connection)."""
+    key = (spec.name, bolt.name, task)
+    agg = _AGGREGATES.get(key)
+    if agg is None:
+        agg = _AGGREGATES[key] = AggregateTask(spec, bolt, task, url, SystemClock())
+    return agg
 
 
 _STATE_LOGS: dict[int, TaskStateLog] = {}

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from squall.core.errors import StateError
 from squall.core.trident.applied import BatchRecord
-from squall.core.trident.codec import MapKind, decode_value, encode_key, encode_value
+from squall.core.trident.codec import MapKind, decode_key, decode_value, encode_key, encode_value
 from squall.core.trident.state import Key
 
 SCHEMA = (
@@ -82,6 +82,13 @@ class SqlStore:
                                                                           strict=True)]
         self._write(f"INSERT INTO squall_state (state, key, value) VALUES ({p}, {p}, {p}) "
                     "ON CONFLICT (state, key) DO UPDATE SET value = excluded.value", rows)
+
+    def items(self) -> list[tuple[Key, Any]]:
+        """Every key of the state with its stored value (for inspection and checks)."""
+        p = self.d.p
+        cur = self.conn.cursor()
+        cur.execute(f"SELECT key, value FROM squall_state WHERE state = {p}", (self.name.state,))
+        return [(decode_key(k), decode_value(self.name.kind, v)) for k, v in cur.fetchall()]
 
     # ----- applied records -----------------------------------------------
 

@@ -254,3 +254,18 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
         for (w,), v in s.committed.items():
             got[w] = v.val if kind == "transactional" else v.curr
     assert got == dict(truth)
+
+
+def test_tuples_of_unknown_source_are_guarded_by_the_txid_alone() -> None:
+    db: MemoryBackingMap[Any] = MemoryBackingMap()
+    agg = PersistentAggregate(TransactionalMap(db), db, Count())
+
+    def batch(n: int) -> BatchInput:
+        return BatchInput([("k",)] * n, [()] * n, [""] * n, np.full(n, -1, np.int64),
+                          np.arange(1, n + 1, dtype=np.uint64))
+
+    agg.run(1, batch(2))
+    agg.run(2, batch(3))  # not mistaken for messages batch 1 applied
+    agg.run(2, batch(3))  # Spark's re-run: the txid skips it
+    assert db.committed[("k",)] == TransactionalValue(2, 5)
+    assert db.load_applied() == [] or all(not r.offsets for r in db.load_applied())

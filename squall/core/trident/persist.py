@@ -32,6 +32,8 @@ from squall.core.trident.state import Key, MapState
 
 T = TypeVar("T")
 I64 = npt.NDArray[np.int64]
+#: The source of a tuple whose source message is not known: only the txid guards it.
+UNKNOWN = ""
 
 
 class AppliedStore(Protocol):
@@ -48,7 +50,8 @@ class AppliedStore(Protocol):
 @dataclass(frozen=True)
 class BatchInput:
     """A batch's tuples for one task: group-by key, aggregated values, the source message
-    each came from, and its tree's root (one per emission of the message)."""
+    each came from (:data:`UNKNOWN` if not known), and its tree's root (one per emission of
+    the message)."""
 
     keys: Sequence[Key]
     values: Sequence[Values]
@@ -97,7 +100,7 @@ class PersistentAggregate(Generic[T]):
             if gone:
                 self.store.delete_applied(gone)
             srcs = np.asarray(b.sources, dtype=object)
-            for s in set(b.sources):
+            for s in set(b.sources) - {UNKNOWN}:
                 at = np.flatnonzero(srcs == s)
                 keep[at] = applied.fresh(s, b.offsets[at]) & _one_emission(
                     b.offsets[at], b.roots[at])
@@ -107,7 +110,7 @@ class PersistentAggregate(Generic[T]):
         news = self.state.multi_update(keys, ups) if keys else []
         if applied is not None:
             srcs = np.asarray(b.sources, dtype=object)
-            by_source = {s: b.offsets[keep & (srcs == s)] for s in set(b.sources)}
+            by_source = {s: b.offsets[keep & (srcs == s)] for s in set(b.sources) - {UNKNOWN}}
             self.store.put_applied(applied.applied(txid, by_source))
         return Applied(keys, news, int(len(b.keys) - len(idx)))
 

@@ -1,0 +1,131 @@
+"""A persistent aggregate's task, on the executors: Trident state applied exactly once.
+
+For micro-batch ``txid`` (Spark's batch id: the same when Spark runs a batch again) the
+task's input tuples are keyed, filtered and aggregated into the state in one database
+transaction (:class:`~squall.core.trident.persist.PersistentAggregate`), then every input
+is acked: a tree completes only once its words are in the state. What changed goes out on
+the bolt's stream (Trident's ``newValuesStream``), untracked: the state is exact, the new
+values are a best-effort feed.
+
+A database that fails a batch fails the micro-batch (Spark runs it again after the job's
+restart) rather than the tuples: an outage then holds the trees (their timeouts count
+processed time) instead of replaying and, in the end, dead-lettering healthy messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from squall.backends import open_store
+from squall.backends.sql import SqlStore, StoreName
+from squall.core.clock import Clock
+from squall.core.executor import ExecResult
+from squall.core.grouping import Edge, Router
+from squall.core.records import AckerBatch, RecordKind
+from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.trident.cached import CachedMap
+from squall.core.trident.codec import MapKind
+from squall.core.trident.maps import NonTransactionalMap, OpaqueMap, TransactionalMap
+from squall.core.trident.persist import UNKNOWN, BatchInput, PersistentAggregate
+from squall.core.trident.spec import AggregateSpec
+from squall.core.tuple_batch import IDS_COL, ROOTS_COL, TupleBatch
+
+_MAPS: dict[MapKind, Any] = {MapKind.TRANSACTIONAL: TransactionalMap,
+                             MapKind.OPAQUE: OpaqueMap,
+                             MapKind.NON_TRANSACTIONAL: NonTransactionalMap}
+_ANCHORS = pa.list_(pa.uint64())
+
+
+class AggregateTask:
+    def __init__(self, spec: TopologySpec, bolt: BoltSpec, task: int, default_url: str,
+                 clock: Clock) -> None:
+        where = f"bolt {bolt.name!r}"
+        self.agg = AggregateSpec.from_config(bolt.config, where)
+        self.component, self.task, self.clock = bolt.name, task, clock
+        self.store: SqlStore = open_store(self.agg.url or default_url, StoreName(
+            self.agg.name or f"{spec.name}.{bolt.name}", task, self.agg.kind))
+        self.cache = CachedMap(self.store, self.agg.cache_size) if self.agg.cache_size \
+            else None
+        self.engine = PersistentAggregate(_MAPS[self.agg.kind](self.cache or self.store),
+                                          self.store, self.agg.load_aggregator(where))
+        fields = self.agg.outputs()["default"]
+        self.edges = [(e, Router.for_edge(e, fields)) for e in spec.edges_from(bolt.name)]
+        self._last: int | None = None
+
+    def run(self, txid: int, batches: Sequence[TupleBatch]) -> ExecResult:
+        res = ExecResult()
+        batches = [b for b in batches if len(b)]
+        if self.cache is not None and self._last != txid - 1:
+            self.cache.clear()  # the task's last batch ran in another Python worker
+        inp = _input(batches, self.agg)
+        done = self.engine.run(txid, inp)
+        self._last = txid
+        res.executed = res.acked = len(inp.keys)
+        res.acks = _acks(batches, self.clock.now_ms())
+        if done.keys and self.edges:
+            rows = [(*k, v) for k, v in zip(done.keys, done.values, strict=True)]
+            res.emitted = len(rows)
+            fields = self.agg.outputs()["default"]
+            for edge, router in self.edges:
+                res.outputs += _routed(edge, router, fields, rows, self.component, self.task)
+        return res
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _input(batches: Sequence[TupleBatch], agg: AggregateSpec) -> BatchInput:
+    keys: list[tuple[Any, ...]] = []
+    values: list[tuple[Any, ...]] = []
+    sources: list[str] = []
+    offsets: list[np.ndarray] = []
+    roots: list[np.ndarray] = []
+    for b in batches:
+        cols = [b.data.column(f).to_pylist() for f in agg.group_by]
+        vals = [b.data.column(f).to_pylist() for f in agg.fields]
+        n = len(b)
+        keys += list(zip(*cols, strict=True)) if cols else [()] * n
+        values += list(zip(*vals, strict=True)) if vals else [()] * n
+        o = b.origins()
+        if o is None:  # no source message known: only the txid guards these
+            sources += [UNKNOWN] * n
+            offsets.append(np.full(n, -1, np.int64))
+        else:
+            sources += [UNKNOWN if s is None else s for s in o[0].to_pylist()]
+            offsets.append(o[1])
+        # The first anchor's root: one per emission of the message.
+        first = pc.list_element(b.data.column(ROOTS_COL), 0) if n else pa.array([], pa.uint64())
+        roots.append(np.asarray(first.fill_null(0).to_numpy(zero_copy_only=False), np.uint64))
+    return BatchInput(keys, values, sources,
+                      np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
+                      np.concatenate(roots) if roots else np.zeros(0, np.uint64))
+
+
+def _acks(batches: Sequence[TupleBatch], now_ms: int) -> AckerBatch:
+    """Every input acked (no children anchored): per anchor, its edge id."""
+    if not batches:
+        return AckerBatch.empty()
+    roots = np.asarray(pc.list_flatten(pa.chunked_array(
+        [b.data.column(ROOTS_COL) for b in batches], _ANCHORS)).to_numpy(), np.uint64)
+    ids = np.asarray(pc.list_flatten(pa.chunked_array(
+        [b.data.column(IDS_COL) for b in batches], _ANCHORS)).to_numpy(), np.uint64)
+    n = roots.size
+    return AckerBatch(roots, ids, np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
+                      np.full(n, now_ms, np.int64)).coalesced()
+
+
+def _routed(edge: Edge, router: Router, fields: tuple[str, ...], rows: list[tuple[Any, ...]],
+            component: str, task: int) -> list[tuple[str, int, TupleBatch]]:
+    parts = router.route(rows)
+    out = []
+    for p in np.unique(parts).tolist():
+        sel = np.flatnonzero(parts == p).tolist()
+        cols = {f: [rows[i][k] for i in sel] for k, f in enumerate(fields)}
+        out.append((edge.topic, p, TupleBatch.from_columns(
+            cols, [{}] * len(sel), stream=edge.stream, source=component, source_task=task)))
+    return out

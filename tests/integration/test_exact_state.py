@@ -1,0 +1,103 @@
+"""Exact word counts on Spark with Trident state: Storm-level replays (trees that time out
+after their words were counted) and Spark-level replays (the bolts job killed mid-stream),
+on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from examples.faults import ForgetEveryKth
+from squall.backends import open_store
+from squall.backends.sql import StoreName
+from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.trident.codec import MapKind
+from squall.kafka import ensure_topics
+from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
+
+pytestmark = pytest.mark.integration
+PARTS = 2
+
+
+def exact_word_count(name: str, source: str, kind: MapKind, state_dir: Path) -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout("sentences", source)
+    # Every 5th sentence is never acked the first time: its tree times out after its words
+    # were counted, and the spout emits it again under a new root.
+    b.set_bolt("split", ForgetEveryKth, 2, config={"k": 5, "state_dir": str(state_dir)}
+               ).shuffle_grouping("sentences")
+    b.persistent_aggregate("count", ["word"], "count", 2, kind=kind.value
+                           ).fields_grouping("split", ["word"])
+    return b.build(name, ackers=2, message_timeout_s=8)
+
+
+def counts(url: str, spec: TopologySpec, kind: MapKind) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for task in range(2):
+        store = open_store(url, StoreName(f"{spec.name}.count", task, kind))
+        for (word,), v in store.items():
+            out[str(word)] += v.val if kind is MapKind.TRANSACTIONAL else v.curr
+        store.close()
+    return out
+
+
+@pytest.mark.parametrize(("db", "kind"), [("sqlite", MapKind.OPAQUE),
+                                          ("postgresql", MapKind.TRANSACTIONAL)])
+def test_counts_are_exact_under_storm_and_spark_replays(
+        request: pytest.FixtureRequest, bootstrap: str, tmp_path: Path, db: str,
+        kind: MapKind) -> None:
+    url = f"sqlite://{tmp_path / 'state.db'}" if db == "sqlite" else \
+        str(request.getfixturevalue("postgres_url"))
+    name = f"ex{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    spec = exact_word_count(name, source, kind, tmp_path / "once")
+    topo = tmp_path / "topology.json"
+    topo.write_text(spec.to_json())
+    ensure_topics(bootstrap, {source: PARTS})
+    lines = [f"the quick brown fox {i % 7} jumps over the lazy dog {i}".encode()
+             for i in range(300)]
+
+    def bolts(n: int) -> ServiceProcess:
+        return ServiceProcess("services.bolts", [
+            "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
+            "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", "local[2]",
+            "--trigger-ms", "100", "--state-url", url], tmp_path / f"bolts-{n}.log",
+            env={"PYSPARK_PYTHON": sys.executable})
+
+    def committed() -> int:
+        return sum(max(o, 0) for o in committed_offsets(
+            bootstrap, f"squall.{name}.sentences", source, PARTS))
+
+    acker = ServiceProcess("services.acker", [
+        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
+        "--bootstrap-servers", bootstrap, "--message-timeout-s", "8"], tmp_path / "acker.log")
+    spout = ServiceProcess("services.spout", [
+        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
+        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5",
+        "--retry-initial-ms", "100"], tmp_path / "spout.log")
+    with acker.start():
+        first = bolts(1).start()
+        wait_for(lambda: "bolt queries running" in first.log_tail(200) or not first.alive(),
+                 180, "the bolt queries")
+        produce_source(bootstrap, source, lines, PARTS)
+        with spout.start() as sp:
+            # Spark-level: the job dies once words are being counted; it runs again.
+            wait_for(lambda: committed() > 0 or not first.alive(), 240, "the first commits")
+            first.signal(signal.SIGKILL)
+            first.wait()
+            with bolts(2) as second:
+                wait_for(lambda: committed() >= len(lines) or not second.alive(), 300,
+                         "every sentence committed")
+                assert second.alive(), second.log_tail()
+            m = sp.metrics()
+    timeouts = m.get(f"squall_spout_failed_total{{component=sentences,reason=timeout,"
+                     f"topology={name}}}", 0.0)
+    assert timeouts >= 300 // 5 // 2, "the Storm-level replays did not happen"
+    want = Counter(w for s in lines for w in s.decode().split())
+    got = counts(url, spec, kind)
+    assert got == want, {w: (got[w], want[w]) for w in want if got[w] != want[w]}

@@ -78,6 +78,25 @@ class ForgetEveryKth(Bolt):
         self.collector.ack(t)
 
 
+class EmitThenForgetEveryKth(Bolt):
+    """Emits the words of every sentence, anchored, but does not ack those whose number is a
+    multiple of ``k`` the first time: their words are counted, then the tree times out and
+    the spout emits the sentence again. At-least-once state counts those words twice."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.misbehave = _EveryKthOnce(conf)
+
+    def execute(self, t: Tuple) -> None:
+        text = str(t[0])
+        for w in text.split():
+            self.collector.emit((w,), t)
+        if not self.misbehave(text):
+            self.collector.ack(t)
+
+
 class SplitOrRaise(BasicBolt):
     """Splits sentences into words; raises on every sentence that starts with ``poison``
     (each attempt: such a sentence is replayed until it is dead-lettered)."""

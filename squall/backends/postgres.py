@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.backends.sql import SCHEMA, SqlStore, StoreName
+from squall.backends.sql import SqlStore, StoreName, schema
 from squall.core.errors import StateError
 
 #: Serialises schema creation: concurrent CREATE TABLE IF NOT EXISTS can collide.
@@ -41,7 +41,7 @@ def connect(conninfo: str, timeout_s: float = 30.0) -> Any:
         conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout_s))
         conn.execute("BEGIN")
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for stmt in SCHEMA:
+        for stmt in schema():
             conn.execute(stmt)
         conn.execute("COMMIT")
     except psycopg.Error as e:

@@ -22,12 +22,17 @@ from squall.core.trident.applied import BatchRecord
 from squall.core.trident.codec import MapKind, decode_key, decode_value, encode_key, encode_value
 from squall.core.trident.state import Key
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS squall_state (state TEXT NOT NULL, key TEXT NOT NULL, "
-    "value TEXT NOT NULL, PRIMARY KEY (state, key))",
-    "CREATE TABLE IF NOT EXISTS squall_applied (state TEXT NOT NULL, task INTEGER NOT NULL, "
-    "txid BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (state, task, txid))",
-)
+
+def schema(table_suffix: str = "") -> tuple[str, ...]:
+    """The tables; ``table_suffix`` is appended to each CREATE TABLE (SQLite: WITHOUT
+    ROWID, so a row lives in its primary key's B-tree, written once)."""
+    return (
+        "CREATE TABLE IF NOT EXISTS squall_state (state TEXT NOT NULL, key TEXT NOT NULL, "
+        f"value TEXT NOT NULL, PRIMARY KEY (state, key)){table_suffix}",
+        "CREATE TABLE IF NOT EXISTS squall_applied (state TEXT NOT NULL, task INTEGER NOT "
+        "NULL, txid BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (state, task, txid))"
+        f"{table_suffix}",
+    )
 
 
 class Dialect(Protocol):
@@ -63,6 +68,8 @@ class SqlStore:
         self.d = dialect
         self.name = name
         self._open: int | None = None
+        # The keys of the last multi_get, encoded: a batch puts the keys it just read.
+        self._texts: dict[Key, str] = {}
 
     # ----- BackingMap ----------------------------------------------------
 
@@ -70,6 +77,7 @@ class SqlStore:
         if not keys:
             return []
         texts = [encode_key(k) for k in keys]
+        self._texts = dict(zip(keys, texts, strict=True))
         found = dict(self.d.select_keys(self.conn, self.name.state, texts))
         kind = self.name.kind
         return [None if (v := found.get(t)) is None else decode_value(kind, v) for t in texts]
@@ -77,9 +85,9 @@ class SqlStore:
     def multi_put(self, keys: Sequence[Key], vals: Sequence[Any]) -> None:
         if not keys:
             return
-        p, s, kind = self.d.p, self.name.state, self.name.kind
-        rows = [(s, encode_key(k), encode_value(kind, v)) for k, v in zip(keys, vals,
-                                                                          strict=True)]
+        p, s, kind, texts = self.d.p, self.name.state, self.name.kind, self._texts
+        rows = [(s, texts.get(k) or encode_key(k), encode_value(kind, v))
+                for k, v in zip(keys, vals, strict=True)]
         self._write(f"INSERT INTO squall_state (state, key, value) VALUES ({p}, {p}, {p}) "
                     "ON CONFLICT (state, key) DO UPDATE SET value = excluded.value", rows)
 

@@ -8,11 +8,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from squall.backends.sql import SCHEMA, SqlStore, StoreName
-from squall.core.errors import StateError
+import orjson
 
-#: Keys per SELECT (SQLite's limit on host parameters is 32,766 since 3.32).
-_CHUNK = 900
+from squall.backends.sql import SqlStore, StoreName, schema
+from squall.core.errors import StateError
 
 
 class SqliteDialect:
@@ -30,13 +29,12 @@ class SqliteDialect:
             conn.execute("ROLLBACK")
 
     def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for i in range(0, len(keys), _CHUNK):
-            chunk = keys[i:i + _CHUNK]
-            out += conn.execute(
-                f"SELECT key, value FROM squall_state WHERE state = ? AND key IN "
-                f"({','.join('?' * len(chunk))})", [state, *chunk]).fetchall()
-        return out
+        # One statement, the keys as one JSON array: no limit on their number, and no
+        # binding of thousands of parameters. CROSS JOIN keeps json_each outside (SQLite
+        # otherwise may scan the table and probe the array).
+        return list(conn.execute(
+            "SELECT s.key, s.value FROM json_each(?) AS j CROSS JOIN squall_state AS s "
+            "ON s.state = ? AND s.key = j.value", (orjson.dumps(keys).decode(), state)))
 
 
 def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
@@ -46,7 +44,7 @@ def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
                                check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at each checkpoint
-        for stmt in SCHEMA:
+        for stmt in schema(" WITHOUT ROWID"):
             conn.execute(stmt)
     except sqlite3.Error as e:
         raise StateError(f"cannot open the SQLite state {path}: {e}") from None

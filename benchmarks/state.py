@@ -1,0 +1,92 @@
+"""Trident state throughput: batched key updates per second on SQLite and on PostgreSQL.
+
+One process, one task's store, as a persistent aggregate uses it: per micro-batch
+(``--keys-per-batch`` distinct keys) one transaction of ``multi_get`` + ``multi_put``
+through an opaque map, plus the task's applied record (Storm-level replays), committed.
+Keys are drawn from ``--key-space`` words, so later batches update existing rows as a
+word count does. Steady state: the first ``--warmup`` batches are not timed.
+
+PostgreSQL is started by the embedded stack from the machine's binaries (as in the tests).
+
+Last line: one JSON object, ``{"sqlite_updates_per_s": ..., "postgres_updates_per_s": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from squall.backends import open_store
+from squall.backends.sql import StoreName
+from squall.core.trident.aggregators import Count
+from squall.core.trident.codec import MapKind
+from squall.core.trident.maps import OpaqueMap
+from squall.core.trident.persist import BatchInput, PersistentAggregate
+
+
+def measure(url: str, batches: int, keys_per_batch: int, key_space: int, warmup: int,
+            tuples_per_key: int = 3) -> dict[str, float]:
+    store = open_store(url, StoreName(f"bench{random.getrandbits(32)}", 0, MapKind.OPAQUE))
+    agg = PersistentAggregate(OpaqueMap(store), store, Count())
+    rng = np.random.default_rng(7)
+    words = [f"word{i}" for i in range(key_space)]
+    offset = 0
+    t0 = time.perf_counter()
+    for txid in range(1, warmup + batches + 1):
+        if txid == warmup + 1:
+            t0 = time.perf_counter()
+        chosen = rng.choice(key_space, keys_per_batch, replace=False)
+        keys = [(words[i],) for i in chosen for _ in range(tuples_per_key)]
+        n = len(keys)
+        offs = np.arange(offset, offset + n, dtype=np.int64) // tuples_per_key
+        offset += n
+        agg.run(txid, BatchInput(keys, [()] * n, ["src:0"] * n, offs,
+                                 (offs + 1).astype(np.uint64)),
+                committed={"src:0": max(0, int(offs[0]) - 10 * keys_per_batch)})
+    secs = time.perf_counter() - t0
+    store.close()
+    return {"updates_per_s": round(batches * keys_per_batch / secs),
+            "batches_per_s": round(batches / secs, 1),
+            "tuples_per_s": round(batches * keys_per_batch * tuples_per_key / secs)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batches", type=int, default=200)
+    p.add_argument("--keys-per-batch", type=int, default=5_000)
+    p.add_argument("--key-space", type=int, default=100_000)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--skip-postgres", action="store_true")
+    a = p.parse_args()
+    out: dict[str, float | None] = {"keys_per_batch": a.keys_per_batch, "batches": a.batches}
+    with tempfile.TemporaryDirectory(prefix="squall-state-bench-") as tmp:
+        print("SQLite ...", file=sys.stderr, flush=True)
+        r = measure(f"sqlite://{tmp}/state.db", a.batches, a.keys_per_batch, a.key_space,
+                    a.warmup)
+        print(f"  {r}", file=sys.stderr)
+        out["sqlite_updates_per_s"] = r["updates_per_s"]
+        out["sqlite_batches_per_s"] = r["batches_per_s"]
+        out["postgres_updates_per_s"] = None
+        if not a.skip_postgres:
+            from squall.dev.stack import EmbeddedStack, StackSettings
+
+            print("PostgreSQL (starting the embedded stack) ...", file=sys.stderr, flush=True)
+            with EmbeddedStack(StackSettings(home=Path(tmp) / "stack", postgres=True)) as info:
+                assert info.postgres is not None
+                r = measure(info.postgres, a.batches, a.keys_per_batch, a.key_space, a.warmup)
+            print(f"  {r}", file=sys.stderr)
+            out["postgres_updates_per_s"] = r["updates_per_s"]
+            out["postgres_batches_per_s"] = r["batches_per_s"]
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,7 @@ As users deploy it (``squall demo``'s cluster: the embedded Tansu and
 ZooKeeper, the REST API, one worker of each kind, the word count submitted over
 REST), sentences are fed at a steady rate, and while the pipeline is busy the
 suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
-JVM) and the API (restarted as its supervisor would), then restarts ZooKeeper.
+JVM) and the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
 After each fault it measures how long until the killed process is back and
 source offsets are being committed again. Then it waits for the pipeline to
 drain and checks, from Kafka itself (not from counters that restart with the
@@ -16,7 +16,9 @@ processes):
   count, and no healthy one);
 - ``replays``: tree emissions beyond one per source message (the init records
   in the acker topic), against ``max_spout_pending`` per fault;
-- ``duplicates``: words counted beyond the words fed (the published counts).
+- ``duplicates``: words counted beyond the words fed (the published counts);
+- with ``--exact`` the counts are Trident state (a persistent aggregate, exactly once):
+  ``counts_delta``, the sum over words of |counted - fed|, must be 0.
 
 ``--no-kills --minutes N`` runs the word count for N minutes with no fault and
 reports the longest stretch with no commit (``max_ack_gap_s``, at most 10 s).
@@ -52,6 +54,7 @@ from squall.demo import (
     Progress,
     cluster,
     demo_topology,
+    state_counts,
 )
 from squall.kafka import ensure_topics, produce, quiet_logger
 from squall.processes import child_pids
@@ -295,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recovery-timeout-s", type=float, default=180)
     ap.add_argument("--drain-timeout-s", type=float, default=600)
     ap.add_argument("--workdir", type=Path, default=Path(".squall/chaos"))
+    ap.add_argument("--exact", action="store_true",
+                    help="count into Trident state (exactly once) and report counts_delta; "
+                    "default: the at-least-once counting bolt, whose duplicates are reported")
     a = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     stop = threading.Event()
@@ -304,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
         split = "examples.faults:SplitOrRaise" if a.poison else \
             "examples.wordcount:SplitSentenceBatch"
-        spec = demo_topology(bootstrap, split, a.message_timeout_s)
+        spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact)
         cl.client.submit(spec.to_json())
         say("submitted; waiting for the bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
@@ -363,9 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         poison = feeder.undecodable | feeder.raising
         inits = count_inits(bootstrap, spec.ackers)
         counted: Counter[str] = Counter()
-        for m in read_topic(bootstrap, COUNTS, 1):
-            with contextlib.suppress(ValueError):
-                counted.update(json.loads(m.value() or b""))
+        if a.exact:
+            counted = state_counts(cl.state_url)
+        else:
+            for m in read_topic(bootstrap, COUNTS, 1):
+                with contextlib.suppress(ValueError):
+                    counted.update(json.loads(m.value() or b""))
         words_fed = sum(feeder.words.values())
         storm = {}
         with contextlib.suppress(ApiError):
@@ -384,6 +393,10 @@ def main(argv: list[str] | None = None) -> int:
             else None,
             "duplicates": sum(counted.values()) - words_fed,
             "missing_words": sum((feeder.words - counted).values()),
+            # Every word's count against the truth: 0 when counted exactly once.
+            "counts_delta": sum(abs(counted[w] - feeder.words[w])
+                                for w in feeder.words.keys() | counted.keys()),
+            "exact": a.exact,
             "max_recovery_s": max((r for r in recovery.values() if r is not None), default=0.0)
             if all(r is not None for r in recovery.values()) else None,
             "recovery_s": recovery,
@@ -400,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = (summary["lost"] == 0 and summary["healthy_dead_lettered"] == 0
           and summary["processes_back"]
           and (not a.poison or summary["poison_dead_lettered_once"] == len(poison))
-          and (a.poison or summary["dead_lettered"] == 0))
+          and (a.poison or summary["dead_lettered"] == 0)
+          and (not a.exact or summary["counts_delta"] == 0))
     return 0 if ok else 1
 
 

@@ -1,8 +1,9 @@
 """``squall demo``: the word count, end to end, the way users run Squall.
 
 Starts the embedded stack (Tansu + ZooKeeper), the API, one worker of each
-kind; submits the word count over REST; feeds sentences with a progress line;
-prints the top counts and the acker throughput. With ``--sentences N`` it ends
+kind; submits the word count over REST (its counts in Trident state, exactly once);
+feeds sentences with a progress line; prints the top counts, whether they equal what was
+fed, and the acker throughput. With ``--sentences N`` it ends
 by itself once all N are processed (or its timeout passes) and prints a JSON
 summary on its last line; without, it feeds until Ctrl-C.
 """
@@ -51,11 +52,19 @@ class DemoSettings:
 
 
 def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceBatch",
-                  message_timeout_s: float = 60) -> TopologySpec:
+                  message_timeout_s: float = 60, exact: bool = True) -> TopologySpec:
+    """Sentences -> split -> count. ``exact``: the counts are a persistent aggregate
+    (Trident state, read with :func:`state_counts`); else a counting bolt whose counts a
+    sink publishes to Kafka (at least once; :func:`top_counts`)."""
     b = TopologyBuilder()
     b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
     b.set_bolt("split", split, 2,
                outputs={"default": ["word"]}).shuffle_grouping(SOURCE)
+    if exact:
+        b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
+                               ).fields_grouping("split", ["word"])
+        return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
+                       max_spout_pending=20_000)
     b.set_bolt("count", "examples.wordcount:WordCountBatch", 2,
                outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
     b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
@@ -75,6 +84,8 @@ class Cluster:
     client: ApiClient
     workdir: Path
     supervisor: Supervisor
+    #: the bolts' Trident state (SQUALL_STATE_URL of the bolts worker)
+    state_url: str
 
 
 #: Stopped in this order: the spout worker drains its trees through the others.
@@ -95,6 +106,7 @@ def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
         sup = Supervisor(workdir)
         common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)
         watching = threading.Event()
+        state_url = f"sqlite://{workdir / 'state.db'}"
         try:
             sup.start("api", Command("services.api", (*common, "--port", str(port)),
                                      {"SQUALL_API_TOKEN": token}, metrics=False))
@@ -102,13 +114,14 @@ def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
                 sup.start(f"worker-{kind}", Command("services.worker", (
                     "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                     "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints")), metrics=False))
+                    "--checkpoint-dir", str(workdir / "checkpoints")),
+                    {"SQUALL_STATE_URL": state_url}, metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
             _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, sup,
                    workdir)
             sup.watch(watching, lambda line: _say(f"\n{line}"))
-            yield Cluster(info, stack, client, workdir, sup)
+            yield Cluster(info, stack, client, workdir, sup, state_url)
         finally:
             watching.set()
             _say("stopping: spout worker (drains), bolts, ackers, API, stack")
@@ -184,6 +197,19 @@ class Progress:
         self.c.close()
 
 
+def state_counts(url: str) -> Counter[str]:
+    """Every word's count in the exact word count's Trident state."""
+    from squall.backends import open_store
+    from squall.backends.sql import StoreName
+    from squall.core.trident.codec import MapKind
+
+    store = open_store(url, StoreName(f"{NAME}.count", 0, MapKind.OPAQUE))
+    try:
+        return Counter({str(w): int(v.curr) for (w,), v in store.items()})
+    finally:
+        store.close()
+
+
 def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
     """Sum the per-batch counts the ``publish`` bolt wrote."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -220,7 +246,7 @@ def run_demo(s: DemoSettings) -> int:
     rng = random.Random(7)
     with cluster(s.workdir, stop) as cl:
         info, client = cl.info, cl.client
-        ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
+        ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)
         client.submit(spec.to_json())
         _say(f"submitted {NAME!r} over REST; waiting for Spark to start the bolt queries")
@@ -240,6 +266,7 @@ def run_demo(s: DemoSettings) -> int:
                              "logger": quiet_logger("demo")})
         prog = Progress(info, client)
         fed, done, t0 = 0, 0, time.monotonic()
+        words: Counter[str] = Counter()  # the ground truth
         last_show = 0.0
         deadline = t0 + s.timeout_s
         try:
@@ -249,7 +276,9 @@ def run_demo(s: DemoSettings) -> int:
                     want = s.sentences or 10**12
                     target = want if not s.rate else int((now - t0) * s.rate)
                     for _ in range(min(target, want) - fed):
-                        produce(producer, SOURCE, rng.choice(SENTENCES).encode())
+                        sentence = rng.choice(SENTENCES)
+                        produce(producer, SOURCE, sentence.encode())
+                        words.update(sentence.split())
                         fed += 1
                     producer.poll(0)
                 if now - last_show >= 1.0:
@@ -269,8 +298,9 @@ def run_demo(s: DemoSettings) -> int:
             done = prog.committed()
             prog.refresh()
             acker_records = float(prog.storm.get("acker", {}).get("records", 0.0))
+            counts = state_counts(cl.state_url)
+            top = counts.most_common(10)
             _say("\n\ntop words:")
-            top = top_counts(info.bootstrap_servers)
             for w, n in top:
                 _say(f"  {w:<10} {n:>10,}")
             dead = int(prog.spout("dead_lettered"))
@@ -288,6 +318,9 @@ def run_demo(s: DemoSettings) -> int:
                 "complete_latency_ms": float(prog.storm.get("topologyStats", [{}])[0]
                                              .get("completeLatency", 0) or 0),
                 "top_words": top,
+                # Exactly once: every word fed counted once, no more (None when stopped by
+                # Ctrl-C: what is in flight then is not counted yet).
+                "counts_exact": counts == words if s.sentences is not None else None,
             }
             _say(f"acker throughput: {summary['acker_records_per_s']:,.0f} records/s "
                  f"(mean over the run); " + (f"lost: {summary['lost']}" if s.sentences

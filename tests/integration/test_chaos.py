@@ -36,9 +36,10 @@ def chaos(tmp_path: Path, *args: str) -> dict[str, Any]:
     return summary
 
 
-def test_chaos_kills_under_load_lose_nothing_and_dead_letter_nothing(tmp_path: Path) -> None:
+def test_chaos_kills_under_load_lose_nothing_and_count_exactly(tmp_path: Path) -> None:
     # A message timeout shorter than a bolts job's recovery: waiting for it is not a timeout.
-    s = chaos(tmp_path, "--sentences", "6000", "--rate", "300", "--message-timeout-s", "5")
+    s = chaos(tmp_path, "--sentences", "6000", "--rate", "300", "--message-timeout-s", "5",
+              "--exact")
     assert s["lost"] == 0, s
     assert s["dead_lettered"] == 0, s
     assert s["processes_back"], s
@@ -52,6 +53,8 @@ def test_chaos_kills_under_load_lose_nothing_and_dead_letter_nothing(tmp_path: P
     # Waiting is not a timeout here: replays stay below what one such wave would be.
     assert s["replays"] <= 5 * 300, s
     assert s["missing_words"] == 0, s
+    # Trident state: every word counted exactly once through all of it.
+    assert s["exact"] and s["counts_delta"] == 0, s
     assert s["exit"] == 0, s
 
 

@@ -94,6 +94,8 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     assert summary["top_words"][0][0] == "the"  # in three of Storm's five sentences
     assert "top words:" in r.stderr and "acker throughput" in r.stderr
     assert all(n > 0 for n in top.values())
+    # The counts are Trident state: every word fed, counted exactly once.
+    assert summary["counts_exact"] is True, summary
 
 
 def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
@@ -122,5 +124,6 @@ def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path
     summary = json.loads(out.decode().strip().splitlines()[-1])
     assert summary["processed"] > 0 and summary["sentences"] >= summary["processed"]
     assert summary["lost"] is None  # stopped mid-stream: in flight is not lost
+    assert summary["counts_exact"] is None  # nor yet counted
     assert summary["unfinished_at_stop"] == summary["sentences"] - summary["processed"]
     assert "stopping: spout worker (drains)" in log.read_text()

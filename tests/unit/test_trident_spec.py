@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,3 +78,9 @@ def _with(change: dict[str, Any]) -> str:
 def test_bad_aggregates_say_what_and_where(change: dict[str, Any], needle: str) -> None:
     with pytest.raises(TopologyError, match=r"bolt 'count'.*" + re.escape(needle)):
         TopologySpec.from_text(_with(change))
+
+
+@pytest.mark.parametrize("path", sorted(Path("examples").glob("*.yaml")), ids=str)
+def test_every_example_topology_is_valid(path: Path) -> None:
+    spec = TopologySpec.from_text(path.read_text())
+    assert TopologySpec.from_text(spec.to_json()) == spec

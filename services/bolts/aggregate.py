@@ -14,7 +14,7 @@ processed time) instead of replaying and, in the end, dead-lettering healthy mes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ _ANCHORS = pa.list_(pa.uint64())
 
 class AggregateTask:
     def __init__(self, spec: TopologySpec, bolt: BoltSpec, task: int, default_url: str,
-                 clock: Clock) -> None:
+                 clock: Clock, committed: Callable[[], dict[str, int]] | None = None) -> None:
         where = f"bolt {bolt.name!r}"
         self.agg = AggregateSpec.from_config(bolt.config, where)
         self.component, self.task, self.clock = bolt.name, task, clock
@@ -56,6 +56,8 @@ class AggregateTask:
         fields = self.agg.outputs()["default"]
         self.edges = [(e, Router.for_edge(e, fields)) for e in spec.edges_from(bolt.name)]
         self._last: int | None = None
+        # The spouts' committed offsets: applied records below them are let go.
+        self._committed = committed
 
     def run(self, txid: int, batches: Sequence[TupleBatch]) -> ExecResult:
         res = ExecResult()
@@ -63,7 +65,7 @@ class AggregateTask:
         if self.cache is not None and self._last != txid - 1:
             self.cache.clear()  # the task's last batch ran in another Python worker
         inp = _input(batches, self.agg)
-        done = self.engine.run(txid, inp)
+        done = self.engine.run(txid, inp, self._committed() if self._committed else None)
         self._last = txid
         res.executed = res.acked = len(inp.keys)
         res.acks = _acks(batches, self.clock.now_ms())

@@ -47,3 +47,38 @@ def edge_consumer(bootstrap: str) -> Any:
             "max.partition.fetch.bytes": 16 << 20, "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10})
     return c
+
+
+_COMMITTED: dict[tuple[str, str], tuple[float, dict[str, int]]] = {}
+#: How stale the spouts' committed offsets may be (they only let applied records go).
+COMMITTED_MAX_AGE_S = 10.0
+
+
+def spout_committed(bootstrap: str, groups: dict[str, tuple[str, ...]],
+                    now_s: float) -> dict[str, int]:
+    """The spouts' committed offsets, ``{"topic:partition": offset}``, for ``groups``
+    (consumer group -> its source topics); cached ``COMMITTED_MAX_AGE_S``. Best effort: a
+    broker that does not answer gives what was known (records are kept a little longer)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    out: dict[str, int] = {}
+    for group, topics in sorted(groups.items()):
+        at, known = _COMMITTED.get((bootstrap, group), (-1e18, {}))
+        if now_s - at < COMMITTED_MAX_AGE_S:
+            out.update(known)
+            continue
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "enable.auto.commit": False})
+        try:
+            md = c.list_topics(timeout=5)
+            tps = [TopicPartition(t, p) for t in topics if t in md.topics
+                   for p in md.topics[t].partitions]
+            got = {f"{tp.topic}:{tp.partition}": tp.offset
+                   for tp in c.committed(tps, timeout=5) if tp.offset >= 0}
+        except KafkaException:
+            got = known
+        finally:
+            c.close()
+        _COMMITTED[(bootstrap, group)] = (now_s, got)
+        out.update(got)
+    return out

@@ -141,7 +141,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
                 inputs = _run_component(spec, comp, inputs, fused, state_dirs.get(comp, ""),
                                         batch_id, (state_urls or {}).get(comp, ""),
-                                        producer, reports[i], turns)
+                                        bootstrap, producer, reports[i], turns)
                 if not inputs:
                     break
         t_prod = time.perf_counter()
@@ -161,7 +161,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_dir: str, txid: int | None, state_url: str,
-                   producer: Any, report: BatchReport,
+                   bootstrap: str, producer: Any, report: BatchReport,
                    turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
     what goes to the fused bolt (``fused_topic``) is returned by its task instead."""
@@ -175,7 +175,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
             if txid is None:
                 raise ConfigError(f"persistent aggregate {component!r} needs the "
                                   "foreach_batch sink: its txid is the micro-batch id")
-            res = _aggregate(spec, bolt, task, state_url).run(txid, inputs[task])
+            res = _aggregate(spec, bolt, task, state_url, bootstrap).run(txid, inputs[task])
         else:
             ex = _executor(spec, bolt, task)
             log_ = _state_log(ex, state_dir, task)
@@ -262,12 +262,17 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
 _AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}
 
 
-def _aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str) -> AggregateTask:
+def _aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
+               bootstrap: str) -> AggregateTask:
     """A persistent aggregate's task lives as long as the Python worker (its connection)."""
     key = (spec.name, bolt.name, task)
     agg = _AGGREGATES.get(key)
     if agg is None:
-        agg = _AGGREGATES[key] = AggregateTask(spec, bolt, task, url, SystemClock())
+        groups = {f"squall.{spec.name}.{s.name}": s.topics for s in spec.spouts}
+        clock = SystemClock()
+        agg = _AGGREGATES[key] = AggregateTask(
+            spec, bolt, task, url, clock,
+            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
     return agg
 
 

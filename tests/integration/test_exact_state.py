@@ -112,3 +112,20 @@ def test_counts_are_exact_under_storm_and_spark_replays(
         assert all(got[w] >= want[w] for w in want) and got != want, "replays not counted"
         return
     assert got == want, {w: (got[w], want[w]) for w in want if got[w] != want[w]}
+
+
+def test_the_spouts_committed_offsets_are_read_from_kafka(bootstrap: str) -> None:
+    """What lets a stateful task drop the records of committed messages."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from services.bolts import clients
+
+    topic, group = f"cm-{uuid.uuid4().hex[:6]}", f"squall.cm.{uuid.uuid4().hex[:6]}"
+    ensure_topics(bootstrap, {topic: 2})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 3)],
+             asynchronous=False)
+    c.close()
+    assert clients.spout_committed(bootstrap, {group: (topic,)}, now_s=1e9) == {
+        f"{topic}:0": 7, f"{topic}:1": 3}

@@ -9,6 +9,7 @@ import signal
 import sys
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.core.trident.codec import MapKind
+from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics
 from squall.supervision import Command, Supervisor
 from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
@@ -47,14 +49,26 @@ def counts(url: str, spec: TopologySpec, kind: MapKind) -> Counter[str]:
     return out
 
 
-@pytest.mark.parametrize(("db", "kind"), [("sqlite", MapKind.OPAQUE),
-                                          ("postgresql", MapKind.TRANSACTIONAL),
-                                          ("sqlite", MapKind.NON_TRANSACTIONAL)])
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark standalone master and two workers (one core each), from PySpark's jars."""
+    with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2) as c:
+        yield c.master_url
+
+
+@pytest.mark.parametrize(("db", "kind", "where"), [
+    ("sqlite", MapKind.OPAQUE, "local"),
+    ("postgresql", MapKind.TRANSACTIONAL, "local"),
+    ("sqlite", MapKind.NON_TRANSACTIONAL, "local"),
+    # The bolts on a Spark cluster: tasks on two executors, the state in PostgreSQL.
+    ("postgresql", MapKind.OPAQUE, "cluster"),
+])
 def test_counts_are_exact_under_storm_and_spark_replays(
         request: pytest.FixtureRequest, bootstrap: str, tmp_path: Path, db: str,
-        kind: MapKind) -> None:
+        kind: MapKind, where: str) -> None:
     url = f"sqlite://{tmp_path / 'state.db'}" if db == "sqlite" else \
         str(request.getfixturevalue("postgres_url"))
+    master = "local[2]" if where == "local" else str(request.getfixturevalue("spark_cluster"))
     name = f"ex{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
     spec = exact_word_count(name, source, kind, tmp_path / "once")
@@ -69,7 +83,7 @@ def test_counts_are_exact_under_storm_and_spark_replays(
     sup = Supervisor(tmp_path / "logs")
     bolts_cmd = Command("services.bolts", (
         "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
-        "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", "local[2]",
+        "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", master,
         "--trigger-ms", "100", "--state-url", url), {"PYSPARK_PYTHON": sys.executable},
         metrics=False)
 

@@ -7,8 +7,11 @@ Keys are drawn from ``--key-space`` words, so later batches update existing rows
 word count does. Steady state: the first ``--warmup`` batches are not timed.
 
 PostgreSQL is started by the embedded stack from the machine's binaries (as in the tests).
+With ``--wordcount``, also the word count (``benchmarks/wordcount.py``) with exact state and
+with at-least-once counting, one after the other, measured the same way.
 
-Last line: one JSON object, ``{"sqlite_updates_per_s": ..., "postgres_updates_per_s": ...}``.
+Last line: one JSON object, ``{"sqlite_updates_per_s": ..., "postgres_updates_per_s": ...,
+"wordcount_exact_per_s": ..., "wordcount_at_least_once_per_s": ..., "exact_ratio": ...}``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +68,8 @@ def main() -> int:
     p.add_argument("--key-space", type=int, default=100_000)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--skip-postgres", action="store_true")
+    p.add_argument("--wordcount", action="store_true",
+                   help="also the word count, exact vs at least once (~7 minutes)")
     a = p.parse_args()
     out: dict[str, float | None] = {"keys_per_batch": a.keys_per_batch, "batches": a.batches}
     with tempfile.TemporaryDirectory(prefix="squall-state-bench-") as tmp:
@@ -84,6 +90,18 @@ def main() -> int:
             print(f"  {r}", file=sys.stderr)
             out["postgres_updates_per_s"] = r["updates_per_s"]
             out["postgres_batches_per_s"] = r["batches_per_s"]
+    if a.wordcount:
+        rates = {}
+        for mode, flags in (("at_least_once", []), ("exact", ["--exact"])):
+            print(f"word count, {mode} ...", file=sys.stderr, flush=True)
+            done = subprocess.run([sys.executable, "-m", "benchmarks.wordcount",
+                                   "--skip-baseline", *flags], capture_output=True, text=True,
+                                  check=True)
+            rates[mode] = json.loads(done.stdout.strip().splitlines()[-1])["sentences_per_s"]
+            print(f"  {rates[mode]:,} sentences/s", file=sys.stderr)
+        out["wordcount_at_least_once_per_s"] = rates["at_least_once"]
+        out["wordcount_exact_per_s"] = rates["exact"]
+        out["exact_ratio"] = round(rates["exact"] / rates["at_least_once"], 3)
     print(json.dumps(out))
     return 0
 

@@ -68,13 +68,19 @@ class WordCountBatch(BatchBolt):
 
 
 def topology(name: str = "wordcount", source: str = "sentences", split_parallelism: int = 2,
-             count_parallelism: int = 2, vectorized: bool = False) -> TopologySpec:
+             count_parallelism: int = 2, vectorized: bool = False,
+             exact: bool = False) -> TopologySpec:
+    """The seeds' word count; ``exact``: the counts in Trident state (exactly once)."""
     b = TopologyBuilder()
     b.set_spout("sentences", source)
     b.set_bolt("split", SplitSentenceBatch if vectorized else SplitSentence,
                split_parallelism).shuffle_grouping("sentences")
-    b.set_bolt("count", WordCountBatch if vectorized else WordCount,
-               count_parallelism).fields_grouping("split", ["word"])
+    if exact:
+        b.persistent_aggregate("count", ["word"], "count", count_parallelism, kind="opaque"
+                               ).fields_grouping("split", ["word"])
+    else:
+        b.set_bolt("count", WordCountBatch if vectorized else WordCount,
+                   count_parallelism).fields_grouping("split", ["word"])
     return b.build(name, ackers=2, message_timeout_s=30)
 
 

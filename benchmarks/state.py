@@ -51,8 +51,7 @@ def measure(url: str, batches: int, keys_per_batch: int, key_space: int, warmup:
         n = len(keys)
         offs = np.arange(offset, offset + n, dtype=np.int64) // tuples_per_key
         offset += n
-        agg.run(txid, BatchInput(keys, [()] * n, ["src:0"] * n, offs,
-                                 (offs + 1).astype(np.uint64)),
+        agg.run(txid, BatchInput(keys, [()] * n, ["src:0"] * n, offs, np.zeros(n, np.int64)),
                 committed={"src:0": max(0, int(offs[0]) - 10 * keys_per_batch)})
     secs = time.perf_counter() - t0
     store.close()

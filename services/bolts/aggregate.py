@@ -86,8 +86,8 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec) -> BatchInput:
     values: list[tuple[Any, ...]] = []
     sources: list[str] = []
     offsets: list[np.ndarray] = []
-    roots: list[np.ndarray] = []
-    for b in batches:
+    emissions: list[np.ndarray] = []
+    for record, b in enumerate(batches):  # one batch per edge record
         cols = [b.data.column(f).to_pylist() for f in agg.group_by]
         vals = [b.data.column(f).to_pylist() for f in agg.fields]
         n = len(b)
@@ -100,12 +100,11 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec) -> BatchInput:
         else:
             sources += [UNKNOWN if s is None else s for s in o[0].to_pylist()]
             offsets.append(o[1])
-        # The first anchor's root: one per emission of the message.
-        first = pc.list_element(b.data.column(ROOTS_COL), 0) if n else pa.array([], pa.uint64())
-        roots.append(np.asarray(first.fill_null(0).to_numpy(zero_copy_only=False), np.uint64))
+        # An emission of a message reaches a task in one record: the record tells them apart.
+        emissions.append(np.full(n, record, np.int64))
     return BatchInput(keys, values, sources,
                       np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
-                      np.concatenate(roots) if roots else np.zeros(0, np.uint64))
+                      np.concatenate(emissions) if emissions else np.zeros(0, np.int64))
 
 
 def _acks(batches: Sequence[TupleBatch], now_ms: int) -> AckerBatch:

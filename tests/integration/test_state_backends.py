@@ -26,10 +26,11 @@ MAPS: dict[MapKind, Callable[[Any], Any]] = {
     MapKind.NON_TRANSACTIONAL: NonTransactionalMap}
 
 
-def _batch(words: list[str], offsets: list[int], roots: list[int] | None = None) -> BatchInput:
+def _batch(words: list[str], offsets: list[int], records: list[int] | None = None
+           ) -> BatchInput:
     return BatchInput([(w,) for w in words], [(w,) for w in words], ["sentences:0"] * len(words),
                       np.array(offsets, np.int64),
-                      np.array(roots or [o + 1 for o in offsets], np.uint64))
+                      np.array(records or [0] * len(offsets), np.int64))
 
 
 def _counts(store: SqlStore, kind: MapKind, words: list[str]) -> list[Any]:
@@ -60,7 +61,7 @@ def test_replays_of_both_kinds_count_once(db: str, state: str, kind: MapKind) ->
     agg = PersistentAggregate(MAPS[kind](store), store, Count())
     agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))
     agg.run(1, _batch(["a", "b", "a"], [0, 0, 1]))  # Spark runs batch 1 again
-    agg.run(2, _batch(["a", "c"], [1, 2], roots=[99, 3]))  # message 1 replayed by the spout
+    agg.run(2, _batch(["a", "c"], [1, 2], records=[0, 1]))  # message 1 replayed by the spout
     store.close()
     again = open_store(db, StoreName(state, 0, kind))  # another worker, another connection
     assert _counts(again, kind, ["a", "b", "c", "z"]) == [2, 1, 1, None]
@@ -124,7 +125,7 @@ def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
         store.commit = die
         PersistentAggregate(m, store, Count()).run(
             1, BatchInput([("a",)], [("a",)], ["sentences:0"], np.array([0], np.int64),
-                          np.array([1], np.uint64)))
+                          np.array([0], np.int64)))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)

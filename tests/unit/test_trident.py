@@ -177,7 +177,8 @@ def _task_of(word: str) -> int:
 @given(
     st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1,
              max_size=12),
-    st.lists(st.tuples(st.sampled_from(["deliver", "lose", "crash", "spark_rerun", "replay"]),
+    st.lists(st.tuples(st.sampled_from(["deliver", "lose", "crash", "spark_rerun", "replay",
+                                        "dup"]),
                        st.integers(0, 1000)), max_size=40),
     st.sampled_from(["transactional", "opaque"]))
 def test_any_interleaving_of_replays_leaves_exact_counts(
@@ -186,26 +187,30 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
     deliver (a batch), lose (a message's tuples for one task never arrive: its tree fails),
     crash (a batch fails before its commit), spark_rerun (a committed batch is run again
     with the same txid and content: Spark's commit did not happen), replay (the spout emits
-    a message again, under a new root). In the end the spout replays what never completed,
-    and every task drains: the counts equal the truth."""
+    a message again, under a new root), dup (an upstream micro-batch run again by Spark sends
+    a message's tuples for a task again, in another record). In the end the spout replays
+    what never completed, and every task drains: the counts equal the truth."""
     store = [MemoryBackingMap[Any]() for _ in range(N_TASKS)]
     make = TransactionalMap if kind == "transactional" else OpaqueMap
     tasks = [PersistentAggregate(make(s), s, Count()) for s in store]
-    queues: list[list[tuple[int, int, str]]] = [[] for _ in range(N_TASKS)]  # off, root, word
+    # Queued tuples: (source offset, the edge record they arrive in, word).
+    queues: list[list[tuple[int, int, str]]] = [[] for _ in range(N_TASKS)]
     txid = [0] * N_TASKS
     last: list[list[tuple[int, int, str]] | None] = [None] * N_TASKS
-    roots = iter(range(1, 1 << 30))
+    records = iter(range(1, 1 << 30))
+    sent: list[tuple[int, int]] = []  # (task, offset) of every record sent
 
     def emit(off: int) -> None:
-        root = next(roots)
+        per_task = {_task_of(w): next(records) for w in messages[off]}
         for w in messages[off]:
-            queues[_task_of(w)].append((off, root, w))
+            queues[_task_of(w)].append((off, per_task[_task_of(w)], w))
+        sent.extend((t, off) for t in per_task)
 
     def run(t: int, batch: list[tuple[int, int, str]], tx: int) -> None:
         tasks[t].run(tx, BatchInput([(w,) for _, _, w in batch], [(w,) for _, _, w in batch],
                                     ["src:0"] * len(batch),
                                     np.array([o for o, _, _ in batch], np.int64),
-                                    np.array([r for _, r, _ in batch], np.uint64)))
+                                    np.array([r for _, r, _ in batch], np.int64)))
 
     for off in range(len(messages)):
         emit(off)
@@ -238,6 +243,10 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
             run(t, last[t] or [], txid[t])
         elif ev == "replay":
             emit(n % len(messages))
+        elif ev == "dup" and sent:
+            tt, off = sent[n % len(sent)]
+            rec = next(records)
+            queues[tt] += [(off, rec, w) for w in messages[off] if _task_of(w) == tt]
         elif ev == "lose":
             off = n % len(messages)
             # Its tuples still queued for one task vanish; the tree fails, the spout replays.
@@ -262,10 +271,22 @@ def test_tuples_of_unknown_source_are_guarded_by_the_txid_alone() -> None:
 
     def batch(n: int) -> BatchInput:
         return BatchInput([("k",)] * n, [()] * n, [""] * n, np.full(n, -1, np.int64),
-                          np.arange(1, n + 1, dtype=np.uint64))
+                          np.arange(n, dtype=np.int64))
 
     agg.run(1, batch(2))
     agg.run(2, batch(3))  # not mistaken for messages batch 1 applied
     agg.run(2, batch(3))  # Spark's re-run: the txid skips it
     assert db.committed[("k",)] == TransactionalValue(2, 5)
     assert db.load_applied() == [] or all(not r.offsets for r in db.load_applied())
+
+
+def test_a_message_that_arrives_twice_in_one_batch_counts_once() -> None:
+    """An upstream micro-batch that Spark ran again sends the same emission in a second
+    record: same source message, maybe even the same roots. The first record counts."""
+    db: MemoryBackingMap[Any] = MemoryBackingMap()
+    agg = PersistentAggregate(OpaqueMap(db), db, Count())
+    words = ["the", "cow", "the"]  # message 4 of src:0, twice the word "the"
+    n = len(words)
+    agg.run(1, BatchInput([(w,) for w in words * 2], [()] * 2 * n, ["src:0"] * 2 * n,
+                          np.full(2 * n, 4, np.int64), np.repeat([0, 1], n).astype(np.int64)))
+    assert {k: v.curr for k, v in db.committed.items()} == {("the",): 2, ("cow",): 1}

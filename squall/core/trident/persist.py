@@ -2,7 +2,7 @@
 
 For batch ``txid`` of a task, in one transaction of the store: forget the applied records of
 ``txid`` and later (a re-run), drop the tuples of messages an earlier batch applied and
-those of a second emission of a message within the batch (Storm-level replays,
+those of a second emission (another edge record) of a message within the batch (Storm-level replays,
 :mod:`squall.core.trident.applied`), aggregate the rest per key, update the
 map (whose kind handles Spark-level replays by txid), and record the messages applied. A
 failure rolls all of it back.
@@ -50,14 +50,15 @@ class AppliedStore(Protocol):
 @dataclass(frozen=True)
 class BatchInput:
     """A batch's tuples for one task: group-by key, aggregated values, the source message
-    each came from (:data:`UNKNOWN` if not known), and its tree's root (one per emission of
-    the message)."""
+    each came from (:data:`UNKNOWN` if not known), and which emission of it they are: the
+    edge record they arrived in (all of one emission's tuples for a task come in one record;
+    a replay, or an upstream micro-batch that Spark ran again, sends another record)."""
 
     keys: Sequence[Key]
     values: Sequence[Values]
     sources: Sequence[str]
     offsets: I64
-    roots: npt.NDArray[np.uint64]
+    emissions: npt.NDArray[np.int64]
 
 
 @dataclass
@@ -103,7 +104,7 @@ class PersistentAggregate(Generic[T]):
             for s in set(b.sources) - {UNKNOWN}:
                 at = np.flatnonzero(srcs == s)
                 keep[at] = applied.fresh(s, b.offsets[at]) & _one_emission(
-                    b.offsets[at], b.roots[at])
+                    b.offsets[at], b.emissions[at])
         idx = np.flatnonzero(keep).tolist()
         keys, ups = batch_updates([b.keys[i] for i in idx], [b.values[i] for i in idx],
                                   self.aggregator)
@@ -115,12 +116,13 @@ class PersistentAggregate(Generic[T]):
         return Applied(keys, news, int(len(b.keys) - len(idx)))
 
 
-def _one_emission(offsets: I64, roots: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
-    """Of a message emitted twice within one batch (its tree replayed while the first
-    emission's tuples were still queued), the tuples of the first emission only."""
+def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:
+    """Of a message that reached the task twice within one batch (its tree replayed while the
+    first emission's tuples were still queued, or an upstream micro-batch run again), the
+    tuples of the first emission only."""
     first: dict[int, int] = {}
     keep = np.empty(offsets.size, np.bool_)
-    for i, (o, r) in enumerate(zip(offsets.tolist(), roots.tolist(), strict=True)):
-        keep[i] = first.setdefault(o, r) == r
+    for i, (o, e) in enumerate(zip(offsets.tolist(), emissions.tolist(), strict=True)):
+        keep[i] = first.setdefault(o, e) == e
     return keep
 

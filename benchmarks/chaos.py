@@ -324,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         feeder.start()
         commits.start()
         recovery: dict[str, float | None] = {}
+        outstanding: dict[str, int] = {}
         faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
         expected = total or int(a.rate * (a.minutes or 0) * 60)
         for i, (name, pattern) in enumerate(faults):
@@ -333,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.2)
             say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
                 f"{commits.value:,}: {name} down")
+            # Outstanding at the fault: fed, not yet committed (what a replay can concern).
+            outstanding[name] = max(0, feeder.fed - commits.value)
             recovery[name] = fault(cl, name, pattern, commits, a.recovery_timeout_s)
             say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
                 f"{recovery[name]} s")
@@ -389,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
             "poison_reasons": sorted({d.reason.split(":")[0] for v, d in spout_letters
                                       if v in poison})[:5],
             "replays": max(0, inits - (fed - len(feeder.undecodable))),
+            # Replays after a fault are bounded by what was outstanding at it, not multiplied
+            # by timeouts: the sum over the faults is the bound.
+            "outstanding_at_faults": sum(outstanding.values()),
             "replay_bound": spec.max_spout_pending * max(1, len(faults)) if spec.max_spout_pending
             else None,
             "duplicates": sum(counted.values()) - words_fed,

@@ -31,7 +31,7 @@ from squall.core.retry import RetrySchedule
 I64 = npt.NDArray[np.int64]
 
 
-class State(Enum):
+class OffsetState(Enum):
     PENDING = "pending"
     FAILED = "failed"
     DEAD_LETTERING = "dead_lettering"
@@ -39,8 +39,8 @@ class State(Enum):
 
 
 _PENDING, _FAILED, _DEAD_LETTERING, _DONE = 1, 2, 3, 4
-_STATES = {_PENDING: State.PENDING, _FAILED: State.FAILED,
-           _DEAD_LETTERING: State.DEAD_LETTERING, _DONE: State.DONE}
+_STATES = {_PENDING: OffsetState.PENDING, _FAILED: OffsetState.FAILED,
+           _DEAD_LETTERING: OffsetState.DEAD_LETTERING, _DONE: OffsetState.DONE}
 ATTEMPT_MASK = 0xFF  # attempts as the root ids carry them (squall.core.ids.derive_roots)
 
 
@@ -103,12 +103,12 @@ class OffsetManager:
         """One past the highest offset emitted: where reading goes on after retries."""
         return self._end
 
-    def state(self, offset: int) -> State:
+    def state(self, offset: int) -> OffsetState:
         p = self._pos(offset)
         if p is not None:
             return _STATES[int(self._state[p])]
         if offset < self._end:
-            return State.DONE  # committed, or a gap that never existed
+            return OffsetState.DONE  # committed, or a gap that never existed
         raise OffsetError(f"offset {offset} was never emitted (emitted up to {self._end - 1})")
 
     def failures(self, offset: int) -> int:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import OffsetError
-from squall.core.offsets import GiveUp, OffsetManager, Retry, State
+from squall.core.offsets import GiveUp, OffsetManager, OffsetState, Retry
 from squall.core.retry import RetrySchedule
 
 
@@ -133,7 +133,7 @@ def test_failed_offset_is_retried_by_the_backoff_schedule() -> None:
     m.acked(0)
     m.acked(2)
     assert m.failed(1, now_ms=1000) == Retry(1, 1100, 1)
-    assert m.state(1) is State.FAILED
+    assert m.state(1) is OffsetState.FAILED
     assert m.next_commit_offset() == 1  # a failed offset blocks the commit
     assert m.due_retries(1099) == []
     assert m.due_retries(1100) == [1]
@@ -142,14 +142,14 @@ def test_failed_offset_is_retried_by_the_backoff_schedule() -> None:
     assert [o for o in (0, 1, 2) if m.should_emit(o, 1100)] == [1]
     assert m.should_emit(3, 1100)
     m.emitted(1)
-    assert m.state(1) is State.PENDING
+    assert m.state(1) is OffsetState.PENDING
     assert m.due_retries(10_000) == []
     assert m.failed(1, 2000) == Retry(1, 2200, 2)
     m.emitted(1)
     assert m.failed(1, 3000) == Retry(1, 3400, 3)
     m.emitted(1)
     assert m.failed(1, 4000) == GiveUp(1, 4)
-    assert m.state(1) is State.DEAD_LETTERING
+    assert m.state(1) is OffsetState.DEAD_LETTERING
     assert not m.should_emit(1, 10**9)
     assert m.next_commit_offset() == 1  # not done until the dead letter is confirmed
     assert m.acked(1)
@@ -230,12 +230,12 @@ def test_never_commits_past_an_unfinished_offset_and_commits_all_once_done(
             m.emitted(o)  # the replay
         nxt = m.next_commit_offset()
         if nxt is not None:
-            unfinished = [x for x in offsets if x < nxt and m.state(x) is not State.DONE]
+            unfinished = [x for x in offsets if x < nxt and m.state(x) is not OffsetState.DONE]
             assert not unfinished, f"commit {nxt} would pass {unfinished}"
             if now % 2:
                 m.committed(nxt)
     for o in offsets:
-        if m.state(o) is State.FAILED:
+        if m.state(o) is OffsetState.FAILED:
             m.emitted(o)
         m.acked(o)
     final = m.next_commit_offset()
@@ -290,7 +290,7 @@ def test_a_large_window_grows_and_compacts() -> None:
     assert m.acked_many(np.arange(1, 60_000, 2)) == 30_000
     m.committed(m.next_commit_offset() or 0)
     assert m.committed_offset == 60_001  # 60,000 is even: acked in its batch
-    assert m.payload(60_001) == 60_001 and m.state(60_001) is State.PENDING
+    assert m.payload(60_001) == 60_001 and m.state(60_001) is OffsetState.PENDING
     assert m.num_uncommitted == 39_999
 
 

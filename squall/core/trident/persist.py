@@ -62,7 +62,7 @@ class BatchInput:
 
 
 @dataclass
-class Applied(Generic[T]):
+class NewValues(Generic[T]):
     """What a batch changed: the keys and their new values (``new_values_stream``)."""
 
     keys: list[Key]
@@ -79,7 +79,7 @@ class PersistentAggregate(Generic[T]):
         self.exact = not isinstance(state, NonTransactionalMap)
 
     def run(self, txid: int, batch: BatchInput, committed: dict[str, int] | None = None
-            ) -> Applied[T]:
+            ) -> NewValues[T]:
         """Apply batch ``txid``; ``committed``: the spout's committed offsets, if known
         (records below them are dropped)."""
         self.state.begin_commit(txid)
@@ -91,7 +91,7 @@ class PersistentAggregate(Generic[T]):
         self.state.commit(txid)
         return out
 
-    def _run(self, txid: int, b: BatchInput, committed: dict[str, int]) -> Applied[T]:
+    def _run(self, txid: int, b: BatchInput, committed: dict[str, int]) -> NewValues[T]:
         keep = np.ones(len(b.keys), np.bool_)
         applied: AppliedSources | None = None
         if self.exact:
@@ -113,7 +113,7 @@ class PersistentAggregate(Generic[T]):
             srcs = np.asarray(b.sources, dtype=object)
             by_source = {s: b.offsets[keep & (srcs == s)] for s in set(b.sources) - {UNKNOWN}}
             self.store.put_applied(applied.applied(txid, by_source))
-        return Applied(keys, news, int(len(b.keys) - len(idx)))
+        return NewValues(keys, news, int(len(b.keys) - len(idx)))
 
 
 def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:

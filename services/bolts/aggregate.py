@@ -29,15 +29,22 @@ from squall.core.grouping import Edge, Router
 from squall.core.records import AckerBatch, RecordKind
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.cached import CachedMap
-from squall.core.trident.codec import MapKind
-from squall.core.trident.maps import NonTransactionalMap, OpaqueMap, TransactionalMap
-from squall.core.trident.persist import UNKNOWN, BatchInput, PersistentAggregate
-from squall.core.trident.spec import AggregateSpec
+from squall.core.trident.maps import map_state
+from squall.core.trident.persist import (
+    UNKNOWN,
+    BatchInput,
+    PartitionPersist,
+    PersistentAggregate,
+)
+from squall.core.trident.spec import (
+    AggregateSpec,
+    PersistSpec,
+    QuerySpec,
+    stored_state,
+    trident_spec,
+)
 from squall.core.tuple_batch import IDS_COL, ROOTS_COL, TupleBatch
 
-_MAPS: dict[MapKind, Any] = {MapKind.TRANSACTIONAL: TransactionalMap,
-                             MapKind.OPAQUE: OpaqueMap,
-                             MapKind.NON_TRANSACTIONAL: NonTransactionalMap}
 _ANCHORS = pa.list_(pa.uint64())
 
 
@@ -45,16 +52,21 @@ class AggregateTask:
     def __init__(self, spec: TopologySpec, bolt: BoltSpec, task: int, default_url: str,
                  clock: Clock, committed: Callable[[], dict[str, int]] | None = None) -> None:
         where = f"bolt {bolt.name!r}"
-        self.agg = AggregateSpec.from_config(bolt.config, where)
+        t = trident_spec(bolt.cls, bolt.config, where)
+        assert not isinstance(t, QuerySpec), f"{where} keeps no state"
+        self.spec: AggregateSpec | PersistSpec = t
+        kind, url, name = stored_state(spec.name, bolt.name, t)
         self.component, self.task, self.clock = bolt.name, task, clock
-        self.store: SqlStore = open_store(self.agg.url or default_url, StoreName(
-            self.agg.name or f"{spec.name}.{bolt.name}", task, self.agg.kind))
-        self.cache = CachedMap(self.store, self.agg.cache_size) if self.agg.cache_size \
-            else None
-        self.engine = PersistentAggregate(_MAPS[self.agg.kind](self.cache or self.store),
-                                          self.store, self.agg.load_aggregator(where))
-        fields = self.agg.outputs()["default"]
-        self.edges = [(e, Router.for_edge(e, fields)) for e in spec.edges_from(bolt.name)]
+        self.store: SqlStore = open_store(url or default_url, StoreName(name, task, kind))
+        self.cache = CachedMap(self.store, t.cache_size) if t.cache_size else None
+        state = map_state(kind, self.cache or self.store)
+        self.engine: PersistentAggregate[Any] | PartitionPersist[Any] = (
+            PersistentAggregate(state, self.store, t.load_aggregator(where))
+            if isinstance(t, AggregateSpec) else
+            PartitionPersist(state, self.store, t.load_updater(where)))
+        self.fields = t.outputs()["default"]
+        self.edges = [(e, Router.for_edge(e, self.fields))
+                      for e in spec.edges_from(bolt.name)]
         self._last: int | None = None
         # The spouts' committed offsets: applied records below them are let go.
         self._committed = committed
@@ -64,24 +76,20 @@ class AggregateTask:
         batches = [b for b in batches if len(b)]
         if self.cache is not None and self._last != txid - 1:
             self.cache.clear()  # the task's last batch ran in another Python worker
-        inp = _input(batches, self.agg)
+        inp = _input(batches, self.spec)
         done = self.engine.run(txid, inp, self._committed() if self._committed else None)
         self._last = txid
         res.executed = res.acked = len(inp.keys)
         res.acks = _acks(batches, self.clock.now_ms())
-        if done.keys and self.edges:
-            rows = [(*k, v) for k, v in zip(done.keys, done.values, strict=True)]
-            res.emitted = len(rows)
-            fields = self.agg.outputs()["default"]
+        if done.rows and self.edges:
+            res.emitted = len(done.rows)
             for edge, router in self.edges:
-                res.outputs += _routed(edge, router, fields, rows, self.component, self.task)
+                res.outputs += _routed(edge, router, self.fields, done.rows, self.component,
+                                       self.task)
         return res
 
-    def close(self) -> None:
-        self.store.close()
 
-
-def _input(batches: Sequence[TupleBatch], agg: AggregateSpec) -> BatchInput:
+def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> BatchInput:
     keys: list[tuple[Any, ...]] = []
     values: list[tuple[Any, ...]] = []
     sources: list[str] = []

@@ -21,7 +21,7 @@ from squall.core.chains import chains
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
+from squall.core.trident.spec import STATEFUL
 from squall.kafka import ensure_topics
 
 log = logging.getLogger("squall.bolts")
@@ -83,38 +83,34 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
               .option("report_topic", metrics_topic(spec.name)).option("run", run_id)
               .option("component", head.name).load())
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
-    # Stateful bolts' state logs, each bolt's kept with its own query's progress (so they do
-    # not move when fusing is switched on or off): services/bolts/state_log.py.
-    state_dirs = {c: str((s.checkpoint_dir / spec.name / c).resolve() / "squall-state")
-                  for c in chain}
-    # Persistent aggregates: the job's database, by default SQLite beside the checkpoints
-    # (one machine only: on a cluster, give a PostgreSQL URL).
+    # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
+    # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
     state_url = s.state_url or f"sqlite://{(s.checkpoint_dir / spec.name).resolve()}/state.db"
     state_urls = {c: state_url for c in chain}
-    aggregates = [b.name for b in spec.bolts if b.name in chain and b.cls == AGGREGATE_CLASS]
+    aggregates = [b.name for b in spec.bolts if b.name in chain and b.cls in STATEFUL]
     if aggregates and s.sink == "writer":
         raise ConfigError(f"persistent aggregates {aggregates} need the foreach_batch sink "
                           "(their txid is the micro-batch id)")
-    if aggregates and state_url.startswith("sqlite://"):
+    if state_url.startswith("sqlite://"):
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)
     if s.sink == "writer":
         assert len(chain) == 1, "the writer sink runs one bolt per query"
         writer = (reader.writeStream.format("squall_bolt")
                   .option("topology", spec.to_json()).option("component", head.name)
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
-                  .option("state_dir", state_dirs[head.name]))
+                  .option("state_url", state_url))
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
-                          state_dirs, str(checkpoint / "squall-batches"), state_urls))
+                          state_urls, str(checkpoint / "squall-batches")))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(f"{spec.name}.{head.name}"))
 
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
-                  metrics: BoltMetrics | None, state_dirs: Mapping[str, str],
-                  marks_dir: str, state_urls: Mapping[str, str]) -> Any:
+                  metrics: BoltMetrics | None, state_urls: Mapping[str, str],
+                  marks_dir: str) -> Any:
     """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
     per head task); their reports come back to this process, which counts them and logs
     errors. A batch a task finished before (a re-run after a crash) is skipped."""
@@ -122,8 +118,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     from services.bolts.sink import task_runner
 
     def batch(df: Any, batch_id: int) -> None:
-        run = task_runner(spec_json, chain, bootstrap, state_dirs, marks_dir, batch_id,
-                          state_urls)
+        run = task_runner(spec_json, chain, bootstrap, state_urls, marks_dir, batch_id)
         rows = df.mapInArrow(run, SPARK_SCHEMA).collect()
         for component in chain:
             mine = [BatchReport.from_row(r.asDict()) for r in rows

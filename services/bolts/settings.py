@@ -50,9 +50,10 @@ class BoltSettings(BaseSettings):
     # Run a bolt whose only input is another bolt of this job in that bolt's query
     # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
     fuse: bool = True
-    # Where persistent aggregates keep their state (postgresql://..., sqlite:///path), unless
-    # their spec names a database. Also read from SQUALL_STATE_URL, as the compose file and
-    # `squall dev up --postgres` set it. Default: SQLite beside the checkpoints.
+    # Where stateful bolts and persistent aggregates keep their state (postgresql://...,
+    # sqlite:///path), unless an aggregate's spec names a database. Also read from
+    # SQUALL_STATE_URL, as the compose file and `squall dev up --postgres` set it.
+    # Default: SQLite beside the checkpoints.
     state_url: str | None = Field(None, validation_alias=AliasChoices(
         "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"))
 
@@ -101,7 +102,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
                    help="run a bolt whose only input is another bolt of this job in that "
                    "bolt's query, one micro-batch per tree instead of two (default: on; "
                    "foreach_batch sink only)")
-    p.add_argument("--state-url", help="persistent aggregates' database: postgresql://... or "
+    p.add_argument("--state-url", help="stateful bolts' and persistent aggregates' "
+                   "database: postgresql://... or "
                    "sqlite:///path (env SQUALL_STATE_URL; default: SQLite beside the "
                    "checkpoints)")
     p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",

@@ -15,7 +15,6 @@ import importlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,7 +24,8 @@ from pyspark.sql.types import StructType
 from services.bolts import batch_marks, clients, heap
 from services.bolts.aggregate import AggregateTask
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
-from services.bolts.state_log import TaskStateLog, log_path
+from services.bolts.task_state import TaskState
+from squall.backends import open_kv
 from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
@@ -33,7 +33,13 @@ from squall.core.errors import ConfigError, WireFormatError
 from squall.core.executor import BoltExecutor
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
+from squall.core.trident.spec import (
+    QUERY_CLASS,
+    STATEFUL,
+    QuerySpec,
+    stored_state,
+    trident_spec,
+)
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
 from squall.core.wire import encode_acker_messages
 from squall.wallclock import SystemClock
@@ -60,11 +66,11 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.component = options["component"]
         self.bootstrap = options["bootstrap"]
         self.run_id = options.get("run", "")
-        self.state_dir = options.get("state_dir", "")
+        self.state_url = options.get("state_url", "")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
         return run_task(self.spec_json, self.component, self.bootstrap, iterator,
-                        self.state_dir)
+                        self.state_url)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         rep = BatchReport.merged(
@@ -87,23 +93,21 @@ class BoltWriter(DataSourceStreamArrowWriter):
 
 
 def run_task(spec_json: str, component: str, bootstrap: str,
-             iterator: Iterable[pa.RecordBatch], state_dir: str = "") -> BatchReport:
+             iterator: Iterable[pa.RecordBatch], state_url: str = "") -> BatchReport:
     """One bolt task over its micro-batch partition (see :func:`run_chain`)."""
     return run_chain(spec_json, (component,), bootstrap, iterator,
-                     {component: state_dir} if state_dir else {})[0]
+                     {component: state_url} if state_url else {})[0]
 
 
 def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
-              iterator: Iterable[pa.RecordBatch], state_dirs: Mapping[str, str],
-              marks_dir: str = "", batch_id: int | None = None,
-              state_urls: Mapping[str, str] | None = None) -> list[BatchReport]:
+              iterator: Iterable[pa.RecordBatch], state_urls: Mapping[str, str],
+              marks_dir: str = "", batch_id: int | None = None) -> list[BatchReport]:
     """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
     (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
 
     A stateful task's state is brought up to date before it runs and its changes are
-    logged after the flush (in ``state_dirs[component]``; without one it stays in this
-    worker). Task locks are taken in chain order, tasks ascending: no two Spark tasks
-    can wait on each other. A persistent aggregate applies the batch to its database
+    written after the flush, to the database ``state_urls[component]`` (without one it
+    stays in this worker). A persistent aggregate applies the batch to its database
     (``state_urls[component]`` unless its spec names one) under txid ``batch_id``. One
     report per bolt of the chain, head first.
     """
@@ -139,9 +143,9 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
             inputs: dict[int, list[TupleBatch]] = {task: batches}
             for i, comp in enumerate(chain):
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
-                inputs = _run_component(spec, comp, inputs, fused, state_dirs.get(comp, ""),
-                                        batch_id, (state_urls or {}).get(comp, ""),
-                                        bootstrap, producer, reports[i], turns)
+                inputs = _run_component(spec, comp, inputs, fused, batch_id,
+                                        state_urls.get(comp, ""), bootstrap, producer,
+                                        reports[i], turns)
                 if not inputs:
                     break
         t_prod = time.perf_counter()
@@ -160,7 +164,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
 
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
-                   fused_topic: str, state_dir: str, txid: int | None, state_url: str,
+                   fused_topic: str, txid: int | None, state_url: str,
                    bootstrap: str, producer: Any, report: BatchReport,
                    turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
@@ -171,16 +175,16 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     run_s = prod_s = 0.0
     for task in sorted(inputs):
         t0 = time.perf_counter()
-        if bolt.cls == AGGREGATE_CLASS:
+        if bolt.cls in STATEFUL:
             if txid is None:
-                raise ConfigError(f"persistent aggregate {component!r} needs the "
+                raise ConfigError(f"stateful Trident bolt {component!r} needs the "
                                   "foreach_batch sink: its txid is the micro-batch id")
             res = _aggregate(spec, bolt, task, state_url, bootstrap).run(txid, inputs[task])
         else:
-            ex = _executor(spec, bolt, task)
-            log_ = _state_log(ex, state_dir, task)
-            if log_ is not None:
-                turns.enter_context(log_.turn())
+            ex = _executor(spec, bolt, task, state_url)
+            kv = _task_state(spec, bolt, ex, state_url, task)
+            if kv is not None:
+                turns.enter_context(kv.turn())
             res = ex.run(inputs[task])
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
@@ -215,18 +219,17 @@ def _flush(producer: Any, component: str, task: int) -> None:
 
 
 def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
-                state_dirs: Mapping[str, str] | None = None, marks_dir: str = "",
-                batch_id: int | None = None, state_urls: Mapping[str, str] | None = None
+                state_urls: Mapping[str, str] | None = None, marks_dir: str = "",
+                batch_id: int | None = None
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt.
 
     With ``marks_dir`` and ``batch_id``, a batch the task finished already is skipped
     (services/bolts/batch_marks.py)."""
-    dirs, urls = dict(state_dirs or {}), dict(state_urls or {})
+    urls = dict(state_urls or {})
 
     def run(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        reps = run_chain(spec_json, chain, bootstrap, iterator, dirs, marks_dir, batch_id,
-                         urls)
+        reps = run_chain(spec_json, chain, bootstrap, iterator, urls, marks_dir, batch_id)
         yield to_arrow(reps)
 
     return run
@@ -245,15 +248,23 @@ def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
     produce(producer, topic, value, partition=partition)
 
 
-def _executor(spec: TopologySpec, bolt: BoltSpec, task: int) -> BoltExecutor:
+def _executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
+              ) -> BoltExecutor:
     key = (spec.name, bolt.name, task)
     ex = _EXECUTORS.get(key)
     if ex is None:
         module, _, cls = bolt.cls.partition(":")
         instance = getattr(importlib.import_module(module), cls)()
         ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
+        conf = {**bolt.config, "squall.state_url": state_url}
+        if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
+            target = spec.component(bolt.config["state"])
+            assert isinstance(target, BoltSpec)
+            t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
+            assert not isinstance(t, QuerySpec)
+            conf["squall.queried"] = stored_state(spec.name, target.name, t)
         ex = _EXECUTORS[key] = BoltExecutor(instance, ctx, spec.edges_from(bolt.name),
-                                            dict(bolt.config), clock=SystemClock())
+                                            conf, clock=SystemClock(), outputs=bolt.outputs)
         heap.grew()
     return ex
 
@@ -276,14 +287,16 @@ def _aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
     return agg
 
 
-_STATE_LOGS: dict[int, TaskStateLog] = {}
+_TASK_STATES: dict[int, TaskState] = {}
 
 
-def _state_log(ex: BoltExecutor, state_dir: str, task: int) -> TaskStateLog | None:
-    """The log that keeps a stateful task's state current in this worker (one per executor)."""
-    if ex.state is None or not state_dir:
+def _task_state(spec: TopologySpec, bolt: BoltSpec, ex: BoltExecutor, url: str, task: int
+                ) -> TaskState | None:
+    """What keeps a stateful task's state current in this worker (one per executor)."""
+    if ex.state is None or not url:
         return None
-    log_ = _STATE_LOGS.get(id(ex))
-    if log_ is None:
-        log_ = _STATE_LOGS[id(ex)] = TaskStateLog(log_path(Path(state_dir), task), ex.state)
-    return log_
+    kv = _TASK_STATES.get(id(ex))
+    if kv is None:
+        kv = _TASK_STATES[id(ex)] = TaskState(
+            open_kv(url, f"{spec.name}.{bolt.name}", task), ex.state)
+    return kv

@@ -6,9 +6,11 @@ One connection per task's store, in autocommit mode with explicit transactions (
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-from squall.backends.sql import SqlStore, StoreName, schema
+from squall.backends.sql import schema
 from squall.core.errors import StateError
 
 #: Serialises schema creation: concurrent CREATE TABLE IF NOT EXISTS can collide.
@@ -28,6 +30,15 @@ class PostgresDialect:
     def rollback(self, conn: Any) -> None:
         conn.execute("ROLLBACK")
 
+    @contextlib.contextmanager
+    def task_lock(self, conn: Any, state: str, task: int) -> Iterator[None]:
+        # A session lock every machine sees; released when the connection dies, too.
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s), %s)", (state, task))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s), %s)", (state, task))
+
     def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]:
         cur = conn.execute("SELECT key, value FROM squall_state WHERE state = %s "
                            "AND key = ANY(%s)", (state, keys))
@@ -41,17 +52,13 @@ def connect(conninfo: str, timeout_s: float = 30.0) -> Any:
         conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout_s))
         conn.execute("BEGIN")
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for stmt in schema():
+        for stmt in schema(blob="BYTEA"):
             conn.execute(stmt)
         conn.execute("COMMIT")
     except psycopg.Error as e:
         raise StateError(f"cannot open the PostgreSQL state at {_safe(conninfo)}: "
                          f"{str(e).strip()}") from None
     return conn
-
-
-def store(conninfo: str, name: StoreName) -> SqlStore:
-    return SqlStore(connect(conninfo), PostgresDialect(), name)
 
 
 def _safe(conninfo: str) -> str:

@@ -6,6 +6,8 @@ Two tables, shared by every state of a database::
     squall_applied (state, task, txid, record)  one row per batch of a task still uncommitted
                                                 at the spout (squall.core.trident.applied)
 
+and two for stateful bolts' keyed state (squall.backends.kv).
+
 A batch's writes go in one transaction (``begin_commit`` .. ``commit``). The SQL is the
 same for SQLite and PostgreSQL but for placeholders and the key lookup, which a
 :class:`Dialect` gives.
@@ -14,6 +16,7 @@ same for SQLite and PostgreSQL but for placeholders and the key lookup, which a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,15 +26,22 @@ from squall.core.trident.codec import MapKind, decode_key, decode_value, encode_
 from squall.core.trident.state import Key
 
 
-def schema(table_suffix: str = "") -> tuple[str, ...]:
+def schema(table_suffix: str = "", blob: str = "BLOB") -> tuple[str, ...]:
     """The tables; ``table_suffix`` is appended to each CREATE TABLE (SQLite: WITHOUT
-    ROWID, so a row lives in its primary key's B-tree, written once)."""
+    ROWID, so a row lives in its primary key's B-tree, written once); ``blob``: the
+    database's byte string type. ``squall_kv`` and ``squall_kv_turns`` hold stateful bolts'
+    keyed state (:mod:`squall.backends.kv`)."""
     return (
         "CREATE TABLE IF NOT EXISTS squall_state (state TEXT NOT NULL, key TEXT NOT NULL, "
         f"value TEXT NOT NULL, PRIMARY KEY (state, key)){table_suffix}",
         "CREATE TABLE IF NOT EXISTS squall_applied (state TEXT NOT NULL, task INTEGER NOT "
         "NULL, txid BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (state, task, txid))"
         f"{table_suffix}",
+        f"CREATE TABLE IF NOT EXISTS squall_kv (state TEXT NOT NULL, task INTEGER NOT NULL, "
+        f"key {blob} NOT NULL, value {blob} NOT NULL, PRIMARY KEY (state, task, key))"
+        f"{table_suffix}",
+        "CREATE TABLE IF NOT EXISTS squall_kv_turns (state TEXT NOT NULL, task INTEGER NOT "
+        f"NULL, turn BIGINT NOT NULL, PRIMARY KEY (state, task)){table_suffix}",
     )
 
 
@@ -49,6 +59,11 @@ class Dialect(Protocol):
     def rollback(self, conn: Any) -> None: ...
 
     def select_keys(self, conn: Any, state: str, keys: list[str]) -> list[tuple[str, str]]: ...
+
+    def task_lock(self, conn: Any, state: str, task: int) -> AbstractContextManager[None]:
+        """Held while one worker runs a state's task: others that run it at the same time
+        (a fused chain's tasks, a zombie) wait."""
+        ...
 
 
 @dataclass(frozen=True)

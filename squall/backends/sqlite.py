@@ -4,19 +4,40 @@ share it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from squall.backends.sql import SqlStore, StoreName, schema
+from squall.backends.sql import schema
 from squall.core.errors import StateError
 
 
 class SqliteDialect:
     name = "sqlite"
     p = "?"
+
+    def __init__(self, path: Path | str = "") -> None:
+        self.path = Path(path)
+
+    @contextlib.contextmanager
+    def task_lock(self, conn: Any, state: str, task: int) -> Iterator[None]:
+        # One machine's database: a file lock beside it (the database's own lock would
+        # hold every other task's writes for the whole turn).
+        locks = self.path.parent / f"{self.path.name}.locks"
+        locks.mkdir(exist_ok=True)
+        name = hashlib.sha1(state.encode()).hexdigest()[:16]
+        with open(locks / f"{name}-{task}.lock", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def begin(self, conn: Any) -> None:
         conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first write
@@ -49,7 +70,3 @@ def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
     except sqlite3.Error as e:
         raise StateError(f"cannot open the SQLite state {path}: {e}") from None
     return conn
-
-
-def store(path: Path | str, name: StoreName) -> SqlStore:
-    return SqlStore(connect(path), SqliteDialect(), name)

@@ -65,11 +65,13 @@ class BoltExecutor:
 
     def __init__(self, bolt: Bolt | BatchBolt, context: TaskContext, edges: Sequence[Edge],
                  conf: Mapping[str, Any] | None = None, ids: Callable[[], int] = new_id,
-                 *, clock: Clock) -> None:
+                 *, clock: Clock, outputs: Mapping[str, Sequence[str]] | None = None) -> None:
         self.bolt = bolt
         self.clock = clock
         self.context = context
-        self.outputs = {s: tuple(f) for s, f in bolt.outputs.items()}
+        # The topology's declaration wins over the class's (a spec may name other fields).
+        self.outputs = {s: tuple(f) for s, f in (
+            bolt.outputs if outputs is None else outputs).items()}
         self._anch = Anchoring(ids)
         self._batch_ids = IdBatcher()
         self._edges: dict[str, list[_EdgeBuffer]] = {}

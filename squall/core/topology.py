@@ -20,7 +20,15 @@ from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name, edge_topic
 from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
-from squall.core.trident.spec import AggregateSpec
+from squall.core.trident.spec import (
+    PERSIST_CLASS,
+    QUERY_CLASS,
+    SPEC_KEYS,
+    check_bolt,
+    trident_spec,
+)
+
+TRIDENT_CLASSES = frozenset(SPEC_KEYS.values())
 
 MAX_PARALLELISM = 1024
 
@@ -157,8 +165,13 @@ class TopologySpec:
                 raise TopologyError(f"{where}: the json scheme needs fields")
         for b in self.bolts:
             where = f"bolt {b.name!r}"
-            if b.cls == AGGREGATE_CLASS:
-                self._check_aggregate(b, where)
+            if b.cls in TRIDENT_CLASSES:
+                names_ = set(names)
+                ins = [(i.component, i.grouping.value, i.fields,
+                        self.output_fields(i.component, i.stream) if i.component in names_
+                        else ()) for i in b.inputs]
+                check_bolt(b.cls, b.config, b.outputs, ins,
+                           {c.name: getattr(c, "cls", "") for c in self.components()}, where)
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
             if not 1 <= b.parallelism <= MAX_PARALLELISM:
@@ -183,28 +196,6 @@ class TopologySpec:
                             f"{where}: fields grouping on {i.component!r} by {missing}, not "
                             f"among its output fields {list(fields)}")
         return self
-
-    def _check_aggregate(self, b: BoltSpec, where: str) -> None:
-        """A persistent aggregate: a sound spec, outputs as it declares them, and every key
-        owned by one task (fields grouping on the key; global for one global value)."""
-        agg = AggregateSpec.from_config(b.config, where)
-        if dict(b.outputs) != agg.outputs():
-            raise TopologyError(f"{where}: a persistent aggregate's outputs are "
-                                f"{agg.outputs()}, not {dict(b.outputs)}")
-        for i in b.inputs:
-            want = Grouping.FIELDS if agg.group_by else Grouping.GLOBAL
-            if i.grouping is not want or (agg.group_by and tuple(i.fields) != agg.group_by):
-                raise TopologyError(
-                    f"{where}: input from {i.component!r} must be grouped "
-                    + (f"by fields {list(agg.group_by)}" if agg.group_by else "globally")
-                    + f" (each key's value lives in one task), not {i.grouping.value}"
-                    + (f" by {list(i.fields)}" if i.fields else ""))
-            have = self.output_fields(i.component, i.stream) if i.component in {
-                c.name for c in self.components()} else ()
-            missing = [f for f in (*agg.group_by, *agg.fields) if f not in have]
-            if have and missing:
-                raise TopologyError(f"{where}: fields {missing} are not among "
-                                    f"{i.component!r}'s output fields {list(have)}")
 
     # ----- (de)serialisation -----------------------------------------------
 
@@ -289,13 +280,14 @@ def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
         inputs.append(InputSpec(_req(i, "component", f"{where} input"),
                                 i.get("stream", DEFAULT_STREAM), grouping,
                                 tuple(i.get("fields", ()))))
-    if "persistent_aggregate" in raw:
-        clash = sorted({"class", "cls", "outputs", "config"} & set(raw))
-        if clash:
-            raise TopologyError(f"{where}: persistent_aggregate takes no {clash}")
-        agg = AggregateSpec.from_config(raw["persistent_aggregate"], where)
-        return BoltSpec(name, AGGREGATE_CLASS, int(raw.get("parallelism", 1)), tuple(inputs),
-                        agg.outputs(), agg.to_config())
+    for key, cls in SPEC_KEYS.items():
+        if key in raw:
+            clash = sorted({"class", "cls", "outputs", "config", *SPEC_KEYS} - {key} & set(raw))
+            if clash:
+                raise TopologyError(f"{where}: {key} takes no {clash}")
+            t = trident_spec(cls, raw[key], where)
+            return BoltSpec(name, cls, int(raw.get("parallelism", 1)), tuple(inputs),
+                            t.outputs(), t.to_config())
     outputs = {k: tuple(v) for k, v in dict(raw.get("outputs", {})).items()}
     return BoltSpec(name, str(_req(raw, "class", where) if "class" in raw else
                               _req(raw, "cls", where)),
@@ -370,14 +362,37 @@ class TopologyBuilder:
         """Trident's ``groupBy(fields).persistentAggregate(state, aggregator, output)``:
         group its input with ``fields_grouping(component, group_by)`` (or
         ``global_grouping`` when ``group_by`` is empty)."""
-        agg = AggregateSpec.from_config({
+        return self._trident(name, AGGREGATE_CLASS, parallelism, {
             "group_by": list(group_by), "aggregator": aggregator, "fields": list(fields),
             **({"output": output} if output else {}),
-            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size}},
-            f"bolt {name!r}")
+            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size}})
+
+    def partition_persist(self, name: str, updater: str, group_by: Sequence[str],
+                          fields: Sequence[str], outputs: Sequence[str] = (),
+                          parallelism: int = 1, *, kind: str = "opaque",
+                          url: str | None = None, state_name: str | None = None
+                          ) -> BoltDeclarer:
+        """Trident's ``partitionBy(group_by).partitionPersist(state, fields, updater,
+        outputs)``: ``updater`` ('module:Class') is given each batch's fresh tuples."""
+        return self._trident(name, PERSIST_CLASS, parallelism, {
+            "group_by": list(group_by), "updater": updater, "fields": list(fields),
+            "outputs": list(outputs), "state": {"kind": kind, "url": url, "name": state_name}})
+
+    def state_query(self, name: str, state: str, key: Sequence[str],
+                    function: str = "map_get", output: str = "value", parallelism: int = 1,
+                    *, fields: Sequence[str] | None = None) -> BoltDeclarer:
+        """Trident's ``stateQuery(state, key, function, output)``: each input tuple's
+        ``key`` looked up in component ``state``'s state; emits ``fields`` (default: the
+        key) and the result, anchored to the input."""
+        return self._trident(name, QUERY_CLASS, parallelism, {
+            "state": state, "key": list(key), "function": function, "output": output,
+            **({"fields": list(fields)} if fields is not None else {})})
+
+    def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
+                 ) -> BoltDeclarer:
+        t = trident_spec(cls, config, f"bolt {name!r}")
         inputs: list[InputSpec] = []
-        self._bolts.append((name, AGGREGATE_CLASS, parallelism, inputs, agg.outputs(),
-                            agg.to_config()))
+        self._bolts.append((name, cls, parallelism, inputs, t.outputs(), t.to_config()))
         return BoltDeclarer(inputs)
 
     def build(self, name: str, **conf: Any) -> TopologySpec:

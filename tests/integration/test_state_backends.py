@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from squall.backends import open_store, sqlite
+from squall.backends import open_store
 from squall.backends.sql import SqlStore, StoreName
 from squall.core.errors import StateError
 from squall.core.trident.aggregators import Count
@@ -142,7 +142,35 @@ def test_an_unreadable_database_is_a_clear_error(tmp_path: Path, postgres_url: s
     bad = tmp_path / "not-a-db"
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StateError, match="cannot open the SQLite state"):
-        sqlite.store(bad, StoreName("counts", 0, MapKind.OPAQUE))
+        open_store(str(bad), StoreName("counts", 0, MapKind.OPAQUE))
     wrong = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
     with pytest.raises(StateError, match="no_such_database"):
         open_store(wrong, StoreName("counts", 0, MapKind.OPAQUE))
+
+
+def test_a_stateful_bolts_state_in_postgresql(postgres_url: str) -> None:
+    """Storm's KeyValueState of a task on PostgreSQL: pickled keys and values as bytea,
+    read back by another worker, a zombie's write refused."""
+    from services.bolts.task_state import TaskState
+    from squall.backends import open_kv
+    from squall.core.state import KeyValueState
+
+    def worker() -> TaskState:
+        return TaskState(open_kv(postgres_url, "kv.test.count", 3), KeyValueState())
+
+    a, b = worker(), worker()
+    with a.turn() as s:
+        s[("the", 1)] = {"n": 2, "raw": b"\x00\xff"}
+        s["gone"] = 1
+    with b.turn() as s:
+        assert s[("the", 1)] == {"n": 2, "raw": b"\x00\xff"}
+        del s["gone"]
+    assert a.catch_up() and dict(a.state) == {("the", 1): {"n": 2, "raw": b"\x00\xff"}}
+    with b.turn() as s:
+        s["y"] = 2
+    a.state["x"] = 1  # a worker that ran the task without its lock
+    with pytest.raises(StateError, match="another worker changed it"):
+        a.save()
+    c = worker()
+    c.catch_up()
+    assert set(c.state) == {("the", 1), "y"}

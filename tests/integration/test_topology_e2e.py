@@ -172,7 +172,7 @@ def committed_or_dead(run: Run, bolts: ServiceProcess, n: int) -> bool:
 
 def test_counts_follow_their_task_when_spark_runs_it_in_another_worker(run: Run) -> None:
     """Python workers not reused: each micro-batch of a task runs in a fresh process, so
-    only the task's state log carries its counts from one micro-batch to the next."""
+    only the task's state in the database carries its counts from one micro-batch to the next."""
     lines, waves = sentences(300), 3
     size = len(lines) // waves
     with run.acker.start(), run.report() as report, \
@@ -207,7 +207,7 @@ def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
     seen = Counter(str(v[0]) for v in report.values)
     want = expected_counts(lines)
     assert all(seen[w] >= want[w] for w in want), "a word was lost"
-    # The second job went on from the first one's counts (the tasks' state logs).
+    # The second job went on from the first one's counts (the tasks' state in the database).
     top = highest_counts(report.values)
     assert all(top[w] >= want[w] for w in want), "a count started over"
 

@@ -84,3 +84,55 @@ def test_bad_aggregates_say_what_and_where(change: dict[str, Any], needle: str) 
 def test_every_example_topology_is_valid(path: Path) -> None:
     spec = TopologySpec.from_text(path.read_text())
     assert TopologySpec.from_text(spec.to_json()) == spec
+
+
+LEDGER = Path("examples/ledger.yaml")
+
+
+def _ledger(bolt: int, change: dict[str, Any], drop: str = "") -> str:
+    doc = yaml.safe_load(LEDGER.read_text())
+    if drop:
+        del doc["bolts"][bolt][drop]
+    doc["bolts"][bolt].update(change)
+    return yaml.safe_dump(doc)
+
+
+def test_partition_persist_and_state_query_from_yaml_and_the_builder_agree() -> None:
+    spec = TopologySpec.from_text(LEDGER.read_text())
+    b = TopologyBuilder()
+    b.set_spout("payments", "payments", scheme="json", fields=["account", "amount"])
+    b.set_spout("lookups", "lookups", scheme="json", fields=["account"])
+    b.partition_persist("balances", "examples.ledger:AddToBalance", ["account"],
+                        ["account", "amount"], ["account", "balance"], 2
+                        ).fields_grouping("payments", ["account"])
+    b.state_query("lookup", "balances", ["account"], output="balance", parallelism=2
+                  ).shuffle_grouping("lookups")
+    built = b.build("ledger", ackers=1)
+    assert built.bolts == spec.bolts
+    assert spec.component("lookup").outputs == {"default": ("account", "balance")}
+
+
+@pytest.mark.parametrize(("bolt", "change", "drop", "needle"), [
+    (0, {"partition_persist": {"group_by": ["account"], "fields": ["account"]}},
+     "partition_persist", "bolt 'balances': partition_persist needs an updater"),
+    (0, {"partition_persist": {"group_by": ["account"], "updater": "examples.ledger:Nope"}},
+     "partition_persist", "updater 'examples.ledger:Nope' cannot be loaded"),
+    (0, {"partition_persist": {"group_by": ["account"], "updater": "collections:Counter"}},
+     "partition_persist", "has no update_state(state, tuples, collector)"),
+    (0, {"partition_persist": {"group_by": ["account"], "updater":
+                               "examples.ledger:AddToBalance", "output": "x"}},
+     "partition_persist", "unknown partition_persist keys ['output']"),
+    (0, {"inputs": [{"component": "payments", "grouping": "shuffle"}]}, "",
+     "bolt 'balances': input from 'payments' must be grouped by fields ['account']"),
+    (1, {"state_query": {"state": "payments", "key": ["account"]}}, "state_query",
+     "bolt 'lookup': state 'payments' is not a persistent_aggregate or partition_persist"),
+    (1, {"state_query": {"state": "balances", "key": ["user"]}}, "state_query",
+     "bolt 'lookup': fields ['user'] are not among 'lookups''s output fields"),
+    (1, {"state_query": {"state": "balances", "key": ["account"], "function": "os:getcwd"}},
+     "state_query", "function 'os:getcwd' has no batch_retrieve(state, keys)"),
+    (1, {"class": "x:Y"}, "", "state_query takes no ['class']"),
+])
+def test_bad_persists_and_queries_say_what_and_where(bolt: int, change: dict[str, Any],
+                                                     drop: str, needle: str) -> None:
+    with pytest.raises(TopologyError, match=re.escape(needle)):
+        TopologySpec.from_text(_ledger(bolt, change, drop))

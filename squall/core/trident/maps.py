@@ -13,9 +13,10 @@ Each call of ``multi_update`` takes each key once: aggregate a batch per key fir
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from squall.core.errors import StateError
+from squall.core.trident.codec import MapKind
 from squall.core.trident.state import BackingMap, Key, MapState, ValueUpdater, begin, end
 from squall.core.trident.values import OpaqueValue, TransactionalValue
 
@@ -164,3 +165,12 @@ class SnapshottableMap(Generic[T]):
 
     def update(self, updater: ValueUpdater[T]) -> T:
         return self.delegate.multi_update([self.key], [updater])[0]
+
+
+def map_state(kind: MapKind, backing: BackingMap[Any]) -> MapState[Any]:
+    """The map of ``kind`` over ``backing``."""
+    maps: dict[MapKind, Any] = {MapKind.TRANSACTIONAL: TransactionalMap,
+                                MapKind.OPAQUE: OpaqueMap,
+                                MapKind.NON_TRANSACTIONAL: NonTransactionalMap}
+    made: MapState[Any] = maps[kind](backing)
+    return made

@@ -1,10 +1,12 @@
-"""One stateful task's batch, applied exactly once: ``persistent_aggregate``'s engine (pure).
+"""One stateful task's batch, applied exactly once: the engine of ``persistent_aggregate``
+and ``partition_persist`` (pure).
 
 For batch ``txid`` of a task, in one transaction of the store: forget the applied records of
 ``txid`` and later (a re-run), drop the tuples of messages an earlier batch applied and
 those of a second emission (another edge record) of a message within the batch (Storm-level replays,
-:mod:`squall.core.trident.applied`), aggregate the rest per key, update the
-map (whose kind handles Spark-level replays by txid), and record the messages applied. A
+:mod:`squall.core.trident.applied`), aggregate the rest per key and update the
+map (or hand them to a :class:`StateUpdater`; the map's kind handles Spark-level replays by
+txid), and record the messages applied. A
 failure rolls all of it back.
 
 With a :class:`~squall.core.trident.maps.NonTransactionalMap` the applied records are not
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -62,24 +64,44 @@ class BatchInput:
 
 
 @dataclass
-class NewValues(Generic[T]):
-    """What a batch changed: the keys and their new values (``new_values_stream``)."""
+class NewValues:
+    """What a batch emits on the bolt's stream (``new_values_stream``): for an aggregate,
+    each changed key's fields with its new value; for an updater, what it emitted."""
 
-    keys: list[Key]
-    values: list[T]
+    rows: list[tuple[Any, ...]]
     skipped: int = 0
 
 
-class PersistentAggregate(Generic[T]):
-    def __init__(self, state: MapState[T], store: AppliedStore,
-                 aggregator: CombinerAggregator[T] | ReducerAggregator[T]) -> None:
+class StateUpdater(Protocol[T]):
+    """Trident's ``StateUpdater`` (``partition_persist``): apply a batch's tuples (their
+    input fields' values) to the state, which is in batch ``txid``; emit what changed."""
+
+    def update_state(self, state: MapState[T], tuples: Sequence[Values],
+                     collector: Collector) -> None: ...
+
+
+class Collector:
+    """Where a :class:`StateUpdater` emits (Trident's ``TridentCollector``)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+
+    def emit(self, values: Sequence[Any]) -> None:
+        self.rows.append(tuple(values))
+
+
+class _ExactBatches(Generic[T]):
+    """A task's batches applied exactly once: the txid for Spark's re-runs, the applied
+    records for Storm's replays; what a batch does with its fresh tuples is
+    :meth:`_apply`'s."""
+
+    def __init__(self, state: MapState[T], store: AppliedStore) -> None:
         self.state = state
         self.store = store
-        self.aggregator = aggregator
         self.exact = not isinstance(state, NonTransactionalMap)
 
     def run(self, txid: int, batch: BatchInput, committed: dict[str, int] | None = None
-            ) -> NewValues[T]:
+            ) -> NewValues:
         """Apply batch ``txid``; ``committed``: the spout's committed offsets, if known
         (records below them are dropped)."""
         self.state.begin_commit(txid)
@@ -91,29 +113,59 @@ class PersistentAggregate(Generic[T]):
         self.state.commit(txid)
         return out
 
-    def _run(self, txid: int, b: BatchInput, committed: dict[str, int]) -> NewValues[T]:
+    def _run(self, txid: int, b: BatchInput, committed: dict[str, int]) -> NewValues:
         keep = np.ones(len(b.keys), np.bool_)
         applied: AppliedSources | None = None
+        srcs = np.asarray(b.sources, dtype=object)
+        sources = set(b.sources) - {UNKNOWN}
         if self.exact:
             # Read in the transaction: another worker may have run this task's last batch.
             applied = AppliedSources(self.store.load_applied())
             gone = applied.begin(txid) + (applied.prune(committed) if committed else [])
             if gone:
                 self.store.delete_applied(gone)
-            srcs = np.asarray(b.sources, dtype=object)
-            for s in set(b.sources) - {UNKNOWN}:
+            for s in sources:
                 at = np.flatnonzero(srcs == s)
                 keep[at] = applied.fresh(s, b.offsets[at]) & _one_emission(
                     b.offsets[at], b.emissions[at])
         idx = np.flatnonzero(keep).tolist()
-        keys, ups = batch_updates([b.keys[i] for i in idx], [b.values[i] for i in idx],
-                                  self.aggregator)
-        news = self.state.multi_update(keys, ups) if keys else []
+        rows = self._apply([b.keys[i] for i in idx], [b.values[i] for i in idx])
         if applied is not None:
-            srcs = np.asarray(b.sources, dtype=object)
-            by_source = {s: b.offsets[keep & (srcs == s)] for s in set(b.sources) - {UNKNOWN}}
+            by_source = {s: b.offsets[keep & (srcs == s)] for s in sources}
             self.store.put_applied(applied.applied(txid, by_source))
-        return NewValues(keys, news, int(len(b.keys) - len(idx)))
+        return NewValues(rows, int(len(b.keys) - len(idx)))
+
+    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+
+class PersistentAggregate(_ExactBatches[T]):
+    """Trident's ``persistentAggregate``: each key's tuples aggregated into its value."""
+
+    def __init__(self, state: MapState[T], store: AppliedStore,
+                 aggregator: CombinerAggregator[T] | ReducerAggregator[T]) -> None:
+        super().__init__(state, store)
+        self.aggregator = aggregator
+
+    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+        uniq, ups = batch_updates(keys, values, self.aggregator)
+        news = self.state.multi_update(uniq, ups) if uniq else []
+        return [(*k, v) for k, v in zip(uniq, news, strict=True)]
+
+
+class PartitionPersist(_ExactBatches[T]):
+    """Trident's ``partitionPersist``: a :class:`StateUpdater` given the fresh tuples."""
+
+    def __init__(self, state: MapState[T], store: AppliedStore, updater: StateUpdater[T]
+                 ) -> None:
+        super().__init__(state, store)
+        self.updater = updater
+
+    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+        out = Collector()
+        if values:
+            self.updater.update_state(self.state, values, out)
+        return out.rows
 
 
 def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:

@@ -1,0 +1,110 @@
+"""A stateful task's state in the state database (SQLite, Python's own: no server):
+state follows the task between workers and across restarts; a zombie cannot write."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from services.bolts.task_state import TaskState
+from squall.backends import open_kv
+from squall.core.errors import StateError
+from squall.core.state import KeyValueState
+
+
+def worker(db: Path, task: int = 0) -> TaskState:
+    """One Python worker's view of the task: its own connection, its own state object."""
+    return TaskState(open_kv(str(db), "wc.count", task), KeyValueState())
+
+
+def batch(w: TaskState, **puts: int) -> None:
+    with w.turn() as state:
+        for k, v in puts.items():
+            state[k] = state.get(k, 0) + v
+
+
+def test_the_state_follows_the_task_from_worker_to_worker(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    a, b = worker(db), worker(db)
+    batch(a, the=2, cow=1)
+    batch(b, the=1)  # b runs the task next: it sees a's counts first
+    assert dict(b.state) == {"the": 3, "cow": 1}
+    batch(a, moon=1)  # and a, running it again, sees b's
+    assert dict(a.state) == {"the": 3, "cow": 1, "moon": 1}
+    assert a.catch_up() is False  # nothing new: the turn, no rows read
+
+
+def test_a_restart_reads_the_state_back_and_tasks_are_apart(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    first, other_task = worker(db), worker(db, task=1)
+    for _ in range(5):
+        batch(first, n=1)
+    batch(other_task, n=100)
+    with first.turn() as state:
+        del state["n"]
+        state[("t", 2)] = [7]
+    again = worker(db)
+    again.catch_up()
+    assert dict(again.state) == {("t", 2): [7]}
+    task1 = worker(db, task=1)
+    task1.catch_up()
+    assert dict(task1.state) == {"n": 100}
+
+
+def test_a_failed_batch_leaves_no_changes_and_the_worker_rereads(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    a, b = worker(db), worker(db)
+    batch(a, n=1)
+    with pytest.raises(RuntimeError), a.turn() as state:
+        state["n"] = 100
+        raise RuntimeError("not confirmed by Kafka")
+    b.catch_up()
+    assert dict(b.state) == {"n": 1}
+    batch(a, n=1)  # a's half-done change was dropped: it starts again from the database
+    assert dict(a.state) == {"n": 2}
+
+
+def test_two_spark_tasks_running_the_task_at_once_take_turns(tmp_path: Path) -> None:
+    """A fused chain runs a count task in every split task's partition, at the same time:
+    the second waits for the first's turn to end, then sees its changes."""
+    db = tmp_path / "state.db"
+    a, b = worker(db), worker(db)
+    in_b = threading.Event()
+
+    def run_b() -> None:
+        with b.turn() as state:
+            in_b.set()
+            state["n"] = state.get("n", 0) + 1
+
+    with a.turn() as state:
+        state["n"] = 1
+        t = threading.Thread(target=run_b)
+        t.start()
+        assert not in_b.wait(0.3)  # b waits on the task's lock
+    t.join(10)
+    assert in_b.is_set() and dict(b.state) == {"n": 2}
+
+
+def test_a_worker_that_ran_without_the_lock_cannot_write(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    a, zombie = worker(db), worker(db)
+    batch(a, n=1)
+    zombie.catch_up()
+    batch(a, n=1)  # the task moves on while the zombie still runs its old turn
+    zombie.state["n"] += 1
+    with pytest.raises(StateError, match="another worker changed it since turn 1"):
+        zombie.save()
+    batch(zombie, n=1)  # it reads the state back: no count lost, none doubled
+    assert dict(zombie.state) == {"n": 3}
+
+
+def test_an_unsaveable_value_names_its_key(tmp_path: Path) -> None:
+    w = worker(tmp_path / "state.db")
+    with pytest.raises(StateError, match="'lock'"), w.turn() as state:
+        state["lock"] = threading.Lock()
+    batch(w, ok=1)
+    w2 = worker(tmp_path / "state.db")
+    w2.catch_up()
+    assert dict(w2.state) == {"ok": 1}

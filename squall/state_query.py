@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from squall.backends import open_store
-from squall.backends.sql import SqlStore, StoreName
+from squall.backends import open_state
 from squall.core.bolt import PARENT, BatchBolt, TaskContext
-from squall.core.trident.codec import MapKind
 from squall.core.trident.maps import map_state
-from squall.core.trident.spec import QuerySpec
+from squall.core.trident.spec import QuerySpec, StateOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,10 +32,9 @@ class StateQuery(BatchBolt):
         self.spec = QuerySpec.from_config(
             {k: v for k, v in conf.items() if not k.startswith("squall.")}, where)
         self.function = self.spec.load_function(where)
-        kind, url, name = conf[QUERIED]
-        self.store: SqlStore = open_store(url or conf[JOB_STATE_URL],
-                                          StoreName(name, context.task, MapKind(kind)))
-        self.map = map_state(MapKind(kind), self.store)
+        options: StateOptions = conf[QUERIED]
+        self.store = open_state(options, conf[JOB_STATE_URL], context.task)
+        self.map = map_state(options.kind, self.store)
 
     def process(self, df: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
@@ -51,4 +48,6 @@ class StateQuery(BatchBolt):
         return pd.DataFrame(out)
 
     def cleanup(self) -> None:
-        self.store.close()
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()

@@ -21,8 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from squall.backends import open_store
-from squall.backends.sql import SqlStore, StoreName
+from squall.backends import open_state
 from squall.core.clock import Clock
 from squall.core.executor import ExecResult
 from squall.core.grouping import Edge, Router
@@ -55,11 +54,11 @@ class AggregateTask:
         t = trident_spec(bolt.cls, bolt.config, where)
         assert not isinstance(t, QuerySpec), f"{where} keeps no state"
         self.spec: AggregateSpec | PersistSpec = t
-        kind, url, name = stored_state(spec.name, bolt.name, t)
+        options = stored_state(spec.name, bolt.name, t)
         self.component, self.task, self.clock = bolt.name, task, clock
-        self.store: SqlStore = open_store(url or default_url, StoreName(name, task, kind))
-        self.cache = CachedMap(self.store, t.cache_size) if t.cache_size else None
-        state = map_state(kind, self.cache or self.store)
+        self.store = open_state(options, default_url, task)
+        self.cache = CachedMap(self.store, options.cache_size) if options.cache_size else None
+        state = map_state(options.kind, self.cache or self.store)
         self.engine: PersistentAggregate[Any] | PartitionPersist[Any] = (
             PersistentAggregate(state, self.store, t.load_aggregator(where))
             if isinstance(t, AggregateSpec) else

@@ -7,12 +7,14 @@ more (:mod:`squall.backends.kv`). :func:`open_store` and :func:`open_kv` pick on
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 from squall.backends.kv import KeyValueStore
 from squall.backends.sql import Dialect, SqlStore, StoreName
 from squall.core.errors import StateError
+from squall.core.trident.spec import StateOptions
 
 
 def connect(url: str) -> tuple[Any, Dialect]:
@@ -33,6 +35,23 @@ def connect(url: str) -> tuple[Any, Dialect]:
 def open_store(url: str, name: StoreName) -> SqlStore:
     """A Trident state's store for one task (see :func:`connect` for ``url``)."""
     return SqlStore(*connect(url), name)
+
+
+def open_state(options: StateOptions, default_url: str, task: int) -> Any:
+    """A stateful component's store for one task, as its spec's ``state:`` says: Squall's
+    SQL store, or the user-defined ``backend`` (``Class(url, StoreName)``)."""
+    url = options.url or default_url
+    name = StoreName(options.name or "", task, options.kind)
+    if options.backend is None:
+        return open_store(url, name)
+    mod, _, cls = options.backend.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), cls)(url, name)
+    except StateError:
+        raise
+    except Exception as e:  # the user's class: any failure is a failed open
+        raise StateError(f"state backend {options.backend!r} failed to open {name.state!r}: "
+                         f"{type(e).__name__}: {e}") from None
 
 
 def open_kv(url: str, state: str, task: int) -> KeyValueStore:

@@ -19,10 +19,8 @@ from squall.core.errors import SquallError, TopologyError
 from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name, edge_topic
-from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
+from squall.core.trident.builder import TridentBuilder
 from squall.core.trident.spec import (
-    PERSIST_CLASS,
-    QUERY_CLASS,
     SPEC_KEYS,
     check_bolt,
     trident_spec,
@@ -326,8 +324,9 @@ class BoltDeclarer:
         return self._add(component, stream, Grouping.NONE)
 
 
-class TopologyBuilder:
-    """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``."""
+class TopologyBuilder(TridentBuilder):
+    """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``;
+    Trident's ``persistent_aggregate``, ``partition_persist``, ``state_query``."""
 
     def __init__(self) -> None:
         self._spouts: list[SpoutSpec] = []
@@ -352,41 +351,6 @@ class TopologyBuilder:
         inputs: list[InputSpec] = []
         self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
         return BoltDeclarer(inputs)
-
-    def persistent_aggregate(self, name: str, group_by: Sequence[str],
-                             aggregator: str = "count", parallelism: int = 1, *,
-                             fields: Sequence[str] = (), output: str | None = None,
-                             kind: str = "opaque", url: str | None = None,
-                             state_name: str | None = None, cache_size: int = 0
-                             ) -> BoltDeclarer:
-        """Trident's ``groupBy(fields).persistentAggregate(state, aggregator, output)``:
-        group its input with ``fields_grouping(component, group_by)`` (or
-        ``global_grouping`` when ``group_by`` is empty)."""
-        return self._trident(name, AGGREGATE_CLASS, parallelism, {
-            "group_by": list(group_by), "aggregator": aggregator, "fields": list(fields),
-            **({"output": output} if output else {}),
-            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size}})
-
-    def partition_persist(self, name: str, updater: str, group_by: Sequence[str],
-                          fields: Sequence[str], outputs: Sequence[str] = (),
-                          parallelism: int = 1, *, kind: str = "opaque",
-                          url: str | None = None, state_name: str | None = None
-                          ) -> BoltDeclarer:
-        """Trident's ``partitionBy(group_by).partitionPersist(state, fields, updater,
-        outputs)``: ``updater`` ('module:Class') is given each batch's fresh tuples."""
-        return self._trident(name, PERSIST_CLASS, parallelism, {
-            "group_by": list(group_by), "updater": updater, "fields": list(fields),
-            "outputs": list(outputs), "state": {"kind": kind, "url": url, "name": state_name}})
-
-    def state_query(self, name: str, state: str, key: Sequence[str],
-                    function: str = "map_get", output: str = "value", parallelism: int = 1,
-                    *, fields: Sequence[str] | None = None) -> BoltDeclarer:
-        """Trident's ``stateQuery(state, key, function, output)``: each input tuple's
-        ``key`` looked up in component ``state``'s state; emits ``fields`` (default: the
-        key) and the result, anchored to the input."""
-        return self._trident(name, QUERY_CLASS, parallelism, {
-            "state": state, "key": list(key), "function": function, "output": output,
-            **({"fields": list(fields)} if fields is not None else {})})
 
     def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
                  ) -> BoltDeclarer:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,32 @@ def test_a_stateful_bolts_state_in_postgresql(postgres_url: str) -> None:
     c = worker()
     c.catch_up()
     assert set(c.state) == {("the", 1), "y"}
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_user_defined_backend_counts_exactly_in_its_own_table(
+        request: pytest.FixtureRequest, tmp_path: Path, db: str) -> None:
+    """examples/counts_table.py: a backing map of the user's own shape, with Squall's
+    applied records in the same transaction."""
+    from squall.backends import open_state
+    from squall.core.trident.spec import StateOptions
+
+    url = f"sqlite://{tmp_path / 'state.db'}" if db == "sqlite" else \
+        str(request.getfixturevalue("postgres_url"))
+    name = f"wc{uuid.uuid4().hex[:6]}.count"
+    options = StateOptions(MapKind.OPAQUE, name=name,
+                           backend="examples.counts_table:WordCountsTable")
+    store = open_state(options, url, 0)
+    agg = PersistentAggregate(OpaqueMap(store), store, Count())
+    agg.run(1, _batch(["a", "b", "a"], [0, 1, 2]))
+    agg.run(2, _batch(["b", "a", "c"], [1, 2, 3], [1, 1, 1]))  # 1, 2 replayed (Storm)
+    agg.run(2, _batch(["b", "a", "c"], [1, 2, 3], [1, 1, 1]))  # batch 2 again (Spark)
+    rows = store.conn.execute("SELECT word, curr FROM word_counts WHERE state = "
+                              f"{store.d.p} ORDER BY word", (name,)).fetchall()
+    assert [tuple(r) for r in rows] == [("a", 2), ("b", 1), ("c", 1)]
+    store.close()
+    with pytest.raises(StateError, match="word_counts keeps opaque values, not transactional"):
+        open_state(StateOptions(MapKind.TRANSACTIONAL, name=name,
+                                backend="examples.counts_table:WordCountsTable"), url, 0)
+    with pytest.raises(StateError, match=r"state backend 'examples\.counts_table:Nope' failed"):
+        open_state(StateOptions(name=name, backend="examples.counts_table:Nope"), url, 0)

@@ -39,7 +39,8 @@ def test_yaml_and_the_builder_give_the_same_spec_which_round_trips() -> None:
     assert count.cls == CLASS
     assert count.outputs == {"default": ("word", "count")}
     agg = AggregateSpec.from_config(count.config, "count")
-    assert (agg.group_by, agg.kind, agg.cache_size) == (("word",), MapKind.TRANSACTIONAL, 100)
+    assert (agg.group_by, agg.state.kind, agg.state.cache_size) == (
+        ("word",), MapKind.TRANSACTIONAL, 100)
     b = TopologyBuilder()
     b.set_spout("sentences", "sentences")
     b.set_bolt("split", "examples.wordcount:SplitSentence",

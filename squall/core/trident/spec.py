@@ -10,7 +10,7 @@ In YAML / JSON a bolt says one of them instead of ``class:``::
         aggregator: count         # count | sum | module:Class (a combiner or reducer)
         fields: []                # the aggregator's input fields (sum: the one to add)
         output: count             # the new values stream: group_by fields + this
-        state: {kind: opaque, url: null, name: null, cache_size: 0}
+        state: {kind: opaque, url: null, name: null, cache_size: 0, backend: null}
       inputs: [{component: split, grouping: fields, fields: [word]}]
 
     - name: persist               # Trident's partitionPersist with a StateUpdater
@@ -39,8 +39,9 @@ other bolt.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from squall.core.errors import TopologyError
@@ -59,8 +60,47 @@ SPEC_KEYS = {"persistent_aggregate": CLASS, "partition_persist": PERSIST_CLASS,
 _KEYS = {"group_by", "aggregator", "fields", "output", "state"}
 _PERSIST_KEYS = {"group_by", "updater", "fields", "outputs", "state"}
 _QUERY_KEYS = {"state", "key", "fields", "function", "output"}
-_STATE_KEYS = {"kind", "url", "name", "cache_size"}
+_STATE_KEYS = {"kind", "url", "name", "cache_size", "backend"}
+_CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _BUILTIN: dict[str, type] = {"count": Count, "sum": Sum}
+
+
+@dataclass(frozen=True)
+class StateOptions:
+    """Where and how a stateful component keeps its state (``state:`` in a spec)."""
+
+    kind: MapKind = MapKind.OPAQUE
+    #: the database (``postgresql://...``, ``sqlite:///path``); None: the job's default
+    url: str | None = None
+    #: the state's name in the database; None: ``<topology>.<component>``
+    name: str | None = None
+    #: an LRU of this many values in front of the database (0: none)
+    cache_size: int = 0
+    #: a user-defined store, ``module:Class`` called as ``Class(url, StoreName)``
+    #: (docs/trident.md); None: Squall's SQL store
+    backend: str | None = None
+
+    @classmethod
+    def from_config(cls, raw: Any, where: str) -> StateOptions:
+        state = raw or {}
+        _known(state, _STATE_KEYS, "state", where)
+        try:
+            kind = MapKind(state.get("kind", MapKind.OPAQUE))
+        except ValueError:
+            raise TopologyError(f"{where}: state kind {state.get('kind')!r} is not one of "
+                                f"{', '.join(k.value for k in MapKind)}") from None
+        cache = state.get("cache_size", 0)
+        if not isinstance(cache, int) or isinstance(cache, bool) or cache < 0:
+            raise TopologyError(f"{where}: cache_size must be an integer >= 0, got {cache!r}")
+        backend = state.get("backend")
+        if backend is not None and not _CLASS_PATH.match(str(backend)):
+            raise TopologyError(f"{where}: state backend {backend!r} must be 'module:Class'")
+        url, name = (None if state.get(k) is None else str(state[k]) for k in ("url", "name"))
+        return cls(kind, url, name, cache, None if backend is None else str(backend))
+
+    def to_config(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "url": self.url, "name": self.name,
+                "cache_size": self.cache_size, "backend": self.backend}
 
 
 @dataclass(frozen=True)
@@ -69,13 +109,7 @@ class AggregateSpec:
     aggregator: str = "count"
     fields: tuple[str, ...] = ()
     output: str = "count"
-    kind: MapKind = MapKind.OPAQUE
-    #: the database (``postgresql://...``, ``sqlite:///path``); None: the job's default
-    url: str | None = None
-    #: the state's name in the database; None: ``<topology>.<component>``
-    name: str | None = None
-    #: an LRU of this many values in front of the database (0: none)
-    cache_size: int = 0
+    state: StateOptions = StateOptions()
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> AggregateSpec:
@@ -84,14 +118,14 @@ class AggregateSpec:
         spec = cls(_names(raw.get("group_by", ()), f"{where}: group_by"), agg,
                    _names(raw.get("fields", ()), f"{where}: fields"),
                    str(raw.get("output", agg if agg in _BUILTIN else "value")),
-                   *_state(raw.get("state"), where))
+                   StateOptions.from_config(raw.get("state"), where))
         spec.load_aggregator(where)
         return spec
 
     def to_config(self) -> dict[str, Any]:
         return {"group_by": list(self.group_by), "aggregator": self.aggregator,
                 "fields": list(self.fields), "output": self.output,
-                "state": _state_config(self)}
+                "state": self.state.to_config()}
 
     def outputs(self) -> dict[str, tuple[str, ...]]:
         """The new values stream: each changed key with its value."""
@@ -121,10 +155,7 @@ class PersistSpec:
     updater: str
     fields: tuple[str, ...]
     outputs_: tuple[str, ...] = ()
-    kind: MapKind = MapKind.OPAQUE
-    url: str | None = None
-    name: str | None = None
-    cache_size: int = 0
+    state: StateOptions = StateOptions()
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> PersistSpec:
@@ -135,14 +166,14 @@ class PersistSpec:
         spec = cls(_names(raw.get("group_by", ()), f"{where}: group_by"), raw["updater"],
                    _names(raw.get("fields", ()), f"{where}: fields"),
                    _names(raw.get("outputs", ()), f"{where}: outputs"),
-                   *_state(raw.get("state"), where))
+                   StateOptions.from_config(raw.get("state"), where))
         spec.load_updater(where)
         return spec
 
     def to_config(self) -> dict[str, Any]:
         return {"group_by": list(self.group_by), "updater": self.updater,
                 "fields": list(self.fields), "outputs": list(self.outputs_),
-                "state": _state_config(self)}
+                "state": self.state.to_config()}
 
     def outputs(self) -> dict[str, tuple[str, ...]]:
         return {"default": self.outputs_}
@@ -210,9 +241,9 @@ def trident_spec(cls: str, config: Any, where: str) -> AggregateSpec | PersistSp
 
 
 def stored_state(topology: str, component: str, spec: AggregateSpec | PersistSpec
-                 ) -> tuple[MapKind, str | None, str]:
-    """Where a stateful component keeps its state: kind, database (None: the job's), name."""
-    return spec.kind, spec.url, spec.name or f"{topology}.{component}"
+                 ) -> StateOptions:
+    """Where a stateful component keeps its state, its name filled in."""
+    return replace(spec.state, name=spec.state.name or f"{topology}.{component}")
 
 
 def check_bolt(cls: str, config: Any, outputs: Mapping[str, Sequence[str]],
@@ -253,26 +284,6 @@ def _known(raw: Any, keys: set[str], what: str, where: str) -> None:
     unknown = sorted(set(raw) - keys)
     if unknown:
         raise TopologyError(f"{where}: unknown {what} keys {unknown} (known: {sorted(keys)})")
-
-
-def _state(raw: Any, where: str) -> tuple[MapKind, str | None, str | None, int]:
-    state = raw or {}
-    _known(state, _STATE_KEYS, "state", where)
-    try:
-        kind = MapKind(state.get("kind", MapKind.OPAQUE))
-    except ValueError:
-        raise TopologyError(f"{where}: state kind {state.get('kind')!r} is not one of "
-                            f"{', '.join(k.value for k in MapKind)}") from None
-    cache = state.get("cache_size", 0)
-    if not isinstance(cache, int) or isinstance(cache, bool) or cache < 0:
-        raise TopologyError(f"{where}: cache_size must be an integer >= 0, got {cache!r}")
-    return (kind, None if state.get("url") is None else str(state["url"]),
-            None if state.get("name") is None else str(state["name"]), cache)
-
-
-def _state_config(spec: AggregateSpec | PersistSpec) -> dict[str, Any]:
-    return {"kind": spec.kind.value, "url": spec.url, "name": spec.name,
-            "cache_size": spec.cache_size}
 
 
 def _load(path: str, what: str, where: str) -> Any:

@@ -22,7 +22,15 @@ from typing import Any, Protocol
 
 from squall.core.errors import StateError
 from squall.core.trident.applied import BatchRecord
-from squall.core.trident.codec import MapKind, decode_key, decode_value, encode_key, encode_value
+from squall.core.trident.codec import (
+    MapKind,
+    decode_key,
+    decode_value,
+    decode_values,
+    encode_key,
+    encode_keys,
+    encode_values,
+)
 from squall.core.trident.state import Key
 
 
@@ -91,18 +99,19 @@ class SqlStore:
     def multi_get(self, keys: Sequence[Key]) -> list[Any]:
         if not keys:
             return []
-        texts = [encode_key(k) for k in keys]
+        texts = encode_keys(keys)
         self._texts = dict(zip(keys, texts, strict=True))
         found = dict(self.d.select_keys(self.conn, self.name.state, texts))
-        kind = self.name.kind
-        return [None if (v := found.get(t)) is None else decode_value(kind, v) for t in texts]
+        return decode_values(self.name.kind, [found.get(t) for t in texts])
 
     def multi_put(self, keys: Sequence[Key], vals: Sequence[Any]) -> None:
         if not keys:
             return
-        p, s, kind, texts = self.d.p, self.name.state, self.name.kind, self._texts
-        rows = [(s, texts.get(k) or encode_key(k), encode_value(kind, v))
-                for k, v in zip(keys, vals, strict=True)]
+        p, s, texts = self.d.p, self.name.state, self._texts
+        values = encode_values(self.name.kind, vals)
+        # In key order: neighbouring rows of the primary key's B-tree are written together.
+        rows = sorted((s, texts.get(k) or encode_key(k), v)
+                      for k, v in zip(keys, values, strict=True))
         self._write(f"INSERT INTO squall_state (state, key, value) VALUES ({p}, {p}, {p}) "
                     "ON CONFLICT (state, key) DO UPDATE SET value = excluded.value", rows)
 

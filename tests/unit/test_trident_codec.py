@@ -14,8 +14,11 @@ from squall.core.trident.codec import (
     MapKind,
     decode_key,
     decode_value,
+    decode_values,
     encode_key,
+    encode_keys,
     encode_value,
+    encode_values,
 )
 from squall.core.trident.values import OpaqueValue, TransactionalValue
 
@@ -52,3 +55,25 @@ def test_what_json_cannot_hold_is_refused(bad: Any) -> None:
 def test_a_malformed_stored_value_is_a_state_error(text: str) -> None:
     with pytest.raises(StateError, match="malformed"):
         decode_value(MapKind.TRANSACTIONAL, text)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**62), json_values, json_values), max_size=6))
+def test_the_batch_codec_is_the_one_by_one_codec(rows: list[tuple[int, Any, Any]]) -> None:
+    for kind, vals in ((MapKind.TRANSACTIONAL, [TransactionalValue(t, a) for t, a, _ in rows]),
+                       (MapKind.OPAQUE, [OpaqueValue(t, a, b) for t, a, b in rows]),
+                       (MapKind.NON_TRANSACTIONAL, [a for _, a, _ in rows])):
+        texts = encode_values(kind, vals)
+        assert texts == [encode_value(kind, v) for v in vals]
+        assert decode_values(kind, [*texts, None]) == [*vals, None]
+    keys = [(str(t), t) for t, _, _ in rows]
+    assert encode_keys(keys) == [encode_key(k) for k in keys]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), object(), {1: "x"}])
+def test_the_batch_codec_refuses_and_names_what_json_cannot_hold(bad: Any) -> None:
+    with pytest.raises(StateError, match="cannot be stored"):
+        encode_values(MapKind.OPAQUE, [OpaqueValue(1, 2, None), OpaqueValue(2, bad, 1)])
+    with pytest.raises(StateError, match="malformed"):
+        decode_values(MapKind.OPAQUE, ['{"txid": 1, "curr": 1, "prev": null}', "{"])
+    with pytest.raises(StateError, match="is not JSON"):
+        encode_keys([("ok",), (object(),)])

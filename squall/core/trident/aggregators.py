@@ -8,6 +8,7 @@ is reduced to one partial value per key, then combined with the stored value. A
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -65,10 +66,18 @@ def batch_updates(keys: Sequence[Key], values: Sequence[Values],
     """Each key of a batch once, with the updater that applies its tuples (key order: first
     seen)."""
     if isinstance(agg, CombinerAggregator):
-        partial: dict[Key, T] = {}
-        for k, v in zip(keys, values, strict=True):
-            x = agg.init(v)
-            partial[k] = agg.combine(partial[k], x) if k in partial else x
+        partial: dict[Key, Any]
+        if type(agg) is Count:  # the common cases without a Python call per tuple
+            partial = Counter(keys)
+        elif type(agg) is Sum:
+            partial = {}
+            for k, v in zip(keys, values, strict=True):
+                partial[k] = partial[k] + v[0] if k in partial else v[0]
+        else:
+            partial = {}
+            for k, v in zip(keys, values, strict=True):
+                x = agg.init(v)
+                partial[k] = agg.combine(partial[k], x) if k in partial else x
         return list(partial), [_combining(agg, p) for p in partial.values()]
     grouped: dict[Key, list[Values]] = {}
     for k, v in zip(keys, values, strict=True):

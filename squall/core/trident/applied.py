@@ -78,9 +78,12 @@ class AppliedSources:
     def fresh(self, source: str, offsets: I64) -> npt.NDArray[np.bool_]:
         """Which of these tuples' messages (of ``source``) no earlier batch applied."""
         done = self._by_source().get(source)
-        if done is None:
+        if done is None or not done.size:
             return np.ones(offsets.size, np.bool_)
-        return ~np.isin(offsets, done, assume_unique=False)
+        # done is sorted and unique: a binary search per tuple, no hashing
+        at = np.minimum(np.searchsorted(done, offsets), done.size - 1)
+        fresh: npt.NDArray[np.bool_] = done[at] != offsets
+        return fresh
 
     def applied(self, txid: int, offsets: Mapping[str, I64]) -> BatchRecord:
         """Batch ``txid`` applied these messages: its record (store it with the values)."""
@@ -107,12 +110,16 @@ class AppliedSources:
             for r in self.records.values():
                 for s, o in r.offsets.items():
                     parts.setdefault(s, []).append(o)
-            self._merged = {s: np.unique(np.concatenate(p)) for s, p in parts.items()}
+            # Records are disjoint (a message is applied once) and each sorted: a sort, no
+            # dedup, makes the merged view fresh() searches.
+            self._merged = {s: p[0] if len(p) == 1 else np.sort(np.concatenate(p))
+                            for s, p in parts.items()}
         return self._merged
 
 
 def _runs(offsets: I64) -> list[int]:
-    o = np.unique(offsets)
+    o = offsets if offsets.size < 2 or bool(np.all(offsets[1:] > offsets[:-1])) \
+        else np.unique(offsets)  # a record's offsets are sorted and unique already
     breaks = np.flatnonzero(np.diff(o) != 1)
     firsts = np.concatenate([o[:1], o[breaks + 1]])
     lasts = np.concatenate([o[breaks], o[-1:]])

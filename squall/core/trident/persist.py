@@ -172,9 +172,8 @@ def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:
     """Of a message that reached the task twice within one batch (its tree replayed while the
     first emission's tuples were still queued, or an upstream micro-batch run again), the
     tuples of the first emission only."""
-    first: dict[int, int] = {}
-    keep = np.empty(offsets.size, np.bool_)
-    for i, (o, e) in enumerate(zip(offsets.tolist(), emissions.tolist(), strict=True)):
-        keep[i] = first.setdefault(o, e) == e
+    if not offsets.size:
+        return np.ones(0, np.bool_)
+    _, first, inverse = np.unique(offsets, return_index=True, return_inverse=True)
+    keep: npt.NDArray[np.bool_] = emissions == emissions[first][inverse]
     return keep
-

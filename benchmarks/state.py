@@ -10,6 +10,9 @@ PostgreSQL is started by the embedded stack from the machine's binaries (as in t
 With ``--wordcount``, also the word count (``benchmarks/wordcount.py``) with exact state and
 with at-least-once counting, one after the other, measured the same way.
 
+``sqlite_floor_updates_per_s``: the same reads and writes as raw SQL with no Python state
+logic: what SQLite itself allows with this schema on this machine.
+
 Last line: one JSON object, ``{"sqlite_updates_per_s": ..., "postgres_updates_per_s": ...,
 "wordcount_exact_per_s": ..., "wordcount_at_least_once_per_s": ..., "exact_ratio": ...}``.
 """
@@ -60,6 +63,31 @@ def measure(url: str, batches: int, keys_per_batch: int, key_space: int, warmup:
             "tuples_per_s": round(batches * keys_per_batch * tuples_per_key / secs)}
 
 
+def sqlite_floor(path: str, batches: int, keys_per_batch: int, key_space: int, warmup: int
+                 ) -> float:
+    """The database alone: the same reads, upserts and commits with Squall's schema and
+    precomputed texts, no Python state logic (the ceiling for the store on this machine)."""
+    from squall.backends.sqlite import SqliteDialect, connect
+
+    conn, d = connect(path), SqliteDialect(path)
+    rng = np.random.default_rng(7)
+    words = [json.dumps([f"word{i}"]) for i in range(key_space)]
+    value = '{"txid":5,"curr":10,"prev":9}'
+    t0 = time.perf_counter()
+    for b in range(warmup + batches):
+        if b == warmup:
+            t0 = time.perf_counter()
+        keys = sorted(words[i] for i in rng.choice(key_space, keys_per_batch, replace=False))
+        d.begin(conn)
+        d.select_keys(conn, "floor", keys)
+        conn.executemany("INSERT INTO squall_state (state, key, value) VALUES (?, ?, ?) ON "
+                         "CONFLICT (state, key) DO UPDATE SET value = excluded.value",
+                         [("floor", k, value) for k in keys])
+        d.commit(conn)
+    conn.close()
+    return round(batches * keys_per_batch / (time.perf_counter() - t0))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batches", type=int, default=200)
@@ -78,6 +106,10 @@ def main() -> int:
         print(f"  {r}", file=sys.stderr)
         out["sqlite_updates_per_s"] = r["updates_per_s"]
         out["sqlite_batches_per_s"] = r["batches_per_s"]
+        out["sqlite_floor_updates_per_s"] = sqlite_floor(
+            f"{tmp}/floor.db", a.batches, a.keys_per_batch, a.key_space, a.warmup)
+        print(f"  the database alone: {out['sqlite_floor_updates_per_s']:,} updates/s",
+              file=sys.stderr)
         out["postgres_updates_per_s"] = None
         if not a.skip_postgres:
             from squall.dev.stack import EmbeddedStack, StackSettings

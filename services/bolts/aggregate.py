@@ -1,9 +1,12 @@
 """A persistent aggregate's task, on the executors: Trident state applied exactly once.
 
-For micro-batch ``txid`` (Spark's batch id: the same when Spark runs a batch again) the
-task's input tuples are keyed, filtered and aggregated into the state in one database
-transaction (:class:`~squall.core.trident.persist.PersistentAggregate`), then every input
-is acked: a tree completes only once its words are in the state. What changed goes out on
+Per micro-batch, holding the task's lock (a fused aggregate's task runs in every upstream
+task's partition), the task's input tuples are keyed, filtered and aggregated into the
+state in one database transaction under the task's next txid
+(:class:`~squall.core.trident.persist.PersistentAggregate`), then every input is acked: a
+tree completes only once its words are in the state. A micro-batch that Spark runs again
+gets a new txid: the applied records and the task's floors (the spout's committed offsets)
+skip what its first run applied. What changed goes out on
 the bolt's stream (Trident's ``newValuesStream``), untracked: the state is exact, the new
 values are a best-effort feed.
 
@@ -14,6 +17,7 @@ processed time) instead of replaying and, in the end, dead-lettering healthy mes
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,14 +74,17 @@ class AggregateTask:
         # The spouts' committed offsets: applied records below them are let go.
         self._committed = committed
 
-    def run(self, txid: int, batches: Sequence[TupleBatch]) -> ExecResult:
+    def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
         res = ExecResult()
         batches = [b for b in batches if len(b)]
-        if self.cache is not None and self._last != txid - 1:
-            self.cache.clear()  # the task's last batch ran in another Python worker
         inp = _input(batches, self.spec)
-        done = self.engine.run(txid, inp, self._committed() if self._committed else None)
-        self._last = txid
+        committed = self._committed() if self._committed else None
+        locked = getattr(self.store, "locked", contextlib.nullcontext)
+        with locked():  # a fused aggregate's task runs in every upstream task's partition
+            if self.cache is not None and self._last != self.store.load_task().txid:
+                self.cache.clear()  # the task's last batch ran in another Python worker
+            done = self.engine.run(None, inp, committed)
+        self._last = done.txid
         res.executed = res.acked = len(inp.keys)
         res.acks = _acks(batches, self.clock.now_ms())
         if done.rows and self.edges:

@@ -21,7 +21,6 @@ from squall.core.chains import chains
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import STATEFUL
 from squall.kafka import ensure_topics
 
 log = logging.getLogger("squall.bolts")
@@ -87,10 +86,6 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
     state_url = s.state_url or f"sqlite://{(s.checkpoint_dir / spec.name).resolve()}/state.db"
     state_urls = {c: state_url for c in chain}
-    aggregates = [b.name for b in spec.bolts if b.name in chain and b.cls in STATEFUL]
-    if aggregates and s.sink == "writer":
-        raise ConfigError(f"persistent aggregates {aggregates} need the foreach_batch sink "
-                          "(their txid is the micro-batch id)")
     if state_url.startswith("sqlite://"):
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)
     if s.sink == "writer":

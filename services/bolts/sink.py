@@ -29,7 +29,7 @@ from squall.backends import open_kv
 from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.errors import ConfigError, WireFormatError
+from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
@@ -108,7 +108,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     A stateful task's state is brought up to date before it runs and its changes are
     written after the flush, to the database ``state_urls[component]`` (without one it
     stays in this worker). A persistent aggregate applies the batch to its database
-    (``state_urls[component]`` unless its spec names one) under txid ``batch_id``. One
+    (``state_urls[component]`` unless its spec names one) under the task's next txid. One
     report per bolt of the chain, head first.
     """
     t0 = time.perf_counter()
@@ -143,9 +143,8 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
             inputs: dict[int, list[TupleBatch]] = {task: batches}
             for i, comp in enumerate(chain):
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
-                inputs = _run_component(spec, comp, inputs, fused, batch_id,
-                                        state_urls.get(comp, ""), bootstrap, producer,
-                                        reports[i], turns)
+                inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
+                                        bootstrap, producer, reports[i], turns)
                 if not inputs:
                     break
         t_prod = time.perf_counter()
@@ -164,7 +163,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
 
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
-                   fused_topic: str, txid: int | None, state_url: str,
+                   fused_topic: str, state_url: str,
                    bootstrap: str, producer: Any, report: BatchReport,
                    turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
@@ -176,10 +175,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     for task in sorted(inputs):
         t0 = time.perf_counter()
         if bolt.cls in STATEFUL:
-            if txid is None:
-                raise ConfigError(f"stateful Trident bolt {component!r} needs the "
-                                  "foreach_batch sink: its txid is the micro-batch id")
-            res = _aggregate(spec, bolt, task, state_url, bootstrap).run(txid, inputs[task])
+            res = _aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
             ex = _executor(spec, bolt, task, state_url)
             kv = _task_state(spec, bolt, ex, state_url, task)

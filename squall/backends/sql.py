@@ -5,6 +5,7 @@ Two tables, shared by every state of a database::
     squall_state   (state, key, value)          one row per key: JSON (squall.core.trident.codec)
     squall_applied (state, task, txid, record)  one row per batch of a task still uncommitted
                                                 at the spout (squall.core.trident.applied)
+    squall_tasks   (state, task, mark)          each task's last txid and floors (TaskMark)
 
 and two for stateful bolts' keyed state (squall.backends.kv).
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from squall.core.errors import StateError
-from squall.core.trident.applied import BatchRecord
+from squall.core.trident.applied import BatchRecord, TaskMark
 from squall.core.trident.codec import (
     MapKind,
     decode_key,
@@ -45,6 +46,8 @@ def schema(table_suffix: str = "", blob: str = "BLOB") -> tuple[str, ...]:
         "CREATE TABLE IF NOT EXISTS squall_applied (state TEXT NOT NULL, task INTEGER NOT "
         "NULL, txid BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (state, task, txid))"
         f"{table_suffix}",
+        "CREATE TABLE IF NOT EXISTS squall_tasks (state TEXT NOT NULL, task INTEGER NOT NULL, "
+        f"mark TEXT NOT NULL, PRIMARY KEY (state, task)){table_suffix}",
         f"CREATE TABLE IF NOT EXISTS squall_kv (state TEXT NOT NULL, task INTEGER NOT NULL, "
         f"key {blob} NOT NULL, value {blob} NOT NULL, PRIMARY KEY (state, task, key))"
         f"{table_suffix}",
@@ -137,6 +140,23 @@ class SqlStore:
                     f"({p}, {p}, {p}, {p}) ON CONFLICT (state, task, txid) DO UPDATE SET "
                     "record = excluded.record",
                     [(self.name.state, self.name.task, rec.txid, rec.encode().decode())])
+
+    def load_task(self) -> TaskMark:
+        p = self.d.p
+        row = self.conn.execute(f"SELECT mark FROM squall_tasks WHERE state = {p} AND "
+                                f"task = {p}", (self.name.state, self.name.task)).fetchone()
+        return TaskMark() if row is None else TaskMark.decode(row[0].encode())
+
+    def put_task(self, mark: TaskMark) -> None:
+        p = self.d.p
+        self._write(f"INSERT INTO squall_tasks (state, task, mark) VALUES ({p}, {p}, {p}) "
+                    "ON CONFLICT (state, task) DO UPDATE SET mark = excluded.mark",
+                    [(self.name.state, self.name.task, mark.encode().decode())])
+
+    def locked(self) -> AbstractContextManager[None]:
+        """The task's lock: its batches run one at a time (a fused aggregate's task runs in
+        every upstream task's partition)."""
+        return self.d.task_lock(self.conn, self.name.state, self.name.task)
 
     def delete_applied(self, txids: Sequence[int]) -> None:
         p = self.d.p

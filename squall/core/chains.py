@@ -11,9 +11,9 @@ state follows it through its log and lock, whichever Spark task runs it.
 A chain is linear: a bolt fuses at most one downstream bolt (the first, in the
 topology's order), and the rest of its subscribers read it through Kafka.
 
-A persistent aggregate (or partition_persist) is never fused: its txids are its query's
-micro-batch ids, which must stay one sequence for the life of its state (fused, they would
-be the upstream query's, and switching fusing on or off would start another sequence).
+A persistent aggregate (or partition_persist) fuses like any bolt: its txids are its tasks'
+own (kept with the state), not a query's micro-batch ids, and a task runs one batch at a
+time under its lock (services/bolts/aggregate.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 from squall.core.grouping import Edge
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import STATEFUL
 
 
 def chains(spec: TopologySpec, components: Sequence[str], fuse: bool = True
@@ -36,7 +35,7 @@ def chains(spec: TopologySpec, components: Sequence[str], fuse: bool = True
     for n in names:
         b = spec.component(n)
         assert isinstance(b, BoltSpec)
-        if len(b.inputs) != 1 or b.cls in STATEFUL:
+        if len(b.inputs) != 1:
             continue
         up = b.inputs[0].component
         if up in names and up not in nxt and up != n and not _reaches(nxt, n, up):

@@ -70,7 +70,7 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
 
     first = rows(FIELDS, [("alice", 10), ("bob", 5), ("alice", 2)], 0, ids)
     assert persist(first, 1).executed == 3
-    assert persist(first, 1).executed == 3  # Spark runs batch 1 again: the txid covers it
+    assert persist(first, 1).executed == 3  # Spark runs batch 1 again: its records skip it
     # Storm-level: messages 1 and 2 replayed under new roots, with a new message 3.
     again = rows(FIELDS, [("bob", 5), ("alice", 2), ("carol", 7)], 1, ids)
     assert persist(again, 2).executed == 3

@@ -52,3 +52,14 @@ def test_the_fused_edge_keeps_its_grouping() -> None:
     e = fused_edge(spec(), "split", "count")
     assert (e.target, e.partitions, e.grouping, e.fields) == ("count", 3, Grouping.FIELDS,
                                                               ("word",))
+
+
+def test_a_persistent_aggregate_fuses_into_its_upstream_query() -> None:
+    """Its txids are its tasks' own, so it may run in the upstream bolt's micro-batch."""
+    b = TopologyBuilder()
+    b.set_spout("s", "t")
+    b.set_bolt("split", "examples.wordcount:SplitSentence", 2,
+               outputs={"default": ["word"]}).shuffle_grouping("s")
+    b.persistent_aggregate("count", ["word"], "count", 2).fields_grouping("split", ["word"])
+    spec = b.build("exact")
+    assert chains(spec, ["split", "count"]) == [("split", "count")]

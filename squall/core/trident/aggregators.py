@@ -67,9 +67,10 @@ def batch_updates(keys: Sequence[Key], values: Sequence[Values],
     seen)."""
     if isinstance(agg, CombinerAggregator):
         partial: dict[Key, Any]
-        if type(agg) is Count:  # the common cases without a Python call per tuple
+        kind: type = type(agg)
+        if kind is Count:  # the common cases without a Python call per tuple
             partial = Counter(keys)
-        elif type(agg) is Sum:
+        elif kind is Sum:
             partial = {}
             for k, v in zip(keys, values, strict=True):
                 partial[k] = partial[k] + v[0] if k in partial else v[0]

@@ -13,7 +13,11 @@ Rules:
   begin`): a batch that Spark runs again sees the record as it was before the batch, and
   the map kind's own txid rule decides what its first run left in the values;
 - the records of messages below the spout's committed offsets go (:meth:`~AppliedSources.
-  prune`): a committed message is never replayed.
+  prune`): a committed message is never replayed by the spout; and a tuple of one is
+  skipped (a micro-batch that Spark runs again may bring it back): its tree completed, so
+  the task applied it. The committed offsets a task has seen are kept with its records
+  (:class:`TaskMark`) and never lowered, so a worker with an older view of them cannot
+  apply a message whose record another worker let go.
 
 Sound when all of a message's tuples for one task arrive in one batch (an upstream emits a
 root's tuples for one partition in one record) and bolts are deterministic (a replayed
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +63,35 @@ class BatchRecord:
         """Every message in it is below its source's committed offset."""
         return all(o.size == 0 or (s in committed and int(o[-1]) < committed[s])
                    for s, o in self.offsets.items())
+
+
+@dataclass(frozen=True)
+class TaskMark:
+    """A task's last committed batch and its floors: per source, the spout's committed
+    offset as the task last saw it (never lowered). A message below its floor has a
+    complete tree, so the task applied it: its tuples are skipped, and its records can go."""
+
+    txid: int = 0
+    floors: Mapping[str, int] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        return json.dumps({"txid": self.txid, "floors": dict(sorted(self.floors.items()))}
+                          ).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> TaskMark:
+        try:
+            doc = json.loads(raw)
+            return cls(int(doc["txid"]), {str(s): int(o) for s, o in doc["floors"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise StateError(f"a stored task mark is malformed ({e}): {raw[:80]!r}") from None
+
+    def raised(self, txid: int, committed: Mapping[str, int]) -> TaskMark:
+        """After batch ``txid``, with the spout's committed offsets as now seen."""
+        floors = dict(self.floors)
+        for s, o in committed.items():
+            floors[s] = max(floors.get(s, o), o)
+        return TaskMark(txid, floors)
 
 
 class AppliedSources:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 from squall.core.errors import StateError
-from squall.core.trident.applied import BatchRecord
+from squall.core.trident.applied import BatchRecord, TaskMark
 from squall.core.trident.state import Key
 
 V = TypeVar("V")
@@ -21,6 +21,8 @@ class MemoryBackingMap(Generic[V]):
         self._open: dict[Key, V] | None = None
         self._open_records: dict[int, bytes | None] = {}
         self.commits: list[int] = []
+        self.mark = TaskMark()
+        self._open_mark: TaskMark | None = None
 
     def multi_get(self, keys: Sequence[Key]) -> list[V | None]:
         view: dict[Key, Any] = {**self.committed, **(self._open or {})}
@@ -45,12 +47,19 @@ class MemoryBackingMap(Generic[V]):
         self._need_open("delete_applied")
         self._open_records.update((t, None) for t in txids)
 
+    def load_task(self) -> TaskMark:
+        return self._open_mark or self.mark
+
+    def put_task(self, mark: TaskMark) -> None:
+        self._need_open("put_task")
+        self._open_mark = mark
+
     # ----- State ---------------------------------------------------------
 
     def begin_commit(self, txid: int) -> None:
         if self._open is not None:
             raise StateError(f"batch {txid} began while another batch is open")
-        self._open, self._open_records = {}, {}
+        self._open, self._open_records, self._open_mark = {}, {}, None
 
     def commit(self, txid: int) -> None:
         self.committed.update(self._open or {})
@@ -59,11 +68,12 @@ class MemoryBackingMap(Generic[V]):
                 self.records.pop(t, None)
             else:
                 self.records[t] = r
-        self._open, self._open_records = None, {}
+        self.mark = self._open_mark or self.mark
+        self._open, self._open_records, self._open_mark = None, {}, None
         self.commits.append(txid)
 
     def rollback(self, txid: int) -> None:
-        self._open, self._open_records = None, {}
+        self._open, self._open_records, self._open_mark = None, {}, None
 
     def _need_open(self, what: str) -> None:
         if self._open is None:

@@ -15,7 +15,7 @@ kept: at least once, as Trident's non-transactional state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -28,7 +28,7 @@ from squall.core.trident.aggregators import (
     Values,
     batch_updates,
 )
-from squall.core.trident.applied import AppliedSources, BatchRecord
+from squall.core.trident.applied import AppliedSources, BatchRecord, TaskMark
 from squall.core.trident.maps import NonTransactionalMap
 from squall.core.trident.state import Key, MapState
 
@@ -47,6 +47,10 @@ class AppliedStore(Protocol):
     def put_applied(self, rec: BatchRecord) -> None: ...
 
     def delete_applied(self, txids: Sequence[int]) -> None: ...
+
+    def load_task(self) -> TaskMark: ...
+
+    def put_task(self, mark: TaskMark) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class NewValues:
 
     rows: list[tuple[Any, ...]]
     skipped: int = 0
+    #: the batch's txid
+    txid: int = 0
 
 
 class StateUpdater(Protocol[T]):
@@ -100,10 +106,13 @@ class _ExactBatches(Generic[T]):
         self.store = store
         self.exact = not isinstance(state, NonTransactionalMap)
 
-    def run(self, txid: int, batch: BatchInput, committed: dict[str, int] | None = None
-            ) -> NewValues:
-        """Apply batch ``txid``; ``committed``: the spout's committed offsets, if known
-        (records below them are dropped)."""
+    def run(self, txid: int | None, batch: BatchInput,
+            committed: Mapping[str, int] | None = None) -> NewValues:
+        """Apply a batch as ``txid`` (None: the one after the task's last; run one batch of
+        a task at a time); ``committed``: the spout's committed offsets, if known (tuples
+        and records below them are dropped)."""
+        if txid is None:
+            txid = self.store.load_task().txid + 1
         self.state.begin_commit(txid)
         try:
             out = self._run(txid, batch, committed or {})
@@ -113,27 +122,30 @@ class _ExactBatches(Generic[T]):
         self.state.commit(txid)
         return out
 
-    def _run(self, txid: int, b: BatchInput, committed: dict[str, int]) -> NewValues:
+    def _run(self, txid: int, b: BatchInput, committed: Mapping[str, int]) -> NewValues:
         keep = np.ones(len(b.keys), np.bool_)
         applied: AppliedSources | None = None
         srcs = np.asarray(b.sources, dtype=object)
         sources = set(b.sources) - {UNKNOWN}
+        # Read in the transaction: another worker may have run this task's last batch.
+        mark = self.store.load_task().raised(txid, committed)
         if self.exact:
-            # Read in the transaction: another worker may have run this task's last batch.
             applied = AppliedSources(self.store.load_applied())
-            gone = applied.begin(txid) + (applied.prune(committed) if committed else [])
+            gone = applied.begin(txid) + applied.prune(mark.floors)
             if gone:
                 self.store.delete_applied(gone)
             for s in sources:
                 at = np.flatnonzero(srcs == s)
-                keep[at] = applied.fresh(s, b.offsets[at]) & _one_emission(
-                    b.offsets[at], b.emissions[at])
+                offs = b.offsets[at]
+                keep[at] = applied.fresh(s, offs) & _one_emission(offs, b.emissions[at]) & (
+                    offs >= mark.floors.get(s, -1))
         idx = np.flatnonzero(keep).tolist()
         rows = self._apply([b.keys[i] for i in idx], [b.values[i] for i in idx])
         if applied is not None:
             by_source = {s: b.offsets[keep & (srcs == s)] for s in sources}
             self.store.put_applied(applied.applied(txid, by_source))
-        return NewValues(rows, int(len(b.keys) - len(idx)))
+        self.store.put_task(mark)
+        return NewValues(rows, int(len(b.keys) - len(idx)), txid)
 
     def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
         raise NotImplementedError

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -98,27 +99,46 @@ class AggregateTask:
 def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> BatchInput:
     keys: list[tuple[Any, ...]] = []
     values: list[tuple[Any, ...]] = []
-    sources: list[str] = []
+    sources: list[npt.NDArray[np.object_]] = []
     offsets: list[np.ndarray] = []
     emissions: list[np.ndarray] = []
     for record, b in enumerate(batches):  # one batch per edge record
-        cols = [b.data.column(f).to_pylist() for f in agg.group_by]
-        vals = [b.data.column(f).to_pylist() for f in agg.fields]
         n = len(b)
-        keys += list(zip(*cols, strict=True)) if cols else [()] * n
-        values += list(zip(*vals, strict=True)) if vals else [()] * n
+        keys += _rows(b, agg.group_by)
+        values += _rows(b, agg.fields)
         o = b.origins()
         if o is None:  # no source message known: only the txid guards these
-            sources += [UNKNOWN] * n
+            sources.append(np.full(n, UNKNOWN, object))
             offsets.append(np.full(n, -1, np.int64))
         else:
-            sources += [UNKNOWN if s is None else s for s in o[0].to_pylist()]
+            sources.append(_names(o[0]))
             offsets.append(o[1])
         # An emission of a message reaches a task in one record: the record tells them apart.
         emissions.append(np.full(n, record, np.int64))
-    return BatchInput(keys, values, sources,
+    return BatchInput(keys, values,
+                      np.concatenate(sources) if sources else np.zeros(0, object),
                       np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
                       np.concatenate(emissions) if emissions else np.zeros(0, np.int64))
+
+
+def _rows(b: TupleBatch, fields: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    if not fields:
+        return [()] * len(b)
+    if len(fields) == 1:
+        return [(x,) for x in b.data.column(fields[0]).to_pylist()]
+    return list(zip(*(b.data.column(f).to_pylist() for f in fields), strict=True))
+
+
+def _names(arr: pa.Array) -> npt.NDArray[np.object_]:
+    """Each tuple's source ("topic:partition"; UNKNOWN for none) as an object array: through
+    the dictionary (a dictionary array's to_pylist costs ~2 us a tuple)."""
+    if not isinstance(arr, pa.DictionaryArray):
+        return np.asarray([UNKNOWN if s is None else s for s in arr.to_pylist()], object)
+    names = np.asarray([*(UNKNOWN if s is None else s for s in arr.dictionary.to_pylist()),
+                        UNKNOWN], object)
+    idx = arr.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False)
+    out: npt.NDArray[np.object_] = names[idx]
+    return out
 
 
 def _acks(batches: Sequence[TupleBatch], now_ms: int) -> AckerBatch:

@@ -62,7 +62,7 @@ class BatchInput:
 
     keys: Sequence[Key]
     values: Sequence[Values]
-    sources: Sequence[str]
+    sources: Sequence[str] | npt.NDArray[np.object_]
     offsets: I64
     emissions: npt.NDArray[np.int64]
 

@@ -22,12 +22,15 @@ class ApiClient:
         try:
             r = self.http.request(method, path, **kw)
         except httpx.HTTPError as e:
-            raise ApiError(0, f"cannot reach the API at {self.url}: {e}") from None
+            raise ApiError(0, f"cannot reach the API at {self.url} ({e}); is it running? "
+                              "Point to it with --api or SQUALL_API_URL") from None
         if r.status_code >= 400:
             try:
                 detail = r.json().get("detail", r.text)
             except ValueError:
                 detail = r.text
+            if r.status_code in (401, 403):
+                detail = f"{detail} (the CLI sends SQUALL_API_TOKEN, or --token)"
             raise ApiError(r.status_code, str(detail))
         return r.json()
 

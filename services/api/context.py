@@ -21,7 +21,7 @@ from services.api.control import Control
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.stats import aggregate, scrape
-from squall.core.errors import AuthError, ConflictError
+from squall.core.errors import AuthError, UsageError
 
 TopologyId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,200}$", description="topology id")]
 Wait = Annotated[float, Path(ge=0, le=86_400, description="seconds to let trees drain")]
@@ -70,7 +70,8 @@ def _version_of(if_match: str | None) -> int | None:
     try:
         return int(if_match.strip('"W/ '))
     except ValueError:
-        raise ConflictError(f"If-Match {if_match!r} is not a topology version") from None
+        raise UsageError(f"If-Match {if_match[:40]!r} is not a topology version (send the "
+                         "ETag of GET /api/v1/topologies/<id>, e.g. \"3\")") from None
 
 
 def _context(request: Request) -> ApiContext:
@@ -81,15 +82,25 @@ def _context(request: Request) -> ApiContext:
 Ctx = Annotated[ApiContext, Depends(_context)]
 
 
-def _authorized(ctx: Ctx, cred: Credentials) -> None:
-    s = ctx.settings
-    token = s.token.get_secret_value() if s.token else None
-    if s.allow_anonymous and token is None:
+def authorize(settings: ApiSettings, given: str | None) -> None:
+    """The one token check: ``given`` is the bearer token sent (None: none)."""
+    token = settings.token.get_secret_value() if settings.token else None
+    if settings.allow_anonymous and token is None:
         return
-    if cred is None:
+    if given is None:
         raise AuthError(401, "a bearer token is required for this route")
-    if token is None or not secrets.compare_digest(cred.credentials.encode(), token.encode()):
+    if token is None or not secrets.compare_digest(given.encode(), token.encode()):
         raise AuthError(403, "the bearer token is not valid")
+
+
+def bearer_of(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header."""
+    scheme, _, token = (header or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _authorized(ctx: Ctx, cred: Credentials) -> None:
+    authorize(ctx.settings, None if cred is None else cred.credentials)
 
 
 #: The dependencies of every mutating route.

@@ -2,7 +2,8 @@
 
 A bad spec 422, an unknown id 404, an illegal transition or a lost race 409, ZooKeeper
 unavailable 503, a replica that is not the leader 503 with the leader's address, a missing
-token 401, a wrong one 403; any other :class:`SquallError` 400.
+token 401, a wrong one 403, a body too large 413 (or of unknown length 411); any other
+:class:`SquallError` 400.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from squall.core.errors import (
     AuthError,
+    BodyError,
     ConflictError,
     CoordinationError,
     NotFoundError,
@@ -33,6 +35,8 @@ def to_response(exc: SquallError) -> JSONResponse:
     if isinstance(exc, AuthError):
         return error_response(exc.status, "unauthorized", exc.detail,
                               {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
+    if isinstance(exc, BodyError):
+        return error_response(exc.status, "bad_body", exc.detail)
     if isinstance(exc, NotLeader):
         return error_response(503, "not_leader", str(exc),
                               {"X-Squall-Leader": exc.leader} if exc.leader else None)

@@ -1,4 +1,5 @@
-"""Around every request: count it by route template, and forward a follower's writes.
+"""Around every request: count it by route template, and forward a follower's writes; and
+before a write is read at all, its caller is authenticated and its size checked.
 
 Middleware runs outside FastAPI's exception handlers: errors here become responses through
 the same mapping (:func:`services.api.errors.to_response`)."""
@@ -13,12 +14,15 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from services.api.context import ApiContext
+from services.api.context import ApiContext, authorize, bearer_of
 from services.api.errors import to_response
-from squall.core.errors import NotLeader
+from squall.core.errors import AuthError, BodyError, NotLeader
+from squall.core.spec_checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 _FORWARDED = "x-squall-forwarded-by"
+#: The largest body a write may send: a spec at its limit, as JSON, with room to spare.
+MAX_BODY_BYTES = 2 * MAX_SPEC_BYTES
 
 
 def install(app: FastAPI, ctx: ApiContext) -> None:
@@ -59,3 +63,30 @@ def install(app: FastAPI, ctx: ApiContext) -> None:
             return to_response(NotLeader(leader, f"the leader {leader} did not answer: {e}"))
         return Response(r.content, r.status_code, media_type=r.headers.get("content-type"),
                         headers={"X-Squall-Leader": leader})
+
+    @app.middleware("http")
+    async def guard_writes(request: Request, call_next: Any) -> Response:
+        """Installed last, so it runs first: the caller, then the body's size, before a
+        byte of the body is read or a write forwarded."""
+        if request.method in _MUTATING:
+            try:
+                authorize(ctx.settings, bearer_of(request.headers.get("authorization")))
+                _check_length(request.headers)
+            except (AuthError, BodyError) as e:
+                return to_response(e)
+        return await call_next(request)  # type: ignore[no-any-return]
+
+
+def _check_length(headers: Any) -> None:
+    length = headers.get("content-length")
+    if length is None:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            raise BodyError(411, "send the body with a Content-Length (chunked bodies are "
+                                 "not read)")
+        return
+    try:
+        n = int(length)
+    except ValueError:
+        raise BodyError(400, f"Content-Length {length[:20]!r} is not a number") from None
+    if n > MAX_BODY_BYTES:
+        raise BodyError(413, f"the body is {n:,} bytes; at most {MAX_BODY_BYTES:,} are read")

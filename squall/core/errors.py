@@ -78,10 +78,11 @@ class KafkaUnavailable(SquallError):
 
 
 class ApiError(SquallError):
-    """The API answered with an error (its status and detail are in the message)."""
+    """The API answered with an error (its status and detail are in the message), or could
+    not be reached (status 0, not shown)."""
 
     def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"HTTP {status}: {detail}")
+        super().__init__(detail if status == 0 else f"HTTP {status}: {detail}")
         self.status = status
 
 
@@ -95,6 +96,15 @@ class NotLeader(SquallError):
 
 class AuthError(SquallError):
     """A request without a valid bearer token: 401 (none given) or 403 (a wrong one)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class BodyError(SquallError):
+    """A request body the API will not read: too large (413) or of unknown length (411)."""
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(detail)

@@ -18,6 +18,18 @@ from typing import Any
 from squall.core.errors import SquallError, TopologyError
 from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.retry import RetrySchedule
+from squall.core.spec_checks import (
+    BOLT_KEYS,
+    INPUT_KEYS,
+    SCHEMES,
+    SPOUT_KEYS,
+    check_depth,
+    check_graph,
+    check_keys,
+    check_length,
+    check_topic,
+    load_text,
+)
 from squall.core.topics import check_name, edge_topic
 from squall.core.trident.builder import TridentBuilder
 from squall.core.trident.spec import (
@@ -132,9 +144,11 @@ class TopologySpec:
     def validate(self) -> TopologySpec:
         try:
             check_name("topology", self.name)
+            check_length("topology", self.name)
             names = [c.name for c in self.components()]
             for n in names:
                 check_name("component", n)
+                check_length("component", n)
         except SquallError as e:
             raise TopologyError(str(e)) from None
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -159,6 +173,11 @@ class TopologySpec:
                                     f"got {s.parallelism}")
             if not s.topics:
                 raise TopologyError(f"{where}: topics must name at least one source topic")
+            for t in s.topics:
+                check_topic(t, where)
+            if s.scheme not in SCHEMES:
+                raise TopologyError(f"{where}: scheme {s.scheme!r} is not one of "
+                                    f"{', '.join(SCHEMES)}")
             if s.scheme == "json" and not s.fields:
                 raise TopologyError(f"{where}: the json scheme needs fields")
         for b in self.bolts:
@@ -179,6 +198,7 @@ class TopologySpec:
                 raise TopologyError(f"{where}: inputs must name at least one component")
             for stream in b.outputs:
                 check_name("stream", stream)
+                check_length("stream", stream)
             for i in b.inputs:
                 if i.component not in names:
                     raise TopologyError(f"{where}: input from unknown component {i.component!r}")
@@ -193,6 +213,8 @@ class TopologySpec:
                         raise TopologyError(
                             f"{where}: fields grouping on {i.component!r} by {missing}, not "
                             f"among its output fields {list(fields)}")
+        check_graph([s.name for s in self.spouts],
+                    {b.name: [i.component for i in b.inputs] for b in self.bolts})
         return self
 
     # ----- (de)serialisation -----------------------------------------------
@@ -210,6 +232,7 @@ class TopologySpec:
         """Build and validate; a malformed document is a TopologyError naming the place."""
         if not isinstance(raw, Mapping):
             raise TopologyError("a topology must be an object")
+        check_depth(raw)
         unknown = set(raw) - {f for f in cls.__dataclass_fields__}
         if unknown:
             raise TopologyError(f"unknown topology fields {sorted(unknown)}")
@@ -236,13 +259,7 @@ class TopologySpec:
     @classmethod
     def from_text(cls, text: str) -> TopologySpec:
         """JSON or YAML."""
-        import yaml
-
-        try:
-            raw = yaml.safe_load(text)  # YAML is a superset of JSON
-        except yaml.YAMLError as e:
-            raise TopologyError(f"not valid JSON or YAML: {e}") from None
-        return cls.from_dict(raw)
+        return cls.from_dict(load_text(text))  # YAML is a superset of JSON
 
 
 def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
@@ -258,7 +275,13 @@ def _req(raw: Mapping[str, Any], key: str, what: str) -> Any:
     return raw[key]
 
 
+def _named(kind: str, raw: Any) -> str:
+    return f"{kind} {raw['name']!r}" if isinstance(raw, Mapping) and "name" in raw else \
+        f"a {kind}"
+
+
 def _spout(raw: Mapping[str, Any]) -> SpoutSpec:
+    check_keys(raw, SPOUT_KEYS, _named("spout", raw))
     name = _req(raw, "name", "spout")
     topics = _req(raw, "topics", f"spout {name!r}")
     return SpoutSpec(name, tuple([topics] if isinstance(topics, str) else topics),
@@ -267,10 +290,12 @@ def _spout(raw: Mapping[str, Any]) -> SpoutSpec:
 
 
 def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
+    check_keys(raw, BOLT_KEYS, _named("bolt", raw))
     name = _req(raw, "name", "bolt")
     where = f"bolt {name!r}"
     inputs = []
-    for i in raw.get("inputs", []):
+    for i in _list(raw, "inputs"):
+        check_keys(i, INPUT_KEYS, f"{where} input")
         try:
             grouping = Grouping(i.get("grouping", "shuffle"))
         except ValueError:

@@ -222,6 +222,41 @@ def test_bad_bodies_and_paths_are_4xx_never_5xx(http: httpx.Client) -> None:
     assert http.post("/topologies", content=b"\xff\xfe").status_code == 422
 
 
+def test_the_caller_is_checked_before_the_body_is_read(api: ApiProcess) -> None:
+    with api.client(token=None) as anon:
+        r = anon.post("/topologies/x/kill", content=b"{not json",
+                      headers={"Content-Type": "application/json"})
+        assert r.status_code == 401, r.text
+        r = anon.post("/topologies", content=b"x" * 3_000_000)  # not even its size matters
+        assert r.status_code == 401, r.text
+
+
+def test_hostile_bodies_are_refused_and_the_api_stays_well(http: httpx.Client) -> None:
+    r = http.post("/topologies", content=b"x" * 3_000_000)
+    assert r.status_code == 413 and "at most" in r.json()["detail"], r.text
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+        for i in range(9))
+    r = http.post("/topologies", content=bomb, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 422 and "aliases" in r.json()["detail"], r.text
+    for deep in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+        r = http.post("/topologies", content=deep, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and "nests deeper" in r.json()["detail"], r.text
+    r = http.post("/topologies", json=spec("n" * 250))
+    assert r.status_code == 422 and "at most 64" in r.json()["detail"], r.text
+    cyc = spec("cyc")
+    cyc["bolts"][0]["inputs"] = [{"component": "count"}]
+    r = http.post("/topologies", json=cyc)
+    assert r.status_code == 422 and "split <- count <- split" in r.json()["detail"], r.text
+    typo = spec("typo")
+    typo["spouts"][0]["paralelism"] = 4
+    r = http.post("/topologies", json=typo)
+    assert r.status_code == 422 and "['paralelism']" in r.json()["detail"], r.text
+    assert http.post("/topologies", json=spec("after")).status_code == 201  # still writes
+    r = http.post("/topologies/after/deactivate", headers={"If-Match": "not-a-version"})
+    assert r.status_code == 400 and "If-Match" in r.json()["detail"], r.text
+
+
 def test_health_and_readiness(http: httpx.Client) -> None:
     assert http.get("/healthz").json() == {"status": "ok"}
     r = http.get("/readyz")

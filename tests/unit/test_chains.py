@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from squall.core.chains import chains, fused_edge
 from squall.core.grouping import Grouping
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologyBuilder, TopologySpec
 
 
 def spec() -> TopologySpec:
@@ -37,12 +37,13 @@ def test_fusing_can_be_switched_off() -> None:
 
 
 def test_a_cycle_of_bolts_is_not_fused_into_itself() -> None:
-    b = TopologyBuilder()
-    b.set_spout("s", "src")
-    b.set_bolt("a", "m:A", 1, outputs={"default": ["x"]}).shuffle_grouping("b")
-    b.set_bolt("b", "m:B", 1, outputs={"default": ["x"]}).shuffle_grouping("a")
-    b.set_bolt("c", "m:C", 1, outputs={"default": ["x"]}).shuffle_grouping("s")
-    spec = b.build("cyc")
+    """A spec refuses cycles (squall.core.spec_checks); one built without its checks still
+    cannot make chains loop."""
+    def bolt(name: str, up: str) -> BoltSpec:
+        return BoltSpec(name, f"m:{name.upper()}", 1, (InputSpec(up),), {"default": ("x",)})
+
+    spec = TopologySpec("cyc", (SpoutSpec("s", ("src",)),),
+                        (bolt("a", "b"), bolt("b", "a"), bolt("c", "s")))
     got = chains(spec, ["a", "b", "c"])
     assert sorted(n for c in got for n in c) == ["a", "b", "c"]  # each exactly once
     assert all(len(c) <= 2 for c in got)

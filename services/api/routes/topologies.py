@@ -13,6 +13,7 @@ from services.api import views
 from services.api.context import WRITE, Ctx, IfMatch, TopologyId
 from squall.core.cluster import WorkerAssignment
 from squall.core.errors import TopologyError
+from squall.core.spec_checks import MAX_DEPTH, MAX_SPEC_BYTES
 from squall.core.topology import TopologySpec
 
 router = APIRouter()
@@ -36,6 +37,8 @@ class KillRequest(BaseModel):
 
 
 def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
+    if len(raw) > MAX_SPEC_BYTES:
+        raise TopologyError(f"the spec is {len(raw):,} bytes; at most {MAX_SPEC_BYTES:,}")
     try:
         text = raw.decode()
     except UnicodeDecodeError:
@@ -46,6 +49,8 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
         doc = json.loads(text)
     except ValueError as e:
         raise TopologyError(f"the body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise TopologyError(f"the spec nests deeper than {MAX_DEPTH} levels") from None
     return TopologySpec.from_dict(doc)
 
 

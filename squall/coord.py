@@ -18,11 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.errors import ConflictError, CoordinationError, NotFoundError
+from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
 
 log = logging.getLogger("squall.coord")
 ROOT = "/squall"
 TOPOLOGIES = f"{ROOT}/topologies"
+#: Below ZooKeeper's default jute.maxbuffer (1 MiB), with room for the record's growth.
+MAX_RECORD_BYTES = 768 * 1024
 WORKERS = f"{ROOT}/workers"
 ASSIGNMENTS = f"{ROOT}/assignments"
 ELECTION = f"{ROOT}/election"
@@ -67,8 +69,12 @@ class TopologyStore:
     def create(self, rec: TopologyRecord) -> TopologyRecord:
         from kazoo.exceptions import NodeExistsError
 
+        raw = rec.to_json()
+        if len(raw) > MAX_RECORD_BYTES:  # ZooKeeper would drop the session, not refuse it
+            raise TopologyError(f"topology {rec.id!r} is {len(raw):,} bytes stored; at most "
+                                f"{MAX_RECORD_BYTES:,} fit a ZooKeeper node")
         try:
-            _zk_call("submit", lambda: self.zk.create(f"{TOPOLOGIES}/{rec.id}", rec.to_json()))
+            _zk_call("submit", lambda: self.zk.create(f"{TOPOLOGIES}/{rec.id}", raw))
         except NodeExistsError:
             raise ConflictError(f"a topology named {rec.id!r} is already submitted "
                                 "(kill it first, or choose another name)") from None

@@ -84,12 +84,14 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
         "can also be set as SQUALL_BOLTS_<NAME>.")
     p.add_argument("--topology-file", help="the topology, JSON or YAML")
     p.add_argument("--components", help="bolts to run, comma separated (default: all)")
-    p.add_argument("--bootstrap-servers")
+    p.add_argument("--bootstrap-servers", help="Kafka brokers (default 127.0.0.1:9092)")
     p.add_argument("--master", help="Spark master (default local[*]; or spark://host:7077)")
-    p.add_argument("--checkpoint-dir")
+    p.add_argument("--checkpoint-dir", help="Spark's checkpoints and the default state "
+                   "database (shared storage on a cluster)")
     p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
     p.add_argument("--trigger-ms", type=int, help="micro-batch interval")
-    p.add_argument("--metrics-port", type=int)
+    p.add_argument("--metrics-port", type=int,
+                   help="serve /metrics here (default 0: any free port)")
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
                    help="foreachBatch + mapInArrow (default) or the data source writer")
     p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],

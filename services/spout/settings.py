@@ -142,17 +142,29 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
                    help="subscriber target:partitions[:grouping[:fields]][@stream] (repeatable)")
     p.add_argument("--scheme", help="raw, text, json or module:Class")
     p.add_argument("--fields", help="declared output fields (json scheme)")
-    p.add_argument("--guarantee", choices=[g.value for g in Guarantee])
-    p.add_argument("--message-timeout-s", type=float)
-    p.add_argument("--max-spout-pending", type=int)
-    p.add_argument("--max-uncommitted-offsets", type=int)
-    p.add_argument("--max-retries", type=int)
-    p.add_argument("--retry-initial-ms", type=int)
-    p.add_argument("--retry-max-ms", type=int)
-    p.add_argument("--bootstrap-servers")
-    p.add_argument("--metrics-port", type=int)
-    p.add_argument("--dlq-topic")
-    p.add_argument("--commit-interval-s", type=float)
+    p.add_argument("--guarantee", choices=[g.value for g in Guarantee],
+                   help="at_least_once (default: trees tracked, replayed on failure), "
+                   "at_most_once or no_guarantee")
+    p.add_argument("--message-timeout-s", type=float,
+                   help="a tree not complete after this many seconds fails (default 30)")
+    p.add_argument("--max-spout-pending", type=int,
+                   help="trees in flight per task before emitting pauses (default 10000)")
+    p.add_argument("--max-uncommitted-offsets", type=int,
+                   help="offsets ahead of the commit point per partition before fetching "
+                   "pauses")
+    p.add_argument("--max-retries", type=int,
+                   help="replays of a failed message before it is dead-lettered")
+    p.add_argument("--retry-initial-ms", type=int,
+                   help="the first replay's delay (default 100; doubles each time)")
+    p.add_argument("--retry-max-ms", type=int,
+                   help="the longest replay delay (default 10000)")
+    p.add_argument("--bootstrap-servers", help="Kafka brokers (default 127.0.0.1:9092)")
+    p.add_argument("--metrics-port", type=int,
+                   help="serve /metrics here (default 0: any free port)")
+    p.add_argument("--dlq-topic", help="where dead letters go (default "
+                   "squall.<topology>.dlq)")
+    p.add_argument("--commit-interval-s", type=float,
+                   help="how often completed offsets are committed (default 1.0)")
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="the longest a fetch waits for new records (default 100)")
     p.add_argument("--timeout-clock", choices=["bolts", "wall"],

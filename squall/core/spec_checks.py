@@ -15,12 +15,17 @@ from squall.core.errors import TopologyError
 MAX_SPEC_BYTES = 256 * 1024
 #: How deep a spec document may nest (a topology needs 6 levels; configs a few more).
 MAX_DEPTH = 32
-#: YAML aliases in one document: a few are handy, thousands are a "billion laughs" bomb.
+#: YAML aliases in one document: a few are handy, many are a "billion laughs" bomb.
 MAX_ALIASES = 64
+#: Values in one document, counted as if aliases were copies: what a bomb of few aliases
+#: (each naming the one before, nested) would expand to is refused, not walked.
+MAX_NODES = 200_000
 #: Name lengths: ``squall.<topology>.edge.<component>.<stream>.<component>`` stays within
 #: Kafka's 249 characters.
 MAX_NAME = {"topology": 64, "component": 48, "stream": 48}
 SCHEMES = ("text", "raw", "json")
+#: A scheme of the user's: ``module:Class``.
+SCHEME_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 SPOUT_KEYS = frozenset({"name", "topics", "parallelism", "scheme", "fields"})
 BOLT_KEYS = frozenset({"name", "class", "cls", "parallelism", "inputs", "outputs", "config",
                        "persistent_aggregate", "partition_persist", "state_query"})
@@ -60,10 +65,16 @@ def load_text(text: str) -> Any:
 
 
 def check_depth(doc: Any, where: str = "the spec") -> None:
-    """A parsed document (JSON from the API) nests at most :data:`MAX_DEPTH` levels."""
+    """A parsed document nests at most :data:`MAX_DEPTH` levels and holds at most
+    :data:`MAX_NODES` values (a YAML alias counts as a copy)."""
     stack: list[tuple[Any, int]] = [(doc, 1)]
+    nodes = 0
     while stack:
         x, d = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise TopologyError(f"{where} holds more than {MAX_NODES:,} values (YAML aliases "
+                                "count as copies)")
         if d > MAX_DEPTH:
             raise TopologyError(f"{where} nests deeper than {MAX_DEPTH} levels")
         if isinstance(x, Mapping):

@@ -21,6 +21,7 @@ from squall.core.retry import RetrySchedule
 from squall.core.spec_checks import (
     BOLT_KEYS,
     INPUT_KEYS,
+    SCHEME_CLASS,
     SCHEMES,
     SPOUT_KEYS,
     check_depth,
@@ -175,9 +176,9 @@ class TopologySpec:
                 raise TopologyError(f"{where}: topics must name at least one source topic")
             for t in s.topics:
                 check_topic(t, where)
-            if s.scheme not in SCHEMES:
+            if s.scheme not in SCHEMES and not SCHEME_CLASS.match(s.scheme):
                 raise TopologyError(f"{where}: scheme {s.scheme!r} is not one of "
-                                    f"{', '.join(SCHEMES)}")
+                                    f"{', '.join(SCHEMES)} or a 'module:Class'")
             if s.scheme == "json" and not s.fields:
                 raise TopologyError(f"{where}: the json scheme needs fields")
         for b in self.bolts:

@@ -83,7 +83,7 @@ def test_topic_names_follow_kafkas_rules(topic: str, ok: bool) -> None:
 
 def test_an_unknown_scheme_is_refused() -> None:
     refused(spec(spouts=[{"name": "sentences", "topics": "s", "scheme": "avro"}]),
-            "scheme 'avro' is not one of text, raw, json")
+            "scheme 'avro' is not one of text, raw, json or a 'module:Class'")
 
 
 def test_names_that_would_not_fit_a_topic_or_a_route_are_refused() -> None:
@@ -100,6 +100,12 @@ def test_hostile_text_is_refused_before_it_costs_anything() -> None:
         for i in range(9))
     with pytest.raises(TopologyError, match="more than 64 YAML aliases"):
         TopologySpec.from_text(bomb)
+    # Few aliases, each naming the one before nine times: 9**7 values if walked.
+    nested = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+        for i in range(6))
+    with pytest.raises(TopologyError, match="more than 200,000 values"):
+        TopologySpec.from_text(nested)
     with pytest.raises(TopologyError, match="nests deeper than 32 levels"):
         TopologySpec.from_text("[" * 100_000 + "]" * 100_000)
     doc = spec()

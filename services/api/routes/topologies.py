@@ -57,8 +57,8 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
 @router.post("/topologies", tags=["topologies"], status_code=201, dependencies=WRITE,
              summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY)
 async def submit(ctx: Ctx, request: Request, activate: bool = True) -> dict[str, Any]:
-    spec = _parse_spec(await request.body(),
-                       request.headers.get("content-type", "application/json"))
+    spec = await asyncio.to_thread(_parse_spec, await request.body(),
+                                   request.headers.get("content-type", "application/json"))
     rec = await asyncio.to_thread(ctx.control.submit, spec, activate)
     return views.topology_view(rec, ctx.now(), {}, {})
 

@@ -297,6 +297,12 @@ def run_demo(s: DemoSettings) -> int:
             elapsed = time.monotonic() - t0
             done = prog.committed()
             prog.refresh()
+            # The API's statistics are gathered every few seconds: let them catch up with
+            # what Kafka says is committed before they go into the summary.
+            settle = time.monotonic() + 10
+            while prog.spout("acked") < done and time.monotonic() < settle and not stop.is_set():
+                stop.wait(0.5)
+                prog.refresh()
             acker_records = float(prog.storm.get("acker", {}).get("records", 0.0))
             counts = state_counts(cl.state_url)
             top = counts.most_common(10)

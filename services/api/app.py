@@ -12,12 +12,14 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from services.api import errors, middleware
+from services.api.cluster_view import ClusterView
 from services.api.context import ApiContext
 from services.api.control import Control
 from services.api.metrics import ApiMetrics
 from services.api.routes import health, storm, topologies, ui
 from services.api.settings import ApiSettings
 from squall import __version__
+from squall.coord import ELECTION
 
 
 def create_app(control: Control, settings: ApiSettings) -> FastAPI:
@@ -27,10 +29,13 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         "Kafka and Spark. Storm UI's REST routes are under /api/v1; mutating routes need "
         "`Authorization: Bearer <token>`.")
     registry = CollectorRegistry()
-    ctx = ApiContext(control, settings, registry, ApiMetrics(registry, control))
+    cluster = ClusterView(control.zk, ELECTION, settings.stats_interval_s,
+                          settings.scrape_timeout_s)
+    ctx = ApiContext(control, settings, registry, ApiMetrics(registry, control), cluster)
     app.state.squall = ctx
     errors.install(app)
     middleware.install(app, ctx)
     for r in (health.router, topologies.router, ui.router, storm.router):
         app.include_router(r)
+    app.router.add_event_handler("shutdown", cluster.close)
     return app

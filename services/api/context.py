@@ -17,11 +17,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry
 
 from services.api import views
+from services.api.cluster_view import ClusterView
 from services.api.control import Control
+from services.api.errors import WRITE_ERRORS
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
-from services.api.stats import aggregate, scrape
+from squall.core.cluster import TopologyRecord, WorkerInfo
 from squall.core.errors import AuthError, UsageError
+from squall.core.topology import TopologySpec
 
 TopologyId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,200}$", description="topology id")]
 Wait = Annotated[float, Path(ge=0, le=86_400, description="seconds to let trees drain")]
@@ -36,23 +39,45 @@ class ApiContext:
     settings: ApiSettings
     registry: CollectorRegistry
     metrics: ApiMetrics
+    #: the in-memory cluster the read routes serve (services/api/cluster_view.py)
+    cluster: ClusterView
 
     def now(self) -> int:
         return self.control.clock.now_ms()
 
+    # ----- reads: from memory once the mirrors have loaded, from ZooKeeper before -----
+
+    async def records(self) -> list[TopologyRecord]:
+        if self.cluster.ready:
+            return self.cluster.records()
+        return await asyncio.to_thread(self.control.store.list)
+
+    async def record(self, tid: str) -> TopologyRecord:
+        rec = self.cluster.record(tid) if self.cluster.ready else None
+        return rec if rec is not None else await asyncio.to_thread(self.control.store.get,
+                                                                   tid)
+
+    async def workers(self) -> list[WorkerInfo]:
+        if self.cluster.ready:
+            return self.cluster.workers()
+        return await asyncio.to_thread(self.control.workers)
+
+    async def assignments(self) -> dict[str, Any]:
+        if self.cluster.ready:
+            return self.cluster.assignments()
+        return await asyncio.to_thread(self.control.assignments)
+
     async def stats_of(self, tid: str) -> dict[str, Any]:
-        workers = await asyncio.to_thread(self.control.workers)
-        samples, _ = await asyncio.to_thread(scrape, views.endpoints_of(tid, workers),
-                                             self.settings.scrape_timeout_s)
-        return aggregate(samples, tid)
+        """As of the last background scrape (every few seconds)."""
+        return self.cluster.stats_of(tid)
 
     async def restarts_of(self, tid: str) -> dict[str, tuple[int, bool]]:
-        return views.restarts_of(tid, await asyncio.to_thread(self.control.workers))
+        return views.restarts_of(tid, await self.workers())
 
     async def view(self, tid: str) -> dict[str, Any]:
-        rec = await asyncio.to_thread(self.control.store.get, tid)
-        assignments = await asyncio.to_thread(self.control.assignments)
-        return views.topology_view(rec, self.now(), assignments, await self.stats_of(tid))
+        rec = await self.record(tid)
+        return views.topology_view(rec, self.now(), await self.assignments(),
+                                   await self.stats_of(tid))
 
     async def operate(self, tid: str, event: str, if_match: str | None,
                       wait_s: float | None = None,
@@ -60,8 +85,13 @@ class ApiContext:
         """Apply a lifecycle event; the topology's view after it."""
         rec = await asyncio.to_thread(self.control.operate, tid, event, wait_s, parallelism,
                                       _version_of(if_match))
-        return views.topology_view(rec, self.now(),
-                                   await asyncio.to_thread(self.control.assignments))
+        await asyncio.to_thread(self.cluster.settle, tid, rec.version)
+        return views.topology_view(rec, self.now(), await self.assignments())
+
+    async def submit(self, spec: TopologySpec, activate: bool) -> TopologyRecord:
+        rec = await asyncio.to_thread(self.control.submit, spec, activate)
+        await asyncio.to_thread(self.cluster.settle, rec.id, rec.version)
+        return rec
 
 
 def _version_of(if_match: str | None) -> int | None:
@@ -103,5 +133,5 @@ def _authorized(ctx: Ctx, cred: Credentials) -> None:
     authorize(ctx.settings, None if cred is None else cred.credentials)
 
 
-#: The dependencies of every mutating route.
-WRITE = [Depends(_authorized)]
+#: What every mutating route is declared with: the token check, and its error statuses.
+WRITE: dict[str, Any] = {"dependencies": [Depends(_authorized)], "responses": WRITE_ERRORS}

@@ -8,8 +8,12 @@ token 401, a wrong one 403, a body too large 413 (or of unknown length 411); any
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from squall.core.errors import (
     AuthError,
@@ -24,6 +28,31 @@ from squall.core.errors import (
 
 _STATUS: dict[type[SquallError], int] = {
     TopologyError: 422, NotFoundError: 404, ConflictError: 409, CoordinationError: 503}
+
+
+class ErrorBody(BaseModel):
+    """Every error's body: what kind, and what was wrong where."""
+
+    error: str
+    detail: str
+
+
+_WHY = {400: "a malformed request (e.g. an If-Match that is not a version)",
+        401: "no bearer token", 403: "a wrong bearer token", 404: "no such topology",
+        409: "an illegal transition, a name taken, or a lost race (If-Match)",
+        411: "a body of unknown length", 413: "a body too large",
+        422: "an invalid spec, body, path or query: the detail names it",
+        503: "ZooKeeper unavailable, or this replica cannot reach the leader"}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error statuses, each with :class:`ErrorBody`."""
+    return {s: {"model": ErrorBody, "description": _WHY[s]} for s in statuses}
+
+
+#: What a read may answer besides 200, and what a write may.
+READ_ERRORS = documented(404, 422, 503)
+WRITE_ERRORS = documented(400, 401, 403, 404, 409, 411, 413, 422, 503)
 
 
 def error_response(status: int, kind: str, detail: str,
@@ -49,4 +78,12 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, SquallError)
         return to_response(exc)
 
+    async def invalid(_request: Request, exc: Exception) -> JSONResponse:
+        """FastAPI's own 422 (a path, query or body that does not fit), in the same shape."""
+        assert isinstance(exc, RequestValidationError)
+        detail = "; ".join(f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg')}"
+                           for e in exc.errors()[:5])
+        return error_response(422, "invalid_request", detail or "invalid request")
+
     app.add_exception_handler(SquallError, handle)
+    app.add_exception_handler(RequestValidationError, invalid)

@@ -24,6 +24,8 @@ class ApiSettings(BaseSettings):
     allow_anonymous: bool = Field(False, description="no token needed (development only)")
     session_timeout_s: float = Field(10.0, ge=2, le=120)
     scrape_timeout_s: float = Field(1.0, gt=0, le=30)
+    # How often the workers' metrics are gathered for the statistics routes (in the background).
+    stats_interval_s: float = Field(2.0, gt=0, le=300)
     leader_interval_s: float = Field(0.5, gt=0, le=30)
 
     @model_validator(mode="after")

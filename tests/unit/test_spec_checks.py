@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 
 from squall.core.errors import TopologyError
 from squall.core.spec_checks import MAX_SPEC_BYTES, check_graph
+from squall.core.spec_schema import topology_json_schema
 from squall.core.topology import TopologySpec
 
 
@@ -114,3 +118,18 @@ def test_hostile_text_is_refused_before_it_costs_anything() -> None:
         TopologySpec.from_dict(doc)
     with pytest.raises(TopologyError, match=f"at most {MAX_SPEC_BYTES:,} are read"):
         TopologySpec.from_text("name: x\n#" + "x" * MAX_SPEC_BYTES)
+
+
+@pytest.mark.parametrize("path", sorted(Path("examples").glob("*.yaml")), ids=str)
+def test_every_example_fits_the_documented_schema(path: Path) -> None:
+    """The submit body's schema (OpenAPI) takes what the spec takes."""
+    jsonschema.validate(yaml.safe_load(path.read_text()), topology_json_schema())
+    jsonschema.validate(TopologySpec.from_text(path.read_text()).to_dict(),
+                        topology_json_schema())
+
+
+def test_the_schema_refuses_a_misspelled_key_as_the_spec_does() -> None:
+    doc = spec()
+    doc["spouts"][0]["paralelism"] = 2
+    with pytest.raises(jsonschema.ValidationError, match="paralelism"):
+        jsonschema.validate(doc, topology_json_schema())

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from services.api.context import Ctx
+from services.api.errors import documented
 from squall.coord import ROOT
 from squall.kafka import quiet_logger
 
@@ -22,7 +23,16 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Readiness: ZooKeeper and Kafka reachable")
+_READY = {"type": "object", "properties": {
+    "ready": {"type": "boolean"}, "leader": {"type": "boolean"},
+    "checks": {"type": "object", "additionalProperties": {"type": "string"}}},
+    "required": ["ready", "checks", "leader"]}
+
+
+@router.get("/readyz", summary="Readiness: ZooKeeper and Kafka reachable", responses={
+    200: {"description": "ready", "content": {"application/json": {"schema": _READY}}},
+    503: {"description": "not ready: which check failed",
+          "content": {"application/json": {"schema": _READY}}}})
 async def readyz(ctx: Ctx) -> JSONResponse:
     control = ctx.control
     checks = {"zookeeper": control.state == "CONNECTED" and bool(
@@ -41,11 +51,11 @@ async def prometheus_metrics(ctx: Ctx) -> PlainTextResponse:
     return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/sd/prometheus",
+@router.get("/sd/prometheus", responses=documented(503),
             summary="Prometheus HTTP service discovery: every worker process's /metrics")
 async def service_discovery(ctx: Ctx) -> list[dict[str, Any]]:
     out = []
-    for w in await asyncio.to_thread(ctx.control.workers):
+    for w in await ctx.workers():
         for url in sorted({e["url"] for e in w.endpoints}):
             u = urlsplit(url)
             out.append({"targets": [u.netloc], "labels": {

@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from services.api import views
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
+from services.api.errors import READ_ERRORS
 from squall import __version__
 
-router = APIRouter(prefix="/api/v1", tags=["storm"])
+router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
 
 
 class StormRebalanceOptions(BaseModel):
@@ -26,15 +27,16 @@ class StormRebalance(BaseModel):
 @router.get("/cluster/summary", summary="Cluster summary")
 async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
     control = ctx.control
-    ws = await asyncio.to_thread(control.workers)
-    recs = await asyncio.to_thread(control.store.list)
-    assigned = await asyncio.to_thread(control.assignments)
+    ws = await ctx.workers()
+    recs = await ctx.records()
+    assigned = await ctx.assignments()
     used = sum(len(p.tasks) or 1 for a in assigned.values() for p in a.placements)
     total = sum(w.worker.capacity for w in ws)
     return {"squallVersion": __version__, "supervisors": len(ws), "slotsTotal": total,
             "slotsUsed": used, "slotsFree": max(0, total - used), "topologies": len(recs),
             "tasksTotal": sum(r.spec.num_tasks for r in recs),
-            "leader": await asyncio.to_thread(control.leader_url),
+            "leader": ctx.cluster.leader_url() if ctx.cluster.ready else
+            await asyncio.to_thread(control.leader_url),
             "thisReplicaLeads": control.leading.is_set(), "zookeeper": control.state,
             # Known to the leader: tasks no live worker of their kind has room for.
             "unassignedTasks": [u.key for u in control.unassigned]
@@ -43,7 +45,7 @@ async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
 
 @router.get("/supervisor/summary", summary="Workers (supervisors)")
 async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
-    ws = await asyncio.to_thread(ctx.control.workers)
+    ws = await ctx.workers()
     return {"supervisors": [{"id": w.worker.id, "host": w.host, "kind": str(w.worker.kind),
                              "slotsTotal": w.worker.capacity,
                              "uptimeSeconds": max(0, (ctx.now() - w.started_ms) // 1000)}
@@ -52,7 +54,7 @@ async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
 
 @router.get("/topology/summary", summary="Every topology")
 async def topology_summary(ctx: Ctx) -> dict[str, Any]:
-    recs = await asyncio.to_thread(ctx.control.store.list)
+    recs = await ctx.records()
     return {"topologies": [
         {"id": r.id, "name": r.spec.name, "status": str(r.lifecycle.status),
          "uptimeSeconds": int(views.uptime_s(r, ctx.now())),
@@ -63,8 +65,8 @@ async def topology_summary(ctx: Ctx) -> dict[str, Any]:
 @router.get("/topology/{topology_id}",
             summary="A topology with its statistics (window :all-time)")
 async def storm_topology(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
-    rec = await asyncio.to_thread(ctx.control.store.get, topology_id)
-    return views.storm_topology(rec, ctx.now(), await asyncio.to_thread(ctx.control.assignments),
+    rec = await ctx.record(topology_id)
+    return views.storm_topology(rec, ctx.now(), await ctx.assignments(),
                                 await ctx.stats_of(topology_id),
                                 await ctx.restarts_of(topology_id))
 
@@ -73,9 +75,9 @@ async def storm_topology(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
             summary="A component (spout, bolt or __acker)")
 async def storm_component(ctx: Ctx, topology_id: TopologyId,
                           component: Annotated[str, Path(max_length=200)]) -> dict[str, Any]:
-    rec = await asyncio.to_thread(ctx.control.store.get, topology_id)
+    rec = await ctx.record(topology_id)
     return views.storm_component(rec, component, ctx.now(),
-                                 await asyncio.to_thread(ctx.control.assignments),
+                                 await ctx.assignments(),
                                  await ctx.stats_of(topology_id),
                                  await ctx.restarts_of(topology_id))
 
@@ -86,17 +88,17 @@ async def _storm_op(ctx: ApiContext, tid: str, event: str, wait: float | None = 
     return {"topologyOperation": event, "topologyId": tid, "status": "success"}
 
 
-@router.post("/topology/{topology_id}/activate", dependencies=WRITE)
+@router.post("/topology/{topology_id}/activate", **WRITE)
 async def storm_activate(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "activate")
 
 
-@router.post("/topology/{topology_id}/deactivate", dependencies=WRITE)
+@router.post("/topology/{topology_id}/deactivate", **WRITE)
 async def storm_deactivate(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "deactivate")
 
 
-@router.post("/topology/{topology_id}/rebalance/{wait_time}", dependencies=WRITE)
+@router.post("/topology/{topology_id}/rebalance/{wait_time}", **WRITE)
 async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
                           body: Annotated[StormRebalance | None, Body()] = None
                           ) -> dict[str, Any]:
@@ -104,6 +106,6 @@ async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
     return await _storm_op(ctx, topology_id, "rebalance", wait_time, ex)
 
 
-@router.post("/topology/{topology_id}/kill/{wait_time}", dependencies=WRITE)
+@router.post("/topology/{topology_id}/kill/{wait_time}", **WRITE)
 async def storm_kill(ctx: Ctx, topology_id: TopologyId, wait_time: Wait) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "kill", wait_time)

@@ -11,17 +11,19 @@ from pydantic import BaseModel, Field
 
 from services.api import views
 from services.api.context import WRITE, Ctx, IfMatch, TopologyId
+from services.api.errors import READ_ERRORS
 from squall.core.cluster import WorkerAssignment
 from squall.core.errors import TopologyError
 from squall.core.spec_checks import MAX_DEPTH, MAX_SPEC_BYTES
+from squall.core.spec_schema import topology_json_schema
 from squall.core.topology import TopologySpec
 
-router = APIRouter()
+router = APIRouter(responses=READ_ERRORS)
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
 _SPEC_BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": {"type": "object", "description":
-                                    "the topology (see README.md, \"Topologies and bolts\")"}},
-    "application/yaml": {"schema": {"type": "string"}}}}}
+    "application/json": {"schema": topology_json_schema()},
+    "application/yaml": {"schema": {"type": "string", "description":
+                                    "the same topology, as YAML"}}}}}
 
 
 class RebalanceRequest(BaseModel):
@@ -54,18 +56,18 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
     return TopologySpec.from_dict(doc)
 
 
-@router.post("/topologies", tags=["topologies"], status_code=201, dependencies=WRITE,
+@router.post("/topologies", tags=["topologies"], status_code=201, **WRITE,
              summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY)
 async def submit(ctx: Ctx, request: Request, activate: bool = True) -> dict[str, Any]:
     spec = await asyncio.to_thread(_parse_spec, await request.body(),
                                    request.headers.get("content-type", "application/json"))
-    rec = await asyncio.to_thread(ctx.control.submit, spec, activate)
+    rec = await ctx.submit(spec, activate)
     return views.topology_view(rec, ctx.now(), {}, {})
 
 
 @router.get("/topologies", tags=["topologies"], summary="Every topology with its status")
 async def list_topologies(ctx: Ctx) -> list[dict[str, Any]]:
-    recs = await asyncio.to_thread(ctx.control.store.list)
+    recs = await ctx.records()
     return [{"id": r.id, "status": str(r.lifecycle.status), "version": r.version,
              "uptime_s": views.uptime_s(r, ctx.now())} for r in recs]
 
@@ -79,21 +81,21 @@ async def get_topology(ctx: Ctx, topology_id: TopologyId, response: Response
     return v
 
 
-@router.post("/topologies/{topology_id}/activate", tags=["topologies"], dependencies=WRITE,
+@router.post("/topologies/{topology_id}/activate", tags=["topologies"], **WRITE,
              summary="Activate: spouts emit")
 async def activate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
                    ) -> dict[str, Any]:
     return await ctx.operate(topology_id, "activate", if_match)
 
 
-@router.post("/topologies/{topology_id}/deactivate", tags=["topologies"], dependencies=WRITE,
+@router.post("/topologies/{topology_id}/deactivate", tags=["topologies"], **WRITE,
              summary="Deactivate: spouts stop emitting; trees in flight complete")
 async def deactivate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
                      ) -> dict[str, Any]:
     return await ctx.operate(topology_id, "deactivate", if_match)
 
 
-@router.post("/topologies/{topology_id}/rebalance", tags=["topologies"], dependencies=WRITE,
+@router.post("/topologies/{topology_id}/rebalance", tags=["topologies"], **WRITE,
              summary="Rebalance: drain for wait_s, then apply new spout parallelism")
 async def rebalance(ctx: Ctx, topology_id: TopologyId,
                     body: Annotated[RebalanceRequest | None, Body()] = None,
@@ -102,7 +104,7 @@ async def rebalance(ctx: Ctx, topology_id: TopologyId,
     return await ctx.operate(topology_id, "rebalance", if_match, b.wait_s, b.parallelism)
 
 
-@router.post("/topologies/{topology_id}/kill", tags=["topologies"], dependencies=WRITE,
+@router.post("/topologies/{topology_id}/kill", tags=["topologies"], **WRITE,
              summary="Kill: spouts stop, trees drain for wait_s, then it is removed")
 async def kill(ctx: Ctx, topology_id: TopologyId,
                body: Annotated[KillRequest | None, Body()] = None,
@@ -113,8 +115,8 @@ async def kill(ctx: Ctx, topology_id: TopologyId,
 
 @router.get("/workers", tags=["cluster"], summary="Live workers and what they run")
 async def workers(ctx: Ctx) -> list[dict[str, Any]]:
-    ws = await asyncio.to_thread(ctx.control.workers)
-    assigned = await asyncio.to_thread(ctx.control.assignments)
+    ws = await ctx.workers()
+    assigned = await ctx.assignments()
     return [{"id": w.worker.id, "kind": str(w.worker.kind), "capacity": w.worker.capacity,
              "host": w.host, "pid": w.pid, "started_ms": w.started_ms,
              "running": list(w.endpoints),

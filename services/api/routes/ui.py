@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
@@ -15,12 +13,12 @@ router = APIRouter(tags=["ui"])
 
 @router.get("/ui", summary="Topologies, with links to their pages", response_class=HTMLResponse)
 async def ui_index(ctx: Ctx) -> HTMLResponse:
-    recs = await asyncio.to_thread(ctx.control.store.list)
+    recs = await ctx.records()
     return HTMLResponse(page.index_page([r.id for r in recs]))
 
 
 @router.get("/ui/topologies/{topology_id}", response_class=HTMLResponse,
             summary="The topology's DAG with live per-component numbers")
 async def ui_topology(ctx: Ctx, topology_id: TopologyId) -> HTMLResponse:
-    await asyncio.to_thread(ctx.control.store.get, topology_id)  # 404 for an unknown id
+    await ctx.record(topology_id)  # 404 for an unknown id
     return HTMLResponse(page.topology_page(topology_id))

@@ -1,0 +1,152 @@
+"""What the read routes serve: the cluster as of now, kept in memory.
+
+Dashboards and scripts poll the summary routes; rebuilding each answer from ZooKeeper (a
+read per topology, worker and assignment) and from every worker's ``/metrics`` made them
+answer at 36 requests/s. Here ZooKeeper's topologies, workers and assignments are
+mirrored by kazoo's ``TreeCache`` (kept current by watches), parsed once per node version;
+the workers' metrics are scraped in the background every ``interval_s`` and aggregated per
+topology. A read is a dictionary lookup.
+
+Reads on the replica that wrote see the write: :meth:`ClusterView.settle` waits (briefly)
+until the mirror holds the version a write produced. Until the mirrors have loaded (or if
+they fail), reads go to ZooKeeper as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from services.api.stats import ComponentStats, aggregate, scrape
+from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+
+log = logging.getLogger("squall.api")
+
+
+class _Mirror:
+    """One ZooKeeper subtree's children, parsed, re-parsed only when a node changes."""
+
+    def __init__(self, zk: Any, path: str, parse: Callable[[bytes, int], Any]) -> None:
+        from kazoo.recipe.cache import TreeCache, TreeEvent
+
+        self.path, self.parse = path, parse
+        self.ready = threading.Event()
+        self._parsed: dict[str, tuple[int, Any]] = {}
+        self.cache = TreeCache(zk, path)
+
+        def on(event: Any) -> None:
+            if event.event_type == TreeEvent.INITIALIZED:
+                self.ready.set()
+
+        self.cache.listen(on)
+        self.cache.listen_fault(lambda e: log.warning("ZooKeeper mirror of %s: %s", path, e))
+        try:
+            self.cache.start()
+        except Exception as e:  # not ready, ever: the reads go to ZooKeeper instead
+            log.warning("no ZooKeeper mirror of %s (reads go to ZooKeeper): %s", path, e)
+
+    def items(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in sorted(self.cache.get_children(self.path, frozenset())):
+            node = self.cache.get_data(f"{self.path}/{name}")
+            if node is None or node.data is None:
+                continue
+            version = node.stat.version
+            have = self._parsed.get(name)
+            if have is None or have[0] != version:
+                try:
+                    have = (version, self.parse(node.data, version))
+                except (ValueError, KeyError, TypeError) as e:
+                    log.warning("ignoring malformed node %s/%s: %s", self.path, name, e)
+                    continue
+                self._parsed[name] = have
+            out[name] = have[1]
+        for gone in set(self._parsed) - set(out):
+            self._parsed.pop(gone, None)
+        return out
+
+    def version_of(self, name: str) -> int | None:
+        node = self.cache.get_data(f"{self.path}/{name}")
+        return None if node is None else int(node.stat.version)
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+class ClusterView:
+    def __init__(self, zk: Any, election: str, interval_s: float = 2.0,
+                 scrape_timeout_s: float = 1.0) -> None:
+        self.interval_s, self.scrape_timeout_s = interval_s, scrape_timeout_s
+        self.topologies = _Mirror(zk, TOPOLOGIES, TopologyRecord.from_json)
+        self.workers_ = _Mirror(zk, WORKERS, lambda raw, _v: WorkerInfo.from_json(raw))
+        self.assignments_ = _Mirror(zk, ASSIGNMENTS,
+                                    lambda raw, _v: WorkerAssignment.from_json(raw))
+        # The API replicas' election: each contender's node holds its URL.
+        self.election = _Mirror(zk, election, lambda raw, _v: raw.decode())
+        self._stats: dict[str, dict[str, ComponentStats]] = {}
+        self._stop = threading.Event()
+        self._scraper = threading.Thread(target=self._scrape_loop, name="api-stats",
+                                         daemon=True)
+        self._scraper.start()
+
+    @property
+    def ready(self) -> bool:
+        return all(m.ready.is_set() for m in self._mirrors())
+
+    def records(self) -> list[TopologyRecord]:
+        return list(self.topologies.items().values())
+
+    def record(self, tid: str) -> TopologyRecord | None:
+        rec: TopologyRecord | None = self.topologies.items().get(tid)
+        return rec
+
+    def workers(self) -> list[WorkerInfo]:
+        return list(self.workers_.items().values())
+
+    def assignments(self) -> dict[str, WorkerAssignment]:
+        return dict(self.assignments_.items())
+
+    def leader_url(self) -> str | None:
+        """The first contender by sequence (kazoo's Election), as ``contenders()`` says."""
+        nodes = self.election.items()
+        first = min(nodes, key=lambda n: n[-10:], default=None)
+        return None if first is None else str(nodes[first])
+
+    def stats_of(self, tid: str) -> dict[str, ComponentStats]:
+        return self._stats.get(tid, {})
+
+    def settle(self, tid: str, version: int | None, timeout_s: float = 2.0) -> None:
+        """Wait until the mirror holds topology ``tid`` at ``version`` (None: removed)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.topologies.ready.is_set():
+            if self.topologies.version_of(tid) == version:
+                return
+            time.sleep(0.005)
+
+    def _scrape_loop(self) -> None:
+        wait = 0.0
+        while not self._stop.wait(wait):
+            wait = self.interval_s if self.ready else 0.1
+            if not self.ready:
+                continue
+            try:
+                urls = sorted({e["url"] for w in self.workers() for e in w.endpoints})
+                samples, _ = scrape(urls, self.scrape_timeout_s)
+                by_topology: dict[str, list[Any]] = {}
+                for sample in samples:
+                    by_topology.setdefault(sample[1].get("topology", ""), []).append(sample)
+                self._stats = {t: aggregate(ss, t) for t, ss in by_topology.items() if t}
+            except Exception as e:  # never let the scraper die; the next round tries again
+                log.warning("metrics scrape failed: %s", e)
+
+    def close(self) -> None:
+        self._stop.set()
+        for m in self._mirrors():
+            m.close()
+
+    def _mirrors(self) -> tuple[_Mirror, ...]:
+        return (self.topologies, self.workers_, self.assignments_, self.election)

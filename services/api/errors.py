@@ -52,6 +52,10 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 #: What a read may answer besides 200, and what a write may.
 READ_ERRORS = documented(404, 422, 503)
+#: A page's errors: JSON, whatever the page's own type (its route documents text/html).
+PAGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    s: {"description": _WHY[s], "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for s in (404, 422, 503)}
 WRITE_ERRORS = documented(400, 401, 403, 404, 409, 411, 413, 422, 503)
 
 

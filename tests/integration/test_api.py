@@ -239,7 +239,7 @@ def test_hostile_bodies_are_refused_and_the_api_stays_well(http: httpx.Client) -
         for i in range(9))
     r = http.post("/topologies", content=bomb, headers={"Content-Type": "application/yaml"})
     assert r.status_code == 422 and "aliases" in r.json()["detail"], r.text
-    for deep in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+    for deep in ("[" * 60_000 + "]" * 60_000, '{"a":' * 20_000 + "1" + "}" * 20_000):
         r = http.post("/topologies", content=deep, headers={"Content-Type": "application/json"})
         assert r.status_code == 422 and "nests deeper" in r.json()["detail"], r.text
     r = http.post("/topologies", json=spec("n" * 250))

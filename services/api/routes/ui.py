@@ -7,8 +7,9 @@ from fastapi.responses import HTMLResponse
 
 from services.api import page
 from services.api.context import Ctx, TopologyId
+from services.api.errors import PAGE_ERRORS
 
-router = APIRouter(tags=["ui"])
+router = APIRouter(tags=["ui"], responses=PAGE_ERRORS)
 
 
 @router.get("/ui", summary="Topologies, with links to their pages", response_class=HTMLResponse)

@@ -36,9 +36,13 @@ class _Mirror:
         self.path, self.parse = path, parse
         self.ready = threading.Event()
         self._parsed: dict[str, tuple[int, Any]] = {}
+        # Bumped by every change the watches bring: items() is rebuilt only after one.
+        self._generation = 0
+        self._items: tuple[int, dict[str, Any]] = (-1, {})
         self.cache = TreeCache(zk, path)
 
         def on(event: Any) -> None:
+            self._generation += 1
             if event.event_type == TreeEvent.INITIALIZED:
                 self.ready.set()
 
@@ -50,6 +54,10 @@ class _Mirror:
             log.warning("no ZooKeeper mirror of %s (reads go to ZooKeeper): %s", path, e)
 
     def items(self) -> dict[str, Any]:
+        """Name -> parsed node (do not change it: it is shared until the next change)."""
+        generation = self._generation
+        if self._items[0] == generation:
+            return self._items[1]
         out: dict[str, Any] = {}
         for name in sorted(self.cache.get_children(self.path, frozenset())):
             node = self.cache.get_data(f"{self.path}/{name}")
@@ -67,6 +75,7 @@ class _Mirror:
             out[name] = have[1]
         for gone in set(self._parsed) - set(out):
             self._parsed.pop(gone, None)
+        self._items = (generation, out)
         return out
 
     def version_of(self, name: str) -> int | None:

@@ -8,6 +8,7 @@ API validates specs without running user code.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -106,9 +107,9 @@ class TopologySpec:
     def components(self) -> tuple[SpoutSpec | BoltSpec, ...]:
         return (*self.spouts, *self.bolts)
 
-    @property
+    @functools.cached_property
     def num_tasks(self) -> int:
-        """Every task: spout and bolt parallelism plus the ackers."""
+        """Every task: spout and bolt parallelism plus the ackers (a spec is immutable)."""
         return sum(c.parallelism for c in self.components()) + self.ackers
 
     def component(self, name: str) -> SpoutSpec | BoltSpec:

@@ -3,13 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# The topology page is tested in headless Chromium (Debian's package).
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages some tests drive for real: headless Chromium (the topology page) and
+# Prometheus with promtool (the dashboards and alert rules against a live word count).
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test: installing Debian's chromium for the topology-page test" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    echo "test: installing Debian's ${need[*]} (system-wide) for the page and monitoring tests" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "test: the topology-page test needs chromium (apt-get install chromium)" >&2
+    echo "test: some tests need Debian's ${need[*]} (apt-get install ${need[*]})" >&2
   fi
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"

@@ -18,10 +18,6 @@ def placements_of(tid: str, assignments: dict[str, WorkerAssignment]) -> list[di
             for w, a in sorted(assignments.items()) for p in a.placements if p.topology == tid]
 
 
-def endpoints_of(tid: str, workers: list[WorkerInfo]) -> list[str]:
-    return sorted({e["url"] for w in workers for e in w.endpoints if e.get("topology") == tid})
-
-
 def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, tuple[int, bool]]:
     """Per component: its processes' restarts and whether one is in a crash loop (the
     workers publish both with their endpoints; the acker as ``__acker``)."""

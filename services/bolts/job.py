@@ -192,7 +192,7 @@ class BoltJob:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
                     progress[q.name] = last = q.lastProgress
                     if m:
-                        m.progress(chain[0], last)
+                        m.progress(chain, last)
                 marks.step(int(time.time() * 1000), progress)
         finally:
             marks.close()

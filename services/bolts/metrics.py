@@ -8,6 +8,7 @@ duration through ``StreamingQuery.lastProgress``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -59,13 +60,27 @@ class BoltMetrics:
             "for Kafka's confirmation)", [*base, "phase"], registry=registry)
 
     def started(self, component: str) -> None:
-        self.active.labels(self.topology, component).set(1)
+        lab = (self.topology, component)
+        self.active.labels(*lab).set(1)
+        # Every series exists from the start, at 0: a panel or alert reading it has data
+        # before the first error (checked against a real Prometheus).
+        for c in (self.batches, self.rows, self.executed, self.emitted, self.acked,
+                  self.failed, self.errors, self.bad, self.fetch_retries,
+                  self.execute_seconds):
+            c.labels(*lab)
+        self.duration.labels(*lab)
 
     def stopped(self, component: str) -> None:
         self.active.labels(self.topology, component).set(0)
 
-    def progress(self, component: str, p: Any) -> None:
-        """Count a progress report once (the same one is returned until the next batch)."""
+    def progress(self, chain: Sequence[str], p: Any) -> None:
+        """Count a query's progress report once (the same one is returned until the next
+        batch), for each bolt of its chain: a fused bolt runs in the head's micro-batches
+        (its input rows come from the head, not from Kafka: those stay the head's)."""
+        for i, component in enumerate(chain):
+            self._progress(component, p, rows=i == 0)
+
+    def _progress(self, component: str, p: Any, rows: bool) -> None:
         if p is not None and not isinstance(p, dict):
             p = json.loads(p.json)  # PySpark 4: a StreamingQueryProgress
         if not p or "batchId" not in p:
@@ -76,7 +91,8 @@ class BoltMetrics:
         self._seen[component] = bid
         lab = (self.topology, component)
         self.batches.labels(*lab).inc()
-        self.rows.labels(*lab).inc(max(0, int(p.get("numInputRows", 0) or 0)))
+        if rows:
+            self.rows.labels(*lab).inc(max(0, int(p.get("numInputRows", 0) or 0)))
         phases = p.get("durationMs") or {}
         ms = phases.get("triggerExecution")
         if ms is not None:

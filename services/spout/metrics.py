@@ -37,6 +37,10 @@ class SpoutMetrics:
                          [*base, "topic", "partition"], registry=registry)
         self.latency = BulkHistogram("squall_spout_complete_latency_seconds",
                                      "From emit to the tree's completion", base, registry=registry)
+        # Every series exists from the start, at 0: a panel or alert reading it has data
+        # before the first failure (checked against a real Prometheus).
         for c in (self.emitted, self.acked, self.replayed, self.dead_lettered, self.bad,
                   self.recovered, self.stale):
             c.labels(*self.labels)
+        for reason in ("failed", "timeout"):
+            self.failed.labels(*self.labels, reason)

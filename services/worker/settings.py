@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
 from squall.core.assignment import Kind
+from squall.processes import free_port
 
 
 class WorkerSettings(BaseSettings):
@@ -31,7 +32,9 @@ class WorkerSettings(BaseSettings):
     master: str = "local[*]"
     session_timeout_s: float = Field(6.0, ge=2, le=120)
     metrics_host: str = "127.0.0.1"
-    metrics_port: int = Field(0, ge=0, le=65535)
+    # The worker's own /metrics (restarts, crash loops), published in ZooKeeper with its
+    # processes' so the API's service discovery lists it. None: any free port; 0: off.
+    metrics_port: int | None = Field(None, ge=0, le=65535)
     stop_timeout_s: float = Field(30.0, gt=0)
     # A second copy of each bolts job, its Spark session and Python workers warm, waiting
     # on the job's lock to take over (services/bolts/standby.py). Local masters only: on a
@@ -62,8 +65,12 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
     p.add_argument("--master", help="Spark master for bolts (default local[*])")
     p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
     p.add_argument("--metrics-host", help="host others reach its processes' /metrics at")
-    p.add_argument("--metrics-port", type=int, help="the worker's own /metrics port (0: off)")
+    p.add_argument("--metrics-port", type=int, help="the worker's own /metrics port (default: "
+                   "any free port, published for service discovery; 0: off)")
     p.add_argument("--bolts-standby", action=argparse.BooleanOptionalAction, default=None,
                    help="keep a warm standby of each bolts job that takes over in seconds "
                    "when it dies (default: on with a local master)")
-    return load_settings(WorkerSettings, p, argv, "worker")
+    s = load_settings(WorkerSettings, p, argv, "worker")
+    if s.metrics_port is None:
+        s = s.model_copy(update={"metrics_port": free_port()})
+    return s

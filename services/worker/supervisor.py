@@ -140,6 +140,9 @@ class WorkerService:
         eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
                     for k, c in sorted(self.sup.children.items())
                     for e in self._endpoints(self.running[k], c))
+        if self.s.metrics_port:  # the worker's own (no topology: not a task process)
+            eps += ({"topology": "", "kind": "worker", "component": "",
+                     "url": f"http://{self.s.metrics_host}:{self.s.metrics_port}/metrics"},)
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
                           self.s.metrics_host, os.getpid(), self.started_ms, eps)
 

@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def client_opts(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--api", default=os.environ.get("SQUALL_API_URL", "http://127.0.0.1:8080"),
-                        help="API URL (env SQUALL_API_URL)")
+                        help="API URL (env SQUALL_API_URL; default http://127.0.0.1:8080)")
         sp.add_argument("--token", default=os.environ.get("SQUALL_API_TOKEN"),
                         help="bearer token (env SQUALL_API_TOKEN)")
 

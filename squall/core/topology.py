@@ -241,6 +241,7 @@ class TopologySpec:
         try:
             spouts = tuple(_spout(s) for s in _list(raw, "spouts"))
             bolts = tuple(_bolt(b) for b in _list(raw, "bolts"))
+            check_keys(raw.get("retry", {}), RetrySchedule.__dataclass_fields__, "retry")
             retry = RetrySchedule(**raw.get("retry", {}))
             return cls(
                 name=str(_req(raw, "name", "topology")), spouts=spouts, bolts=bolts,

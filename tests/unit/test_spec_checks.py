@@ -133,3 +133,7 @@ def test_the_schema_refuses_a_misspelled_key_as_the_spec_does() -> None:
     doc["spouts"][0]["paralelism"] = 2
     with pytest.raises(jsonschema.ValidationError, match="paralelism"):
         jsonschema.validate(doc, topology_json_schema())
+
+
+def test_a_misspelled_retry_setting_is_named() -> None:
+    refused(spec(retry={"initail_ms": 5}), "retry: unknown keys ['initail_ms']")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from services.api.stats import ComponentStats, aggregate, scrape
+from services.api.stats import ComponentStats, Sample, aggregate, scrape
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 
@@ -97,6 +97,7 @@ class ClusterView:
         # The API replicas' election: each contender's node holds its URL.
         self.election = _Mirror(zk, election, lambda raw, _v: raw.decode())
         self._stats: dict[str, dict[str, ComponentStats]] = {}
+        self._samples: dict[str, list[Sample]] = {}
         self._stop = threading.Event()
         self._scraper = threading.Thread(target=self._scrape_loop, name="api-stats",
                                          daemon=True)
@@ -128,6 +129,10 @@ class ClusterView:
     def stats_of(self, tid: str) -> dict[str, ComponentStats]:
         return self._stats.get(tid, {})
 
+    def samples_of(self, tid: str) -> list[Sample]:
+        """The topology's raw samples of the last scrape (per task, topic, partition)."""
+        return self._samples.get(tid, [])
+
     def settle(self, tid: str, version: int | None, timeout_s: float = 2.0) -> None:
         """Wait until the mirror holds topology ``tid`` at ``version`` (None: removed)."""
         deadline = time.monotonic() + timeout_s
@@ -145,10 +150,11 @@ class ClusterView:
             try:
                 urls = sorted({e["url"] for w in self.workers() for e in w.endpoints})
                 samples, _ = scrape(urls, self.scrape_timeout_s)
-                by_topology: dict[str, list[Any]] = {}
+                by_topology: dict[str, list[Sample]] = {}
                 for sample in samples:
                     by_topology.setdefault(sample[1].get("topology", ""), []).append(sample)
                 self._stats = {t: aggregate(ss, t) for t, ss in by_topology.items() if t}
+                self._samples = by_topology
             except Exception as e:  # never let the scraper die; the next round tries again
                 log.warning("metrics scrape failed: %s", e)
 

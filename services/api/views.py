@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.api.stats import ComponentStats
+from services.api.stats import ComponentStats, Sample
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import NotFoundError, TopologyError
@@ -63,6 +63,11 @@ def _c(s: ComponentStats | None, key: str) -> float:
     return float(s.counters.get(key, 0.0)) if s else 0.0
 
 
+def _n(s: ComponentStats | None, key: str) -> int:
+    """A count, as Storm returns it: an integer (a typed client's int64 decodes it)."""
+    return round(_c(s, key))
+
+
 def _ms(s: ComponentStats | None) -> str:
     v = s.latency_ms() if s else None
     return f"{v:.3f}" if v is not None else "0.000"
@@ -97,18 +102,18 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         return {"restarts": n, "crashLooping": looping}
 
     placed = placements_of(rec.id, assignments)
-    spouts, all_emitted, all_acked, all_failed, lat_sum, lat_n = [], 0.0, 0.0, 0.0, 0.0, 0.0
+    spouts, all_emitted, all_acked, all_failed, lat_sum, lat_n = [], 0, 0, 0, 0.0, 0.0
     for sp in spec.spouts:
         st = stats.get(sp.name)
         spouts.append({"spoutId": sp.name, "tasks": sp.parallelism, "executors": sp.parallelism,
-                       "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
-                       "acked": _c(st, "acked"), "failed": _c(st, "failed"),
-                       "replayed": _c(st, "replayed"), "deadLettered": _c(st, "dead_lettered"),
-                       "pending": _c(st, "pending"), "lag": _c(st, "lag"),
+                       "emitted": _n(st, "emitted"), "transferred": _n(st, "emitted"),
+                       "acked": _n(st, "acked"), "failed": _n(st, "failed"),
+                       "replayed": _n(st, "replayed"), "deadLettered": _n(st, "dead_lettered"),
+                       "pending": _n(st, "pending"), "lag": _n(st, "lag"),
                        "completeLatency": _ms(st), "lastError": "", **health(sp.name)})
-        all_emitted += _c(st, "emitted")
-        all_acked += _c(st, "acked")
-        all_failed += _c(st, "failed")
+        all_emitted += _n(st, "emitted")
+        all_acked += _n(st, "acked")
+        all_failed += _n(st, "failed")
         if st:
             lat_sum += st.latency_sum
             lat_n += st.latency_count
@@ -116,14 +121,14 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
     for b in spec.bolts:
         st = stats.get(b.name)
         bolts.append({"boltId": b.name, "tasks": b.parallelism, "executors": b.parallelism,
-                      "emitted": _c(st, "emitted"), "transferred": _c(st, "emitted"),
-                      "executed": _c(st, "executed"), "acked": _c(st, "acked"),
-                      "failed": _c(st, "failed"), "executeLatency": _execute_ms(st),
+                      "emitted": _n(st, "emitted"), "transferred": _n(st, "emitted"),
+                      "executed": _n(st, "executed"), "acked": _n(st, "acked"),
+                      "failed": _n(st, "failed"), "executeLatency": _execute_ms(st),
                       "processLatency": _batch_ms(st),
                       "capacity": _capacity(st, now_ms, rec, b.parallelism),
-                      "errors": _c(st, "errors"),
-                      "running": _c(st, "active") > 0, "microBatches": _c(st, "batches"),
-                      "inputRows": _c(st, "rows"), "lastError": "", **health(b.name)})
+                      "errors": _n(st, "errors"),
+                      "running": _c(st, "active") > 0, "microBatches": _n(st, "batches"),
+                      "inputRows": _n(st, "rows"), "lastError": "", **health(b.name)})
     ack = stats.get(ACKER)
     return {
         "id": rec.id, "name": spec.name, "status": str(rec.lifecycle.status),
@@ -138,9 +143,9 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                            else "0.000"}],
         "spouts": spouts, "bolts": bolts,
         "acker": {"componentId": ACKER, "tasks": spec.ackers,
-                  "records": _c(ack, "records"), "pendingTrees": _c(ack, "pending"),
-                  "treesAcked": _c(ack, "trees_acked"), "treesFailed": _c(ack, "trees_failed"),
-                  "treesTimedOut": _c(ack, "trees_timed_out"), **health(ACKER)},
+                  "records": _n(ack, "records"), "pendingTrees": _n(ack, "pending"),
+                  "treesAcked": _n(ack, "trees_acked"), "treesFailed": _n(ack, "trees_failed"),
+                  "treesTimedOut": _n(ack, "trees_timed_out"), **health(ACKER)},
         "assignment": placed,
         "edges": [{"from": i.component, "to": b.name, "stream": i.stream,
                    "grouping": str(i.grouping), "fields": list(i.fields)}
@@ -171,3 +176,40 @@ def storm_component(rec: TopologyRecord, component: str, now_ms: int,
     return {"id": component, "name": component, "componentType": kind, "topologyId": rec.id,
             "topologyStatus": full["status"], "window": WINDOW, **body,
             "executorStats": [p for p in full["assignment"] if p["component"] == component]}
+
+
+def storm_lag(rec: TopologyRecord, samples: list[Sample]) -> dict[str, Any]:
+    """``GET /api/v1/topology/:id/lag`` in Storm's shape: per spout, per topic and partition,
+    the committed offset, the log's head and the lag between them."""
+    parts: dict[tuple[str, str, str], dict[str, int]] = {}
+    for name, labels, value in samples:
+        field = {"squall_spout_committed_offset": "consumerCommittedOffset",
+                 "squall_spout_lag": "lag"}.get(name)
+        if field is None:
+            continue
+        key = (labels.get("component", ""), labels.get("topic", ""),
+               labels.get("partition", ""))
+        parts.setdefault(key, {})[field] = int(value)
+    out: dict[str, Any] = {}
+    for sp in rec.spec.spouts:
+        result: dict[str, dict[str, dict[str, int]]] = {}
+        for (comp, topic, part), v in sorted(parts.items()):
+            if comp != sp.name or "consumerCommittedOffset" not in v:
+                continue
+            lag = v.get("lag", 0)
+            result.setdefault(topic, {})[part] = {
+                "consumerCommittedOffset": v["consumerCommittedOffset"],
+                "logHeadOffset": v["consumerCommittedOffset"] + lag, "lag": lag}
+        out[sp.name] = {"spoutId": sp.name, "spoutType": "KAFKA", "spoutLagResult": result}
+    return out
+
+
+def acker_bolt(acker: dict[str, Any]) -> dict[str, Any]:
+    """The ackers as Storm lists its ``__acker`` system bolt (``?sys=1``)."""
+    done = acker["treesAcked"] + acker["treesFailed"] + acker["treesTimedOut"]
+    return {"boltId": ACKER, "tasks": acker["tasks"], "executors": acker["tasks"],
+            "emitted": done, "transferred": done, "executed": acker["records"],
+            "acked": acker["treesAcked"], "failed": acker["treesFailed"] + acker["treesTimedOut"],
+            "executeLatency": "0.000", "processLatency": "0.000", "capacity": "0.000",
+            "errors": 0, "lastError": "", "restarts": acker.get("restarts", 0),
+            "crashLooping": acker.get("crashLooping", False)}

@@ -132,6 +132,29 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     assert split["executed"] >= total and split["emitted"] >= words
     assert count["executed"] >= words and count["failed"] == 0
     assert float(split["executeLatency"]) > 0 and split["microBatches"] > 0
+    # Storm's types: counts are integers (a typed client decodes them as int64).
+    assert all(isinstance(split[k], int) for k in ("emitted", "executed", "acked", "failed"))
+    # Storm's /lag: per topic and partition, the committed offset and the log's head. The
+    # lag is in the processes' metrics, gathered every few seconds.
+    def lag() -> dict[str, Any]:
+        got: dict[str, Any] = http.get(f"/api/v1/topology/{name}/lag").json()
+        return got
+
+    def caught_up() -> bool:
+        ps = lag()["sentences"]["spoutLagResult"].get(source, {}).values()
+        return sum(p["consumerCommittedOffset"] for p in ps) >= total and all(
+            p["lag"] == 0 for p in ps)
+
+    wait_for(caught_up, 30, "the lag to show the commits")
+    parts = lag()["sentences"]["spoutLagResult"][source]
+    assert sorted(parts) == [str(p) for p in range(PARTS)]
+    assert all(p["logHeadOffset"] == p["consumerCommittedOffset"] + p["lag"]
+               for p in parts.values()), parts
+    assert lag()["sentences"]["spoutType"] == "KAFKA"
+    # ?sys=1 shows the ackers among the bolts, as Storm's __acker; without it they are not.
+    assert "__acker" not in [b["boltId"] for b in storm()["bolts"]]
+    sys_bolts = http.get(f"/api/v1/topology/{name}", params={"sys": 1}).json()["bolts"]
+    assert sys_bolts[-1]["boltId"] == "__acker" and sys_bolts[-1]["acked"] >= total
     http.post(f"/topologies/{name}/kill", json={"wait_s": 0})
     http.close()
 

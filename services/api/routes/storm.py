@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Query
 from pydantic import BaseModel, Field
 
 from services.api import views
@@ -64,11 +64,24 @@ async def topology_summary(ctx: Ctx) -> dict[str, Any]:
 
 @router.get("/topology/{topology_id}",
             summary="A topology with its statistics (window :all-time)")
-async def storm_topology(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
+async def storm_topology(ctx: Ctx, topology_id: TopologyId,
+                         sys: Annotated[bool, Query(description="show system components "
+                                                    "(__acker) among the bolts, as Storm "
+                                                    "does")] = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return views.storm_topology(rec, ctx.now(), await ctx.assignments(),
+    body = views.storm_topology(rec, ctx.now(), await ctx.assignments(),
                                 await ctx.stats_of(topology_id),
                                 await ctx.restarts_of(topology_id))
+    if sys:
+        body["bolts"].append(views.acker_bolt(body["acker"]))
+    return body
+
+
+@router.get("/topology/{topology_id}/lag",
+            summary="Each spout's lag per topic and partition (Storm's shape)")
+async def storm_lag(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    return views.storm_lag(rec, ctx.cluster.samples_of(topology_id))
 
 
 @router.get("/topology/{topology_id}/component/{component}",

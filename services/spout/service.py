@@ -376,11 +376,16 @@ class SpoutService:
             return
         for task, src, off in done:
             task.committed(src, off)
-            t, p = self.io[task.cfg.task].sources[src]
-            self.metrics.committed.labels(*self.metrics.labels, t, str(p)).set(off)
-            _, high = consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
-            if high is not None and high >= 0:
-                self.metrics.lag.labels(*self.metrics.labels, t, str(p)).set(max(0, high - off))
+        # Every partition's gauges, committed or not this time: a stuck partition's lag must
+        # grow while its offset stands still (the SquallPartitionStuck alert reads both).
+        for task in chosen:
+            for src, (t, p) in enumerate(self.io[task.cfg.task].sources):
+                off = task.offsets[src].committed_offset
+                self.metrics.committed.labels(*self.metrics.labels, t, str(p)).set(off)
+                _, high = consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
+                if high is not None and high >= 0:
+                    self.metrics.lag.labels(*self.metrics.labels, t, str(p)).set(
+                        max(0, high - off))
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)

@@ -83,12 +83,17 @@ def check_depth(doc: Any, where: str = "the spec") -> None:
             stack += [(v, d + 1) for v in x]
 
 
-def check_keys(raw: Any, known: Iterable[str], where: str) -> None:
+def check_keys(raw: Any, known: Iterable[str], where: str, what: str = "") -> None:
+    """``raw`` is an object with no key outside ``known`` (``what``: its name in the
+    message, e.g. "state")."""
+    name = f"{what} " if what else ""
     if not isinstance(raw, Mapping):
-        raise TopologyError(f"{where} must be an object, got {type(raw).__name__}")
+        raise TopologyError(f"{where}: {name or 'this '}must be an object, got "
+                            f"{type(raw).__name__}")
+    known = sorted(known)
     unknown = sorted(str(k) for k in set(raw) - set(known))
     if unknown:
-        raise TopologyError(f"{where}: unknown keys {unknown} (known: {sorted(known)})")
+        raise TopologyError(f"{where}: unknown {name}keys {unknown} (known: {known})")
 
 
 def check_length(kind: str, name: str) -> None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from squall.core.errors import TopologyError
+from squall.core.spec_checks import check_keys
 from squall.core.trident.aggregators import CombinerAggregator, Count, ReducerAggregator, Sum
 from squall.core.trident.codec import MapKind
 from squall.core.trident.state import Key
@@ -83,7 +84,7 @@ class StateOptions:
     @classmethod
     def from_config(cls, raw: Any, where: str) -> StateOptions:
         state = raw or {}
-        _known(state, _STATE_KEYS, "state", where)
+        check_keys(state, _STATE_KEYS, where, "state")
         try:
             kind = MapKind(state.get("kind", MapKind.OPAQUE))
         except ValueError:
@@ -113,7 +114,7 @@ class AggregateSpec:
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> AggregateSpec:
-        _known(raw, _KEYS, "persistent_aggregate", where)
+        check_keys(raw, _KEYS, where, "persistent_aggregate")
         agg = str(raw.get("aggregator", "count"))
         spec = cls(_names(raw.get("group_by", ()), f"{where}: group_by"), agg,
                    _names(raw.get("fields", ()), f"{where}: fields"),
@@ -159,7 +160,7 @@ class PersistSpec:
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> PersistSpec:
-        _known(raw, _PERSIST_KEYS, "partition_persist", where)
+        check_keys(raw, _PERSIST_KEYS, where, "partition_persist")
         if not isinstance(raw.get("updater"), str):
             raise TopologyError(f"{where}: partition_persist needs an updater "
                                 "('module:Class' with update_state(state, tuples, collector))")
@@ -198,7 +199,7 @@ class QuerySpec:
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> QuerySpec:
-        _known(raw, _QUERY_KEYS, "state_query", where)
+        check_keys(raw, _QUERY_KEYS, where, "state_query")
         if not isinstance(raw.get("state"), str):
             raise TopologyError(f"{where}: state_query needs state: the component that "
                                 "keeps the state")
@@ -276,14 +277,6 @@ def check_bolt(cls: str, config: Any, outputs: Mapping[str, Sequence[str]],
         if have and missing:
             raise TopologyError(f"{where}: fields {missing} are not among "
                                 f"{component!r}'s output fields {list(have)}")
-
-
-def _known(raw: Any, keys: set[str], what: str, where: str) -> None:
-    if not isinstance(raw, Mapping):
-        raise TopologyError(f"{where}: {what} must be an object")
-    unknown = sorted(set(raw) - keys)
-    if unknown:
-        raise TopologyError(f"{where}: unknown {what} keys {unknown} (known: {sorted(keys)})")
 
 
 def _load(path: str, what: str, where: str) -> Any:

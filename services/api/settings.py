@@ -56,4 +56,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiSettings:
     p.add_argument("--allow-anonymous", action="store_const", const=True,
                    help="accept writes without a token (development only)")
     p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
+    p.add_argument("--stats-interval-s", type=float,
+                   help="how often the workers' metrics are gathered for the statistics "
+                   "routes (default 2)")
     return load_settings(ApiSettings, p, argv, "api")

@@ -42,5 +42,5 @@ class SpoutMetrics:
         for c in (self.emitted, self.acked, self.replayed, self.dead_lettered, self.bad,
                   self.recovered, self.stale):
             c.labels(*self.labels)
-        for reason in ("failed", "timeout"):
+        for reason in ("failed", "timeout", "backstop"):  # services/spout/task.py
             self.failed.labels(*self.labels, reason)

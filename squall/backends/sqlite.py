@@ -8,7 +8,8 @@ import contextlib
 import fcntl
 import hashlib
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +64,38 @@ def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None,
                                check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at each checkpoint
         conn.execute("PRAGMA cache_size=-32768")  # 32 MiB: a batch's keys stay in memory
-        for stmt in schema(" WITHOUT ROWID"):
-            conn.execute(stmt)
+        # Setting WAL and making the tables need locks that SQLite's busy timeout does not
+        # always wait for: when many Python workers connect at once ("database is locked"
+        # failed micro-batches in a chaos run). Both persist in the file: read first (no
+        # lock), write only if missing, and retry the write while another holds the lock.
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                             "'table'")}
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        if not wal or not {"squall_state", "squall_applied", "squall_tasks", "squall_kv",
+                           "squall_kv_turns"} <= tables:
+            _retry_locked(lambda: _setup(conn), timeout_s)
     except sqlite3.Error as e:
         raise StateError(f"cannot open the SQLite state {path}: {e}") from None
     return conn
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    for stmt in schema(" WITHOUT ROWID"):
+        conn.execute(stmt)
+
+
+def _retry_locked(step: Callable[[], None], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)  # a backoff on a lock held by another process, not a sync
+            delay = min(0.5, delay * 2)

@@ -24,8 +24,24 @@ class PostgresDialect:
     def begin(self, conn: Any) -> None:
         conn.execute("BEGIN")
 
+    def begin_read(self, conn: Any) -> None:
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")  # one snapshot
+
     def commit(self, conn: Any) -> None:
         conn.execute("COMMIT")
+
+    def lock_changes(self, conn: Any, state: str) -> None:
+        # Records are numbered by their writer: the next number is taken under this lock,
+        # so a reader never sees a record while an older one is still uncommitted.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), -1)", (state,))
+
+    def upsert_values(self, conn: Any, state: str, keys: list[str], values: list[str]
+                      ) -> None:
+        # One statement, the rows as two arrays: no round trip per row.
+        conn.execute("INSERT INTO squall_state (state, key, value) SELECT %s, k, v FROM "
+                     "unnest(%s::text[], %s::text[]) AS u(k, v) ORDER BY k ON CONFLICT "
+                     "(state, key) DO UPDATE SET value = excluded.value",
+                     (state, keys, values))
 
     def rollback(self, conn: Any) -> None:
         conn.execute("ROLLBACK")

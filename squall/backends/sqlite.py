@@ -43,8 +43,21 @@ class SqliteDialect:
     def begin(self, conn: Any) -> None:
         conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not at the first write
 
+    def begin_read(self, conn: Any) -> None:
+        conn.execute("BEGIN")  # deferred: a read snapshot, no write lock
+
     def commit(self, conn: Any) -> None:
         conn.execute("COMMIT")
+
+    def lock_changes(self, conn: Any, state: str) -> None:
+        pass  # BEGIN IMMEDIATE holds the database's one write lock already
+
+    def upsert_values(self, conn: Any, state: str, keys: list[str], values: list[str]
+                      ) -> None:
+        # In key order: neighbouring rows of the primary key's B-tree are written together.
+        conn.executemany("INSERT INTO squall_state (state, key, value) VALUES (?, ?, ?) ON "
+                         "CONFLICT (state, key) DO UPDATE SET value = excluded.value",
+                         sorted(zip([state] * len(keys), keys, values, strict=True)))
 
     def rollback(self, conn: Any) -> None:
         if conn.in_transaction:
@@ -73,8 +86,8 @@ def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
                                              "'table'")}
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        if not wal or not {"squall_state", "squall_applied", "squall_tasks", "squall_kv",
-                           "squall_kv_turns"} <= tables:
+        if not wal or not {"squall_state", "squall_applied", "squall_tasks", "squall_changes",
+                           "squall_compacted", "squall_kv", "squall_kv_turns"} <= tables:
             _retry_locked(lambda: _setup(conn), timeout_s)
     except sqlite3.Error as e:
         raise StateError(f"cannot open the SQLite state {path}: {e}") from None

@@ -121,9 +121,8 @@ def test_a_process_killed_between_the_state_write_and_the_commit_leaves_nothing(
         from squall.core.trident.persist import BatchInput, PersistentAggregate
         store = open_store({db!r}, StoreName({state!r}, 0, MapKind.TRANSACTIONAL))
         m = TransactionalMap(store)
-        commit = store.commit
-        def die(txid): os._exit(9)   # killed before the commit
-        store.commit = die
+        def die(conn): os._exit(9)   # killed before the commit, its change record written
+        store.d.commit = die
         PersistentAggregate(m, store, Count()).run(
             1, BatchInput([("a",)], [("a",)], ["sentences:0"], np.array([0], np.int64),
                           np.array([0], np.int64)))
@@ -204,3 +203,37 @@ def test_a_user_defined_backend_counts_exactly_in_its_own_table(
                                 backend="examples.counts_table:WordCountsTable"), url, 0)
     with pytest.raises(StateError, match=r"state backend 'examples\.counts_table:Nope' failed"):
         open_state(StateOptions(name=name, backend="examples.counts_table:Nope"), url, 0)
+
+
+def test_the_change_log_compacts_into_the_table_and_every_store_reads_the_newest(
+        db: str, state: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tasks of one state write the log; a compaction folds it into the table and
+    deletes its records; a third store that read the log before the compaction (so knows
+    stale values) and a fresh one both read the newest values, as does ``items()``."""
+    from squall.core.trident import change_log
+
+    monkeypatch.setattr(change_log, "MIN_ENTRIES", 8)
+    monkeypatch.setattr(change_log, "RATIO", 2)
+    kind = MapKind.OPAQUE
+    writers = [open_store(db, StoreName(state, t, kind)) for t in (0, 1)]
+    reader = open_store(db, StoreName(state, 9, kind))
+    aggs = [PersistentAggregate(OpaqueMap(s), s, Count()) for s in writers]
+    truth: dict[str, int] = {}
+    for txid in range(1, 4):
+        for t, agg in enumerate(aggs):
+            words = [f"t{t}w{i % 2}" for i in range(3)]
+            agg.run(txid, _batch(words, [100 * txid + 10 * t + i for i in range(3)]))
+            for w in words:
+                truth[w] = truth.get(w, 0) + 1
+        if txid == 1:
+            assert _counts(reader, kind, list(truth)) == list(truth.values())
+    # 12 entries over 4 keys: compacted by now, its records gone
+    rows = writers[0].conn.execute("SELECT count(*) FROM squall_changes WHERE state = "
+                                   f"{writers[0].d.p}", (state,)).fetchone()[0]
+    table = dict(writers[0].conn.execute(f"SELECT key, value FROM squall_state WHERE state = "
+                                         f"{writers[0].d.p}", (state,)).fetchall())
+    assert rows < 6 and table, (rows, table)
+    fresh = open_store(db, StoreName(state, 8, kind))
+    for s in (reader, fresh, *writers):
+        assert _counts(s, kind, list(truth)) == list(truth.values())
+        assert {w: v.curr for (w,), v in s.items()} == truth

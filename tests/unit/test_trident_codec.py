@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from squall.core.errors import StateError
 from squall.core.trident.codec import (
     MapKind,
+    decode_changes,
     decode_key,
     decode_value,
     decode_values,
+    encode_changes,
     encode_key,
     encode_keys,
     encode_value,
@@ -77,3 +79,31 @@ def test_the_batch_codec_refuses_and_names_what_json_cannot_hold(bad: Any) -> No
         decode_values(MapKind.OPAQUE, ['{"txid": 1, "curr": 1, "prev": null}', "{"])
     with pytest.raises(StateError, match="is not JSON"):
         encode_keys([("ok",), (object(),)])
+
+
+@given(st.lists(st.tuples(st.text(max_size=8), st.integers(0, 2**62), json_values,
+                          json_values), max_size=6, unique_by=lambda r: r[0]))
+def test_change_records_round_trip_for_every_kind(rows: list[tuple[str, int, Any, Any]]
+                                                  ) -> None:
+    keys = [(k, i) for i, (k, *_) in enumerate(rows)]
+    for kind, vals in ((MapKind.TRANSACTIONAL, [TransactionalValue(t, a) for _, t, a, _ in rows]),
+                       (MapKind.OPAQUE, [OpaqueValue(t, a, b) for _, t, a, b in rows]),
+                       (MapKind.NON_TRANSACTIONAL, [a for _, _, a, _ in rows])):
+        assert decode_changes(kind, encode_changes(kind, keys, vals)) == (keys, vals)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), object(), {1: "x"}])
+def test_a_change_record_refuses_and_names_what_json_cannot_hold(bad: Any) -> None:
+    for kind, v in ((MapKind.OPAQUE, OpaqueValue(1, bad, 0)),
+                    (MapKind.TRANSACTIONAL, TransactionalValue(1, bad)),
+                    (MapKind.NON_TRANSACTIONAL, bad)):
+        with pytest.raises(StateError, match="cannot be stored"):
+            encode_changes(kind, [("k",)], [v])
+    with pytest.raises(StateError, match="is not JSON"):
+        encode_changes(MapKind.OPAQUE, [(object(),)], [OpaqueValue(1, 1, 0)])
+
+
+@pytest.mark.parametrize("body", [b"", b"[", b"[[], [1]]", b'[[["a"]], [[1, 2]]]', b"{}"])
+def test_a_malformed_change_record_is_a_state_error(body: bytes) -> None:
+    with pytest.raises(StateError, match="malformed"):
+        decode_changes(MapKind.OPAQUE, body)

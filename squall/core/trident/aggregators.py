@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from squall.core.trident.state import Key, ValueUpdater
 
@@ -62,9 +62,9 @@ class Sum:
 
 def batch_updates(keys: Sequence[Key], values: Sequence[Values],
                   agg: CombinerAggregator[T] | ReducerAggregator[T]
-                  ) -> tuple[list[Key], list[ValueUpdater[T]]]:
+                  ) -> tuple[list[Key], Sequence[ValueUpdater[T]]]:
     """Each key of a batch once, with the updater that applies its tuples (key order: first
-    seen)."""
+    seen); a combiner's as :class:`CombinerUpdates`, which the maps apply in bulk."""
     if isinstance(agg, CombinerAggregator):
         partial: dict[Key, Any]
         kind: type = type(agg)
@@ -79,15 +79,48 @@ def batch_updates(keys: Sequence[Key], values: Sequence[Values],
             for k, v in zip(keys, values, strict=True):
                 x = agg.init(v)
                 partial[k] = agg.combine(partial[k], x) if k in partial else x
-        return list(partial), [_combining(agg, p) for p in partial.values()]
+        return list(partial), CombinerUpdates(agg, list(partial.values()))
     grouped: dict[Key, list[Values]] = {}
     for k, v in zip(keys, values, strict=True):
         grouped.setdefault(k, []).append(v)
     return list(grouped), [_reducing(agg, vs) for vs in grouped.values()]
 
 
-def _combining(agg: CombinerAggregator[T], partial: T) -> ValueUpdater[T]:
-    return lambda cur: partial if cur is None else agg.combine(cur, partial)
+class CombinerUpdates(Sequence[ValueUpdater[T]]):
+    """Each key's updater (its batch's partial combined with the current value), applied in
+    bulk by the maps through :meth:`apply`: no Python call per key for a count or a sum."""
+
+    def __init__(self, agg: CombinerAggregator[T], partials: list[T]) -> None:
+        self.agg = agg
+        self.partials = partials
+        self._adds = type(agg) in (Count, Sum)
+
+    def __len__(self) -> int:
+        return len(self.partials)
+
+    @overload
+    def __getitem__(self, i: int) -> ValueUpdater[T]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[ValueUpdater[T]]: ...
+
+    def __getitem__(self, i: int | slice) -> ValueUpdater[T] | Sequence[ValueUpdater[T]]:
+        if isinstance(i, slice):
+            return CombinerUpdates(self.agg, self.partials[i])
+        partial, combine = self.partials[i], self.agg.combine
+        return lambda cur: partial if cur is None else combine(cur, partial)
+
+    def subset(self, idx: Sequence[int]) -> CombinerUpdates[T]:
+        return CombinerUpdates(self.agg, [self.partials[i] for i in idx])
+
+    def apply(self, currents: Sequence[T | None]) -> list[T]:
+        """Each key's new value from its current one (None: a new key)."""
+        if self._adds:
+            return [p if c is None else c + p  # type: ignore[operator]
+                    for c, p in zip(currents, self.partials, strict=True)]
+        combine = self.agg.combine
+        return [p if c is None else combine(c, p)
+                for c, p in zip(currents, self.partials, strict=True)]
 
 
 def _reducing(agg: ReducerAggregator[T], vs: list[Values]) -> ValueUpdater[T]:

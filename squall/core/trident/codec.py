@@ -122,3 +122,51 @@ def decode_values(kind: MapKind, texts: Sequence[str | None]) -> list[Any]:
             if t is not None:
                 decode_value(kind, t)  # raises, naming the text
         raise
+
+
+def encode_changes(kind: MapKind, keys: Sequence[Key], vals: Sequence[Any]) -> bytes:
+    """A batch's changed keys and values as one record of the store's change log: compact
+    JSON ``[[key, ...], [value, ...]]``, an opaque value as ``[txid, curr, prev]`` and a
+    transactional one as ``[txid, val]`` (the named tuples they are). Values are checked as
+    :func:`encode_values` does; only the new ones (a ``prev`` was checked as a ``curr``)."""
+    if kind is MapKind.OPAQUE:
+        news: Any = (v.curr for v in vals)
+    elif kind is MapKind.TRANSACTIONAL:
+        news = (v.val for v in vals)
+    else:
+        news = vals
+    if float in set(map(type, news)) and any(
+            type(x) is float and not math.isfinite(x) for x in _news(kind, vals)):
+        encode_values(kind, vals)  # raises, naming the value
+    try:  # named tuples as the plain tuples (JSON arrays) they are
+        return orjson.dumps((keys, vals if kind is MapKind.NON_TRANSACTIONAL
+                             else list(map(tuple, vals))))
+    except TypeError:  # name the key or value
+        encode_keys(keys)
+        encode_values(kind, vals)
+        raise
+
+
+def _news(kind: MapKind, vals: Sequence[Any]) -> list[Any]:
+    if kind is MapKind.OPAQUE:
+        return [v.curr for v in vals]
+    if kind is MapKind.TRANSACTIONAL:
+        return [v.val for v in vals]
+    return list(vals)
+
+
+def decode_changes(kind: MapKind, body: bytes) -> tuple[list[Key], list[Any]]:
+    """The keys and values of an :func:`encode_changes` record."""
+    try:
+        keys, docs = _decode(body)
+        if kind is MapKind.OPAQUE:
+            vals: list[Any] = [OpaqueValue(int(t), c, p) for t, c, p in docs]
+        elif kind is MapKind.TRANSACTIONAL:
+            vals = [TransactionalValue(int(t), v) for t, v in docs]
+        else:
+            vals = docs
+        if len(keys) != len(vals):
+            raise ValueError(f"{len(keys)} keys for {len(vals)} values")
+        return [tuple(k) for k in keys], vals
+    except (ValueError, TypeError) as e:
+        raise StateError(f"a {kind} change record is malformed ({e}): {body[:80]!r}") from None

@@ -13,12 +13,14 @@ Each call of ``multi_update`` takes each key once: aggregate a batch per key fir
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from squall.core.errors import StateError
+from squall.core.trident.aggregators import CombinerUpdates
 from squall.core.trident.codec import MapKind
 from squall.core.trident.state import BackingMap, Key, MapState, ValueUpdater, begin, end
-from squall.core.trident.values import OpaqueValue, TransactionalValue
+from squall.core.trident.values import OpaqueValue, TransactionalValue, opaque_bases
 
 T = TypeVar("T")
 
@@ -67,6 +69,22 @@ class TransactionalMap(_Batched, Generic[T]):
     def multi_update(self, keys: Sequence[Key], updaters: Sequence[ValueUpdater[T]]
                      ) -> list[T]:
         txid = self._current("multi_update")
+        if isinstance(updaters, CombinerUpdates):  # keys unique already: one per partial
+            curs = self.backing.multi_get(keys)
+            olds: list[T | None] = [None if c is None else c.val for c in curs]
+            fresh = [i for i, c in enumerate(curs) if c is None or c.txid != txid]
+            if len(fresh) == len(keys):
+                news = updaters.apply(olds)
+                self.backing.multi_put(keys, [TransactionalValue(txid, v) for v in news])
+                return news
+            # Some keys have this batch applied already: they stay as they are.
+            got = updaters.subset(fresh).apply([olds[i] for i in fresh])
+            vals: list[Any] = olds
+            for i, v in zip(fresh, got, strict=True):
+                vals[i] = v
+            self.backing.multi_put([keys[i] for i in fresh],
+                                   [TransactionalValue(txid, v) for v in got])
+            return vals
         _unique(keys)
         out: list[T] = []
         put_k: list[Key] = []
@@ -100,6 +118,13 @@ class OpaqueMap(_Batched, Generic[T]):
     def multi_update(self, keys: Sequence[Key], updaters: Sequence[ValueUpdater[T]]
                      ) -> list[T]:
         txid = self._current("multi_update")
+        if isinstance(updaters, CombinerUpdates):  # keys unique already: one per partial
+            bases = opaque_bases(self.backing.multi_get(keys), txid)
+            vals = updaters.apply(bases)
+            if keys:
+                self.backing.multi_put(keys, list(map(OpaqueValue, repeat(txid, len(keys)),
+                                                      vals, bases)))
+            return vals
         _unique(keys)
         news: list[OpaqueValue[T]] = []
         for cur, up in zip(self.backing.multi_get(keys), updaters, strict=True):

@@ -15,7 +15,7 @@ kept: at least once, as Trident's non-transactional state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -67,15 +67,24 @@ class BatchInput:
     emissions: npt.NDArray[np.int64]
 
 
-@dataclass
 class NewValues:
     """What a batch emits on the bolt's stream (``new_values_stream``): for an aggregate,
-    each changed key's fields with its new value; for an updater, what it emitted."""
+    each changed key's fields with its new value; for an updater, what it emitted. The
+    rows are made when first asked for (a state with no stream out never pays for them)."""
 
-    rows: list[tuple[Any, ...]]
-    skipped: int = 0
-    #: the batch's txid
-    txid: int = 0
+    def __init__(self, rows: Callable[[], list[tuple[Any, ...]]], skipped: int = 0,
+                 txid: int = 0) -> None:
+        self._make: Callable[[], list[tuple[Any, ...]]] | None = rows
+        self._rows: list[tuple[Any, ...]] = []
+        self.skipped = skipped
+        #: the batch's txid
+        self.txid = txid
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        if self._make is not None:
+            self._rows, self._make = self._make(), None
+        return self._rows
 
 
 class StateUpdater(Protocol[T]):
@@ -139,15 +148,21 @@ class _ExactBatches(Generic[T]):
                 offs = b.offsets[at]
                 keep[at] = applied.fresh(s, offs) & _one_emission(offs, b.emissions[at]) & (
                     offs >= mark.floors.get(s, -1))
-        idx = np.flatnonzero(keep).tolist()
-        rows = self._apply([b.keys[i] for i in idx], [b.values[i] for i in idx])
+        if keep.all():  # the common case: nothing applied before
+            n_kept = len(b.keys)
+            rows = self._apply(list(b.keys), list(b.values))
+        else:
+            idx = np.flatnonzero(keep).tolist()
+            n_kept = len(idx)
+            rows = self._apply([b.keys[i] for i in idx], [b.values[i] for i in idx])
         if applied is not None:
             by_source = {s: b.offsets[keep & (srcs == s)] for s in sources}
             self.store.put_applied(applied.applied(txid, by_source))
         self.store.put_task(mark)
-        return NewValues(rows, int(len(b.keys) - len(idx)), txid)
+        return NewValues(rows, len(b.keys) - n_kept, txid)
 
-    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+    def _apply(self, keys: list[Key], values: list[Values]
+               ) -> Callable[[], list[tuple[Any, ...]]]:
         raise NotImplementedError
 
 
@@ -159,10 +174,11 @@ class PersistentAggregate(_ExactBatches[T]):
         super().__init__(state, store)
         self.aggregator = aggregator
 
-    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+    def _apply(self, keys: list[Key], values: list[Values]
+               ) -> Callable[[], list[tuple[Any, ...]]]:
         uniq, ups = batch_updates(keys, values, self.aggregator)
         news = self.state.multi_update(uniq, ups) if uniq else []
-        return [(*k, v) for k, v in zip(uniq, news, strict=True)]
+        return lambda: [(*k, v) for k, v in zip(uniq, news, strict=True)]
 
 
 class PartitionPersist(_ExactBatches[T]):
@@ -173,11 +189,12 @@ class PartitionPersist(_ExactBatches[T]):
         super().__init__(state, store)
         self.updater = updater
 
-    def _apply(self, keys: list[Key], values: list[Values]) -> list[tuple[Any, ...]]:
+    def _apply(self, keys: list[Key], values: list[Values]
+               ) -> Callable[[], list[tuple[Any, ...]]]:
         out = Collector()
         if values:
             self.updater.update_state(self.state, values, out)
-        return out.rows
+        return lambda: out.rows
 
 
 def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:

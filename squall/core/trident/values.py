@@ -13,22 +13,22 @@ batch count once (Trident State, "Transactional spouts" and "Opaque transactiona
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Sequence
+from typing import Generic, NamedTuple, TypeVar
 
 from squall.core.errors import StateError
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionalValue(Generic[T]):
+# Named tuples, not dataclasses: a batch makes one per key, and a tuple is made in half
+# the time (and the change log writes it as the JSON array it is).
+class TransactionalValue(NamedTuple, Generic[T]):
     txid: int
     val: T
 
 
-@dataclass(frozen=True, slots=True)
-class OpaqueValue(Generic[T]):
+class OpaqueValue(NamedTuple, Generic[T]):
     curr_txid: int
     curr: T
     prev: T | None = None
@@ -39,9 +39,29 @@ class OpaqueValue(Generic[T]):
             return self.curr
         if txid == self.curr_txid:
             return self.prev
-        raise StateError(f"batch {txid} is behind the state's batch {self.curr_txid}: "
-                         "batches must be applied in order")
+        raise _behind(txid, self.curr_txid)
 
     def update(self, txid: int, new: T) -> OpaqueValue[T]:
         """The value after batch ``txid`` computed ``new`` from :meth:`base`."""
         return OpaqueValue(txid, new, self.base(txid))
+
+
+def opaque_bases(curs: Sequence[OpaqueValue[T] | None], txid: int) -> list[T | None]:
+    """:meth:`OpaqueValue.base` of each (None for a new key), in one pass."""
+    out: list[T | None] = []
+    add = out.append
+    for c in curs:
+        if c is None:
+            add(None)
+        elif c.curr_txid < txid:
+            add(c.curr)
+        elif c.curr_txid == txid:
+            add(c.prev)
+        else:
+            raise _behind(txid, c.curr_txid)
+    return out
+
+
+def _behind(txid: int, stored: int) -> StateError:
+    return StateError(f"batch {txid} is behind the state's batch {stored}: "
+                      "batches must be applied in order")

@@ -88,14 +88,15 @@ def test_a_record_out_of_order_is_refused() -> None:
 
 def test_compaction_is_due_by_ratio_or_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(change_log, "MIN_ENTRIES", 10)
-    monkeypatch.setattr(change_log, "MAX_DIRTY", 100)
+    monkeypatch.setattr(change_log, "MAX_ENTRIES", 100)
     log = ChangeLog()
     for seq in range(1, 10):  # the same 2 keys again and again: 18 entries, 2 keys
         log.apply(seq, [("a",), ("b",)], [seq, seq])
+    assert log.dirty == {("a",), ("b",)}
     assert log.compaction_due()
     log.compacted()
-    assert not log.compaction_due() and log.entries == 0 and log.known
+    assert not log.compaction_due() and log.entries == 0 and log.known and not log.dirty
     fresh = {(i,): i for i in range(60)}
     log.apply(10, list(fresh), list(fresh.values()))
-    assert not log.compaction_due()  # 60 distinct keys: no ratio, under the size bound
-    assert log.compaction_due({(i,): 0 for i in range(60, 100)})  # 100 distinct keys
+    assert not log.compaction_due()  # 60 entries for 62 keys known: no ratio, under the bound
+    assert log.compaction_due({(i,): 0 for i in range(60, 100)})  # 100 entries

@@ -18,10 +18,10 @@ The rules, for a store that reads the log in sequence order:
 - Records are read from just after the last one read. If a compaction has happened past
   that point (someone else folded records this store never read), what it knows may be
   stale: it forgets everything and reads the records after the compaction.
-- Compaction is due when the records hold :data:`RATIO` times as many entries as there
-  are distinct keys in them (each key's row is then written once for several updates),
-  or when the distinct keys reach :data:`MAX_DIRTY` (a bound on the memory and on the
-  reading a new process does before its first batch).
+- Compaction is due when the records hold :data:`RATIO` times as many entries as the
+  store knows keys (at least as many as the records hold: each row is then written once
+  for several updates), or :data:`MAX_ENTRIES` entries (a bound on the log's size and on
+  the reading a new process does before its first batch).
 
 Pure: no database; :class:`~squall.backends.sql.SqlStore` does the reading and writing.
 """
@@ -33,12 +33,12 @@ from typing import Any
 
 from squall.core.trident.state import Key
 
-#: Compact once the records hold this many entries per distinct key...
+#: Compact once the records hold this many entries per key known...
 RATIO = 8
 #: ...and at least this many (small logs cost little to read).
 MIN_ENTRIES = 50_000
-#: Compact at this many distinct keys, whatever the ratio.
-MAX_DIRTY = 250_000
+#: Compact at this many entries, whatever the ratio.
+MAX_ENTRIES = 2_000_000
 #: After a compaction, forget the values read if more keys than this are known.
 MAX_KNOWN = 1_000_000
 
@@ -49,8 +49,10 @@ class ChangeLog:
         self.seq = -1
         #: key -> newest value known (from records, from the table, or written here).
         self.known: dict[Key, Any] = {}
-        #: The keys in records since the last compaction.
-        self.dirty: set[Key] = set()
+        #: The keys of each record since the last compaction (a set only when asked for:
+        #: building it per batch cost as much as writing the record).
+        self._changed: list[Sequence[Key]] = []
+        self._dirty: set[Key] = set()
         #: Entries in those records.
         self.entries = 0
 
@@ -61,7 +63,8 @@ class ChangeLog:
     def reset(self, compacted: int) -> None:
         """Forget everything; the next record to read is the one after ``compacted``."""
         self.known.clear()
-        self.dirty.clear()
+        self._changed.clear()
+        self._dirty.clear()
         self.entries = 0
         self.seq = compacted
 
@@ -74,7 +77,7 @@ class ChangeLog:
         if seq <= self.seq:
             raise ValueError(f"change record {seq} read after record {self.seq}")
         self.known.update(zip(keys, vals, strict=True))
-        self.dirty.update(keys)
+        self._changed.append(keys)
         self.entries += len(keys)
         self.seq = seq
 
@@ -84,11 +87,19 @@ class ChangeLog:
             if v is not None:
                 self.known[k] = v
 
+    @property
+    def dirty(self) -> set[Key]:
+        """The keys in records since the last compaction."""
+        for keys in self._changed:
+            self._dirty.update(keys)
+        self._changed.clear()
+        return self._dirty
+
     def compaction_due(self, pending: Collection[Key] = ()) -> bool:
         """Is a compaction due once ``pending`` (a batch's keys, about to be a record) is?"""
-        n = len(self.dirty) + len(set(pending).difference(self.dirty))
         entries = self.entries + len(pending)
-        return n >= MAX_DIRTY or (entries >= MIN_ENTRIES and entries >= RATIO * n)
+        return entries >= MAX_ENTRIES or (
+            entries >= MIN_ENTRIES and entries >= RATIO * (len(self.known) + len(pending)))
 
     def dirty_items(self) -> tuple[list[Key], list[Any]]:
         keys = list(self.dirty)
@@ -96,7 +107,8 @@ class ChangeLog:
 
     def compacted(self) -> None:
         """The dirty keys are in the table now, and the records through :attr:`seq` gone."""
-        self.dirty.clear()
+        self._changed.clear()
+        self._dirty.clear()
         self.entries = 0
         if len(self.known) > MAX_KNOWN:
             self.known.clear()

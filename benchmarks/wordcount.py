@@ -8,12 +8,14 @@ half that rate; p50 / p99 of the spout's complete-latency histogram (emit to
 ack), interpolated within buckets.
 
 Baseline in the same run, on the same broker: the same word count in Quix
-Streams with at-least-once processing, timed until its consumer group has
-committed every input offset. (Quix's topic manager wants ``retention.ms``,
-which Tansu does not report; the benchmark fills it in.)
+Streams with at-least-once processing. Both are measured in steady state, start-up
+apart: Squall's rate after a warm-up batch is committed, Quix's from when a tenth of
+its input is committed to the end; each one's start-up (from the command to its first
+commits) is printed beside it (``startup_s``, ``baseline_startup_s``). (Quix's topic
+manager wants ``retention.ms``, which Tansu does not report; the benchmark fills it in.)
 
 Last line: ``{"sentences_per_s", "complete_latency_p50_s", "complete_latency_p99_s",
-"baseline_sentences_per_s", ...}``.
+"baseline_sentences_per_s", "x_baseline", "startup_s", "baseline_startup_s", ...}``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -184,9 +187,34 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
-               sink: str = "foreach_batch", trigger_ms: int = 50,
-               latency_rate: float | None = None, exact: bool = False) -> dict[str, float]:
+@dataclass
+class Pipeline:
+    """The word count's processes (acker, bolts job, spout) and where to read them."""
+
+    name: str
+    source: str
+    procs: dict[str, subprocess.Popen[bytes]]
+    spout_port: int
+    bolts_port: int
+
+    def stop(self) -> None:
+        for pr in self.procs.values():
+            pr.send_signal(signal.SIGTERM)
+        for pr in self.procs.values():
+            try:
+                pr.wait(60)
+            except subprocess.TimeoutExpired:
+                pr.kill()
+
+    def log_tails(self, tmp: Path) -> None:
+        for tag in self.procs:
+            log_tail = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()[-40:]
+            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(log_tail))
+
+
+def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch",
+           trigger_ms: int = 50, exact: bool = False) -> Pipeline:
+    """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout."""
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = topology(name=name, source=src, vectorized=True, exact=exact)
@@ -194,12 +222,12 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
     ensure_topics(b, {src: PARTS})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     port, bolts_port = free_port(), free_port()
-    procs = []
+    procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(tag: str, args: list[str]) -> None:
-        procs.append(subprocess.Popen([sys.executable, "-m", *args], env=env,
+        procs[tag] = subprocess.Popen([sys.executable, "-m", *args], env=env,
                                       stdout=open(tmp / f"{tag}.log", "wb"),  # noqa: SIM115
-                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent))
+                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
 
     start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
                     "--bootstrap-servers", b, "--message-timeout-s", "60"])
@@ -215,11 +243,22 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", "50000",
                     "--commit-interval-s", "0.25"])
+    return Pipeline(name, src, procs, port, bolts_port)
+
+
+def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
+               sink: str = "foreach_batch", trigger_ms: int = 50,
+               latency_rate: float | None = None, exact: bool = False) -> dict[str, float]:
+    launched = time.perf_counter()
+    pipe = launch(b, tmp, max_rows, sink, trigger_ms, exact)
+    name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
+    procs = [pipe.procs[k] for k in ("acker", "bolts", "spout")]
     watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{name}.sentences",
                       "enable.auto.commit": False})
     try:
         say("squall: warming up (Spark start, first micro-batches) ...")
         produce(b, src, make_sentences(warm, 1))
+        startup = wait_committed(watch, src, 1) - launched  # to the first commit, as Quix's
         wait_committed(watch, src, warm)
         lines = make_sentences(n, 2)
         say(f"squall: {n:,} sentences as fast as possible ...")
@@ -244,23 +283,16 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         after = histogram(port, "squall_spout_complete_latency_seconds")
         prof = where_time_goes(bolts_before, bolt_totals(bolts_port))
         say(f"squall: micro-batches at half rate: {json.dumps(prof)}")
-        return {"sentences_per_s": rate, "latency_rate": pace, "p50": quantile(before, after, 0.5),
-                "p99": quantile(before, after, 0.99), "wall_s": t1 - t0,
+        return {"sentences_per_s": rate, "latency_rate": pace, "startup_s": startup,
+                "p50": quantile(before, after, 0.5), "p99": quantile(before, after, 0.99),
+                "wall_s": t1 - t0,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
     except RuntimeError:
-        for tag in ("spout", "acker", "bolts"):
-            log_tail = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()[-40:]
-            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(log_tail))
+        pipe.log_tails(tmp)
         raise
     finally:
         watch.close()
-        for pr in procs:
-            pr.send_signal(signal.SIGTERM)
-        for pr in procs:
-            try:
-                pr.wait(60)
-            except subprocess.TimeoutExpired:
-                pr.kill()
+        pipe.stop()
 
 
 QUIX_APP = r'''
@@ -297,12 +329,15 @@ app.run()
 '''
 
 
-def run_quix(b: str, tmp: Path, n: int) -> float:
+def run_quix(b: str, tmp: Path, n: int) -> dict[str, float]:
+    """Quix's steady-state rate (from when a tenth of the input is committed to the end) and
+    its start-up (from the command to the first commit), apart."""
+    nan = float("nan")
     try:
         import quixstreams  # noqa: F401
     except ImportError:
         say("quix: not installed (pip install -e '.[bench]'); no baseline")
-        return float("nan")
+        return {"rate": nan, "startup_s": nan}
     tag = uuid.uuid4().hex[:6]
     src, out, group = f"qsrc-{tag}", f"qout-{tag}", f"quix-{tag}"
     ensure_topics(b, {src: PARTS, out: PARTS})
@@ -318,15 +353,26 @@ def run_quix(b: str, tmp: Path, n: int) -> float:
                             stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=tmp)
     try:
         deadline = time.monotonic() + 600
-        while committed(watch, src) < n:
+        first = tenth = None
+        while (done := committed(watch, src)) < n:
+            now = time.perf_counter()
+            if first is None and done > 0:
+                first = now
+            if tenth is None and done >= n // 10:
+                tenth, at_tenth = now, done
             if proc.poll() is not None:
                 raise RuntimeError("quix exited:\n" + (tmp / "quix.log").read_text()[-2000:])
             if time.monotonic() > deadline:
                 raise RuntimeError("quix did not finish in 600 s")
             time.sleep(0.05)
-        rate = n / (time.perf_counter() - t0)
-        say(f"quix: {rate:,.0f} sentences/s (start-up included)")
-        return rate
+        end = time.perf_counter()
+        first = first or end
+        if tenth is None:
+            tenth, at_tenth = first, 0
+        rate = (n - at_tenth) / max(end - tenth, 1e-9)
+        say(f"quix: {rate:,.0f} sentences/s steady; start-up {first - t0:.1f} s; "
+            f"{n / (end - t0):,.0f}/s with it")
+        return {"rate": rate, "startup_s": first - t0}
     finally:
         watch.close()
         proc.send_signal(signal.SIGTERM)
@@ -358,13 +404,17 @@ def main() -> None:
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
                         args.max_rows_per_batch, args.sink, args.trigger_ms,
                         args.latency_rate, args.exact)
-        base = float("nan") if args.skip_baseline else \
-            run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
+        base = {"rate": float("nan"), "startup_s": float("nan")} if args.skip_baseline \
+            else run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
+    ratio = sq["sentences_per_s"] / base["rate"] if base["rate"] == base["rate"] else None
     print(json.dumps({
         "sentences_per_s": round(sq["sentences_per_s"]),
         "complete_latency_p50_s": round(sq["p50"], 3),
         "complete_latency_p99_s": round(sq["p99"], 3),
-        "baseline_sentences_per_s": None if base != base else round(base),
+        "baseline_sentences_per_s": None if ratio is None else round(base["rate"]),
+        "x_baseline": None if ratio is None else round(ratio, 1),
+        "startup_s": round(sq["startup_s"], 1),
+        "baseline_startup_s": None if ratio is None else round(base["startup_s"], 1),
         "latency_sentences_per_s": round(sq["latency_rate"]), "sentences": args.sentences,
         "sink": args.sink, "trigger_ms": args.trigger_ms, "exact": args.exact,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},

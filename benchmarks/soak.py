@@ -1,0 +1,157 @@
+"""Soak: the word count at half its measured rate for a long time; memory per process.
+
+The vectorized word count (``benchmarks/wordcount.py``'s processes on the embedded stack)
+first runs ``--burst`` sentences as fast as it can, which gives its rate (or ``--rate``
+is given); then sentences are fed at half that rate for ``--minutes``. The resident memory
+(RSS) of each process tree (acker; spout; bolts job: driver, JVM and Python workers) is
+sampled every ``--sample-s``: the start is the sample ``--settle-s`` into the paced phase
+(caches and the JVM's heap warmed), the end the last one. At the end, the feed stops and
+every sentence must be committed; the lag when it stopped says whether a queue grew.
+
+Targets (issue #17): RSS growth at most 5 % per process tree, no unbounded queue.
+
+Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
+{...}, "rss_growth": {...}, "max_rss_growth", "lag_at_stop", "lag_bound", "committed"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer
+
+from benchmarks.wordcount import (
+    PARTS,
+    Pipeline,
+    committed,
+    launch,
+    make_sentences,
+    produce,
+    say,
+    wait_committed,
+)
+from squall.dev.stack import EmbeddedStack, StackSettings
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants, in MiB."""
+    parent: dict[int, int] = {}
+    rss: dict[int, float] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            status = (d / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        parent[int(d.name)] = int(fields.get("PPid", "0").strip())
+        rss[int(d.name)] = float(fields.get("VmRSS", "0 kB").split()[0]) / 1024
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0.0)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return total
+
+
+def sample(pipe: Pipeline) -> dict[str, float]:
+    return {tag: round(tree_rss_mb(p.pid), 1) for tag, p in pipe.procs.items()}
+
+
+class PacedFeed(threading.Thread):
+    """Sentences at ``rate``/s until stopped; counts what it produced."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.rate = bootstrap, topic, rate
+        self.sent = 0
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            chunk = max(int(self.rate), 100)  # a second of sentences at a time
+            seed = 100
+            while not self.stop.is_set():
+                produce(self.bootstrap, self.topic, make_sentences(chunk, seed), rate=self.rate)
+                self.sent += chunk
+                seed += 1
+        except BaseException as e:  # surfaced by the main thread
+            self.error = e
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=10.0, help="paced phase length")
+    ap.add_argument("--rate", type=float, default=None,
+                    help="sentences/s to feed (default: half the rate of a burst)")
+    ap.add_argument("--burst", type=int, default=50_000, help="sentences to measure the rate")
+    ap.add_argument("--settle-s", type=float, default=60.0,
+                    help="seconds into the paced phase the start sample is taken")
+    ap.add_argument("--sample-s", type=float, default=15.0, help="seconds between samples")
+    ap.add_argument("--exact", action="store_true", help="count into Trident state")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmpdir, \
+            EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
+        tmp, b = Path(tmpdir), info.bootstrap_servers
+        pipe = launch(b, tmp, exact=a.exact)
+        watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{pipe.name}.sentences",
+                          "enable.auto.commit": False})
+        try:
+            say("soak: warming up ...")
+            produce(b, pipe.source, make_sentences(5_000, 1))
+            wait_committed(watch, pipe.source, 5_000)
+            done = 5_000
+            rate = a.rate
+            if rate is None:
+                say(f"soak: {a.burst:,} sentences as fast as possible, for the rate ...")
+                t0 = time.perf_counter()
+                produce(b, pipe.source, make_sentences(a.burst, 2))
+                done += a.burst
+                rate = a.burst / (wait_committed(watch, pipe.source, done) - t0) / 2
+            say(f"soak: {rate:,.0f} sentences/s for {a.minutes:g} minutes ...")
+            feed = PacedFeed(b, pipe.source, rate)
+            t_start = time.monotonic()
+            feed.start()
+            samples: list[tuple[float, dict[str, float]]] = []
+            while (elapsed := time.monotonic() - t_start) < a.minutes * 60:
+                if feed.error is not None:
+                    raise RuntimeError(f"the feed failed: {feed.error}")
+                if any(p.poll() is not None for p in pipe.procs.values()):
+                    raise RuntimeError("a process of the word count exited")
+                samples.append((elapsed, sample(pipe)))
+                say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][1]}  "
+                    f"lag {done + feed.sent - committed(watch, pipe.source):,}")
+                time.sleep(min(a.sample_s, max(a.minutes * 60 - elapsed, 0.1)))
+            feed.stop.set()
+            feed.join()
+            end = sample(pipe)
+            total = done + feed.sent
+            lag = total - committed(watch, pipe.source)
+            wait_committed(watch, pipe.source, total)
+        except RuntimeError:
+            pipe.log_tails(tmp)
+            raise
+        finally:
+            watch.close()
+            pipe.stop()
+    start = next((s for t, s in samples if t >= a.settle_s), samples[-1][1])
+    growth = {k: round(end[k] / start[k] - 1, 3) if start[k] else None for k in end}
+    print(json.dumps({
+        "minutes": a.minutes, "rate": round(rate), "partitions": PARTS,
+        "rss_mb_start": start, "rss_mb_end": end, "rss_growth": growth,
+        "max_rss_growth": max(g for g in growth.values() if g is not None),
+        "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
+        "samples": [{"t": round(t), **s} for t, s in samples]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

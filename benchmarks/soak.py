@@ -128,7 +128,7 @@ def main() -> int:
                     raise RuntimeError("a process of the word count exited")
                 samples.append((elapsed, sample(pipe)))
                 say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][1]}  "
-                    f"lag {done + feed.sent - committed(watch, pipe.source):,}")
+                    f"lag {max(0, done + feed.sent - committed(watch, pipe.source)):,}")
                 time.sleep(min(a.sample_s, max(a.minutes * 60 - elapsed, 0.1)))
             feed.stop.set()
             feed.join()

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from services.api.control import Contender
 from services.api.stats import ComponentStats, Sample, aggregate, scrape
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
@@ -122,9 +123,13 @@ class ClusterView:
 
     def leader_url(self) -> str | None:
         """The first contender by sequence (kazoo's Election), as ``contenders()`` says."""
+        first = next(iter(self.contenders()), None)
+        return None if first is None else first.url
+
+    def contenders(self) -> list[Contender]:
+        """The API replicas, the leader first (by election sequence)."""
         nodes = self.election.items()
-        first = min(nodes, key=lambda n: n[-10:], default=None)
-        return None if first is None else str(nodes[first])
+        return [Contender.parse(str(nodes[n])) for n in sorted(nodes, key=lambda n: n[-10:])]
 
     def stats_of(self, tid: str) -> dict[str, ComponentStats]:
         return self._stats.get(tid, {})

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from services.api.settings import ApiSettings
+from squall import __version__
 from squall.coord import (
     ELECTION,
     TOPOLOGIES,
@@ -38,10 +39,30 @@ from squall.wallclock import SystemClock
 log = logging.getLogger("squall.api")
 
 
+
+@dataclasses.dataclass(frozen=True)
+class Contender:
+    """An API replica in the leader election: its node holds ``url started_ms version``
+    (a bare URL from an older replica reads as one with the rest unknown)."""
+
+    url: str
+    started_ms: int | None = None
+    version: str | None = None
+
+    def identity(self) -> str:
+        return f"{self.url} {self.started_ms} {self.version}"
+
+    @classmethod
+    def parse(cls, identity: str) -> Contender:
+        url, *rest = identity.split()
+        started = int(rest[0]) if rest and rest[0].isdigit() else None
+        return cls(url, started, rest[1] if len(rest) > 1 else None)
+
 class Control:
     def __init__(self, settings: ApiSettings, clock: Clock | None = None) -> None:
         self.s = settings
         self.clock = clock or SystemClock()
+        self.started_ms = self.clock.now_ms()
         self.state = "CONNECTED"
         self.leading = threading.Event()
         self.stopping = threading.Event()
@@ -82,7 +103,8 @@ class Control:
     def _elect(self) -> None:
         while not self.stopping.is_set():
             try:
-                election = self.zk.Election(ELECTION, identifier=self.s.url)
+                election = self.zk.Election(ELECTION, identifier=Contender(
+                    self.s.url, self.started_ms, __version__).identity())
                 election.run(self._lead)
             except Exception as e:  # the session dropped mid-election: try again
                 if not self.stopping.is_set():
@@ -112,7 +134,7 @@ class Control:
             contenders = self.zk.Election(ELECTION).contenders()
         except Exception:
             return None
-        return str(contenders[0]) if contenders else None
+        return Contender.parse(str(contenders[0])).url if contenders else None
 
     def require_writable(self) -> None:
         if self.state != "CONNECTED":

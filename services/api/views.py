@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
+from services.api.control import Contender
 from services.api.stats import ComponentStats, Sample
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
@@ -34,6 +36,31 @@ def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, tuple[int, boo
 
 def uptime_s(rec: TopologyRecord, now_ms: int) -> float:
     return max(0.0, (now_ms - rec.submitted_ms) / 1000)
+
+
+def pretty_uptime(seconds: float) -> str:
+    """Storm's uptime string: ``1d 2h 3m 4s``, leading zero units left out."""
+    s = max(int(seconds), 0)
+    parts = [(s // 86400, "d"), (s // 3600 % 24, "h"), (s // 60 % 60, "m"), (s % 60, "s")]
+    while len(parts) > 1 and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{n}{u}" for n, u in parts)
+
+
+def nimbus_summary(contenders: list[Contender], this_url: str, this_started_ms: int,
+                   now_ms: int) -> dict[str, Any]:
+    """Storm's ``nimbus/summary``: the API replicas (Squall's nimbuses), the leader first.
+    A replica's uptime is what it published when it joined the election."""
+    out = []
+    for i, c in enumerate(contenders):
+        started = this_started_ms if c.url == this_url else c.started_ms
+        up = 0 if started is None else max(0, (now_ms - started) // 1000)
+        url = urlsplit(c.url)
+        out.append({"host": url.hostname or c.url, "port": url.port or 0,
+                    "status": "Leader" if i == 0 else "Not a Leader",
+                    "version": c.version or "unknown", "nimbusUpTime": pretty_uptime(up),
+                    "nimbusUpTimeSeconds": str(up), "nimbusLogLink": f"{c.url}/metrics"})
+    return {"nimbuses": out}
 
 
 def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from squall import __version__
 from squall.core.lifecycle import Status
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
@@ -287,12 +288,33 @@ def test_readyz_reports_a_broker_that_is_down(ns: str, tmp_path: Path) -> None:
         p.stop()
 
 
+@pytest.mark.parametrize("path", ["/api/v1/topology/views/profiling/start/w1/10",
+                                  "/api/v1/topology/views/logconfig",
+                                  "/api/v1/logviewer/daemonlog", "/api/v1/drpc/f/x"])
+def test_storm_routes_that_mean_nothing_here_say_so(http: httpx.Client, path: str) -> None:
+    r = http.get(path)
+    assert r.status_code == 501, r.text
+    assert r.json()["error"] == "not implemented" and "Squall has no" in r.json()["detail"]
+
+
 def test_leader_failover_and_forwarded_writes(ns: str, bootstrap: str, api: ApiProcess,
                                               tmp_path: Path) -> None:
     a = ApiProcess(ns, bootstrap, tmp_path / "a.log").start()
     b = ApiProcess(ns, bootstrap, tmp_path / "b.log").start()
     try:
         assert api.leads() and not a.leads() and not b.leads()
+        with b.client() as cb:  # Storm's nimbus summary: every replica, the leader first
+            def nimbuses() -> list[dict[str, Any]]:
+                found: list[dict[str, Any]] = cb.get("/api/v1/nimbus/summary").json()[
+                    "nimbuses"]
+                return found
+            wait_for(lambda: len(nimbuses()) == 3, 30, "three replicas in the summary")
+            ns_ = nimbuses()
+            assert [n["status"] for n in ns_] == ["Leader", "Not a Leader", "Not a Leader"]
+            assert f"http://{ns_[0]['host']}:{ns_[0]['port']}" == api.url
+            assert {f"http://{n['host']}:{n['port']}" for n in ns_} == {api.url, a.url, b.url}
+            assert all(n["version"] == __version__ and n["nimbusUpTimeSeconds"].isdigit()
+                       for n in ns_)
         with a.client() as ca:
             r = ca.post("/topologies", json=spec("forwarded"))
             assert r.status_code == 201, r.text  # a follower forwards to the leader

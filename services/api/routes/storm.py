@@ -6,11 +6,12 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from services.api import views
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
-from services.api.errors import READ_ERRORS
+from services.api.errors import READ_ERRORS, error_response
 from squall import __version__
 
 router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
@@ -41,6 +42,13 @@ async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
             # Known to the leader: tasks no live worker of their kind has room for.
             "unassignedTasks": [u.key for u in control.unassigned]
             if control.leading.is_set() else None}
+
+
+@router.get("/nimbus/summary", summary="The API replicas (Storm's nimbuses), the leader first")
+async def nimbus_summary(ctx: Ctx) -> dict[str, Any]:
+    control = ctx.control
+    contenders = ctx.cluster.contenders() if ctx.cluster.ready else []
+    return views.nimbus_summary(contenders, control.s.url, control.started_ms, ctx.now())
 
 
 @router.get("/supervisor/summary", summary="Workers (supervisors)")
@@ -122,3 +130,30 @@ async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
 @router.post("/topology/{topology_id}/kill/{wait_time}", **WRITE)
 async def storm_kill(ctx: Ctx, topology_id: TopologyId, wait_time: Wait) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "kill", wait_time)
+
+
+#: Storm UI routes with nothing behind them here, and why (each answers 501 saying so).
+NOT_HERE = {
+    "/topology/{topology_id}/profiling/{rest:path}":
+        "profiling and heap dumps: Squall's workers are Python and Spark processes; "
+        "use py-spy on a worker, or Spark's UI for the bolts job",
+    "/topology/{topology_id}/logconfig":
+        "dynamic log levels: each service logs at INFO to its stderr",
+    "/topology/{topology_id}/debug/{rest:path}":
+        "event logging: read the topology's edge topics in Kafka instead",
+    "/logviewer/{rest:path}": "the logviewer: each service logs to stderr",
+    "/uploadTopology": "jar upload: submit a topology spec (JSON or YAML) to "
+                       "POST /api/v1/topologies",
+    "/drpc/{rest:path}": "DRPC has no counterpart in Squall",
+}
+
+
+def _not_here(why: str) -> Any:
+    async def route() -> JSONResponse:
+        return error_response(501, "not implemented", f"Squall has no {why}")
+    return route
+
+
+for _path, _why in NOT_HERE.items():
+    router.add_api_route(_path, _not_here(_why), methods=["GET", "POST"],
+                         include_in_schema=False)

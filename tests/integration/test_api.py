@@ -190,6 +190,9 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "executors": {"sentences": 0}}})
     assert r.status_code == 422  # executors must be >= 1
+    r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
+        "numWorkers": 3, "executors": {"sentences": 2}}})
+    assert r.status_code == 422 and "numWorkers (3) has no meaning" in r.json()["detail"]
 
 
 def test_concurrent_edits_one_wins_the_other_gets_409(http: httpx.Client) -> None:

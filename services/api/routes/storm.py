@@ -13,12 +13,15 @@ from services.api import views
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, error_response
 from squall import __version__
+from squall.core.errors import TopologyError
 
 router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
 
 
 class StormRebalanceOptions(BaseModel):
     executors: dict[str, Annotated[int, Field(ge=1, le=1024)]] = Field(default_factory=dict)
+    numWorkers: int | None = Field(default=None, description="refused: Squall's worker processes "
+                                   "are its services, scaled by starting or stopping them")
 
 
 class StormRebalance(BaseModel):
@@ -123,6 +126,11 @@ async def storm_deactivate(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
 async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
                           body: Annotated[StormRebalance | None, Body()] = None
                           ) -> dict[str, Any]:
+    if body and body.rebalanceOptions.numWorkers is not None:
+        raise TopologyError(
+            f"rebalanceOptions.numWorkers ({body.rebalanceOptions.numWorkers}) has no meaning "
+            "in Squall: workers are the spout, acker and bolts services, started and stopped "
+            "as processes; rebalance changes a component's executors")
     ex = body.rebalanceOptions.executors if body else {}
     return await _storm_op(ctx, topology_id, "rebalance", wait_time, ex)
 

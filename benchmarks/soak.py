@@ -34,31 +34,10 @@ from benchmarks.wordcount import (
     make_sentences,
     produce,
     say,
+    tree_rss_mb,
     wait_committed,
 )
 from squall.dev.stack import EmbeddedStack, StackSettings
-
-
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and its descendants, in MiB."""
-    parent: dict[int, int] = {}
-    rss: dict[int, float] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            status = (d / "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        parent[int(d.name)] = int(fields.get("PPid", "0").strip())
-        rss[int(d.name)] = float(fields.get("VmRSS", "0 kB").split()[0]) / 1024
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += rss.get(p, 0.0)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return total
 
 
 def sample(pipe: Pipeline) -> dict[str, float]:

@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,11 +166,11 @@ def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]]
     return prev_le
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and its descendants (the bolts job: its JVM and Python workers)."""
+def tree_sum(pid: int, measure: Callable[[list[str]], float]) -> float:
+    """``measure`` of ``/proc/<pid>/stat``'s fields, summed over a process and its
+    descendants (the bolts job: its JVM and Python workers)."""
     parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
+    value: dict[int, float] = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -178,13 +179,25 @@ def tree_cpu(pid: int) -> float:
         except OSError:
             continue
         parent[int(d.name)] = int(f[1])
-        cpu[int(d.name)] = sum(int(x) for x in f[11:15]) / tick  # own + reaped children
+        value[int(d.name)] = measure(f)
     total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
-        total += cpu.get(p, 0.0)
+        total += value.get(p, 0.0)
         todo += [c for c, pp in parent.items() if pp == p]
     return total
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process tree (own and reaped children's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    return tree_sum(pid, lambda f: sum(int(x) for x in f[11:15]) / tick)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process tree, in MiB (``rss`` is in pages)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    return tree_sum(pid, lambda f: int(f[21]) * page / 2**20)
 
 
 @dataclass

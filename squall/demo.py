@@ -111,10 +111,13 @@ def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
             sup.start("api", Command("services.api", (*common, "--port", str(port)),
                                      {"SQUALL_API_TOKEN": token}, metrics=False))
             for kind in ("acker", "bolts", "spout"):
+                # No warm standby of the bolts job: nothing kills its driver here, and a
+                # second Spark warming up beside the first takes half of a small machine.
+                standby = ("--no-bolts-standby",) if kind == "bolts" else ()
                 sup.start(f"worker-{kind}", Command("services.worker", (
                     "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                     "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints")),
+                    "--checkpoint-dir", str(workdir / "checkpoints"), *standby),
                     {"SQUALL_STATE_URL": state_url}, metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")

@@ -16,7 +16,14 @@ from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
-from services.bolts.standby import driver_alive, take_lock, warm_up
+from services.bolts.standby import (
+    driver_alive,
+    mark_running,
+    take_lock,
+    try_lock,
+    wait_for_active,
+    warm_up,
+)
 from squall.core.chains import chains
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
@@ -32,9 +39,6 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
-    from services.bolts.sink import BoltSink
-    from services.bolts.source import EdgeSource
-
     builder = SparkSession.builder
     classes = no_fork_classes() if no_fork else None
     conf = spark_conf(classes) if classes else {}
@@ -48,9 +52,25 @@ def spark_session(master: str, app: str, no_fork: bool = True,
         builder = builder.config(k, v)
     spark = builder.master(master).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(EdgeSource)
-    spark.dataSource.register(BoltSink)
     return spark
+
+
+def register_for_query(spark: Any, source: type[Any], query: str) -> str:
+    """Register a Python data source under a name of its own for one query; that name.
+
+    Spark keeps one Python function per registered data source, and the map of its
+    environment is shared: a query starting its source added to that map while another
+    query's first tasks were being serialized, and those tasks failed to deserialize
+    (``OptionalDataException``). One registration per query: one map each.
+    """
+    fmt = f"{source.name()}.{query}"
+
+    def name(cls: type[Any]) -> str:
+        return fmt
+
+    spark.dataSource.register(type(f"{source.__name__}[{query}]", (source,),
+                                   {"name": classmethod(name)}))
+    return fmt
 
 
 def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
@@ -74,13 +94,15 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     asks a Python process for it) and its callback server up; it touches no checkpoint."""
     head = spec.component(chain[0])
     assert isinstance(head, BoltSpec)
-    reader = (spark.readStream.format("squall_edges")
+    from services.bolts.sink import BoltSink
+    from services.bolts.source import EdgeSource
+
+    query = f"{spec.name}.{head.name}"
+    reader = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(head.name)))
               .option("tasks", ",".join(str(t) for t in range(head.parallelism)))
-              .option("max_rows", str(s.max_rows_per_batch))
-              .option("report_topic", metrics_topic(spec.name)).option("run", run_id)
-              .option("component", head.name).load())
+              .option("max_rows", str(s.max_rows_per_batch)).load())
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
     # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
@@ -90,7 +112,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)
     if s.sink == "writer":
         assert len(chain) == 1, "the writer sink runs one bolt per query"
-        writer = (reader.writeStream.format("squall_bolt")
+        writer = (reader.writeStream.format(register_for_query(spark, BoltSink, query))
                   .option("topology", spec.to_json()).option("component", head.name)
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
                   .option("state_url", state_url))
@@ -100,7 +122,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
                           state_urls, str(checkpoint / "squall-batches")))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
-            .queryName(f"{spec.name}.{head.name}"))
+            .queryName(query))
 
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
@@ -143,17 +165,26 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        lock_path = self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock"
+        if self.s.standby:
+            log.info("standby: starting Spark once the active job's queries run")
+            if not wait_for_active(lock_path, stop):
+                log.info("standby: no active job is running yet; starting Spark anyway")
+            if stop.is_set():
+                return
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                               self.s.checkpoint_fs == "no-fork", self.s.java_options,
                               self.s.conf())
-        # Everything but starting the queries happens before the lock: as a standby, taking
-        # over costs only that (services/bolts/standby.py).
-        warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
+        # The lock free: this job is the active one, its first micro-batch starts the Python
+        # workers. Held: a standby warms them now, so that taking over costs only starting
+        # the queries (services/bolts/standby.py).
+        lock = try_lock(lock_path)
+        if lock is None:
+            warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
         run_id = uuid.uuid4().hex
         if self.metrics:
-            # Reports of the writer sink's micro-batches and of the edge reader's fetch
-            # retries (this run's only, by run id). Positioned before any query starts: no
-            # report of this run is missed.
+            # Reports of the writer sink's micro-batches (this run's only, by run id).
+            # Positioned before any query starts: no report of this run is missed.
             reports = self._open_reports()
             threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
                              daemon=True, name="bolt-reports").start()
@@ -161,13 +192,14 @@ class BoltJob:
                       self.s.fuse and self.s.sink == "foreach_batch")
         writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)
                    for chain in plan]
-        lock = take_lock(self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock", stop,
-                         lambda: driver_alive(spark))
+        lock = lock or take_lock(lock_path, stop, lambda: driver_alive(spark))
         if lock is None:  # stopped while standing by
             spark.stop()
             return
         try:
-            self._run(spark, stop, plan, [w.start() for w in writers])
+            queries = [w.start() for w in writers]
+            mark_running(lock)
+            self._run(spark, stop, plan, queries)
         finally:
             lock.close()
 

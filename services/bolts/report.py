@@ -2,8 +2,8 @@
 
 The tasks run in Spark's Python workers, which serve no /metrics; their numbers reach the
 bolts job's driver in two ways: as rows of ``mapInArrow`` (the foreachBatch path) and as
-JSON on the topology's reports topic (the writer sink's commit, the edge reader's fetch
-retries). Both are written and read here; the driver's metrics take a :class:`BatchReport`.
+JSON on the topology's reports topic (the writer sink's commit). Both are written and
+read here; the driver's metrics take a :class:`BatchReport`.
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ from services.common import load_settings
 from squall.core.errors import ConfigError
 from squall.core.topology import TopologySpec
 
-#: The JVM's own by default. "-XX:TieredStopAtLevel=1" (C1 only) saves ~0.5 of a core of
-#: JIT compilation at half load, but made ~half the job starts fail a query's first task
-#: (OptionalDataException deserializing it): see docs/decisions.md.
-JAVA_OPTIONS = ""
+#: C1 only: Spark plans every micro-batch anew, and C2 kept compiling what that planning
+#: ran for minutes (half the job's JVM time); see docs/performance.md.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 class BoltSettings(BaseSettings):
@@ -47,6 +46,8 @@ class BoltSettings(BaseSettings):
     java_options: str = JAVA_OPTIONS
     # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
     spark_conf: tuple[str, ...] = ()
+    # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
+    standby: bool = False
     # Run a bolt whose only input is another bolt of this job in that bolt's query
     # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
     fuse: bool = True
@@ -99,7 +100,10 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
                    "the default; compiled once with javac) or Hadoop's own")
     p.add_argument("--java-options",
                    help="JVM flags of the Spark driver and executors, as one string "
-                   "(--java-options='-Xmx2g'); default: the JVM's own")
+                   f"(--java-options='-Xmx2g'); default: {JAVA_OPTIONS!r}")
+    p.add_argument("--standby", action="store_true", default=None,
+                   help="be a warm standby: start Spark once the active job's queries run, "
+                   "then wait to take over (the worker starts one beside each bolts job)")
     p.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=None,
                    help="run a bolt whose only input is another bolt of this job in that "
                    "bolt's query, one micro-batch per tree instead of two (default: on; "

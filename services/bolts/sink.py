@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from services.bolts import batch_marks, clients, heap
 from services.bolts.aggregate import AggregateTask
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
+from services.bolts.source import TaskInput, read_task_input
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv
 from squall.core.bolt import TaskContext
@@ -102,8 +103,9 @@ def run_task(spec_json: str, component: str, bootstrap: str,
 def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
               iterator: Iterable[pa.RecordBatch], state_urls: Mapping[str, str],
               marks_dir: str = "", batch_id: int | None = None) -> list[BatchReport]:
-    """One task of a chain's head bolt over its micro-batch partition, then the fused bolts
-    (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
+    """One task of a chain's head bolt over its micro-batch partition (the ranges the edge
+    source planned: read here, :func:`services.bolts.source.read_task_input`), then the fused
+    bolts (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
 
     A stateful task's state is brought up to date before it runs and its changes are
     written after the flush, to the database ``state_urls[component]`` (without one it
@@ -112,31 +114,39 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     report per bolt of the chain, head first.
     """
     t0 = time.perf_counter()
-    spec = _spec(spec_json)
-    head = chain[0]
-    producer = clients.producer(bootstrap)
     rows = list(iterator)
-    t_input = time.perf_counter()
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
-    reports = [BatchReport(task, component=c) for c in chain]
-    marking = bool(marks_dir) and batch_id is not None and task >= 0
-    if marking and batch_marks.last_done(marks_dir, task) >= (batch_id or 0):
+    if marks_dir and batch_id is not None and task >= 0 \
+            and batch_marks.last_done(marks_dir, task) >= batch_id:
         log.warning("task %d of %s: micro-batch %s was run to the end before (Spark runs it "
                     "again after a crash): its outputs and acks are in Kafka, skipped",
-                    task, head, batch_id)
-        return reports
+                    task, chain[0], batch_id)
+        return [BatchReport(task, component=c) for c in chain]
+    return run_input(spec_json, chain, bootstrap, read_task_input(bootstrap, rows),
+                     state_urls, marks_dir, batch_id, started=t0)
+
+
+def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInput,
+              state_urls: Mapping[str, str], marks_dir: str = "",
+              batch_id: int | None = None, started: float | None = None
+              ) -> list[BatchReport]:
+    """:func:`run_chain` on a task's records, read already (since ``started``)."""
+    t_input = time.perf_counter()
+    t0 = t_input if started is None else started
+    spec = _spec(spec_json)
+    head, task = chain[0], got.task
+    producer = clients.producer(bootstrap)
+    reports = [BatchReport(task, component=c) for c in chain]
+    reports[0].fetch_retries = got.retries
+    marking = bool(marks_dir) and batch_id is not None and task >= 0
     batches = []
-    for rb in rows:
-        for topic, part, off, raw in zip(rb.column("topic").to_pylist(),
-                                         rb.column("partition").to_pylist(),
-                                         rb.column("offset").to_pylist(),
-                                         rb.column("value").to_pylist(), strict=True):
-            try:
-                batches.append(decode_tuples(raw or b""))
-            except WireFormatError as e:
-                reports[0].bad += 1
-                letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
-                producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
+    for topic, part, off, raw in got.records:
+        try:
+            batches.append(decode_tuples(raw or b""))
+        except WireFormatError as e:
+            reports[0].bad += 1
+            letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
+            producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
     t_decoded = time.perf_counter()
     with contextlib.ExitStack() as turns:
         if task >= 0:

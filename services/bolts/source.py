@@ -1,11 +1,15 @@
 """A Python streaming data source over a bolt's edge topics (``format("squall_edges")``).
 
-PySpark ships no Kafka connector jar, so the bolt job reads its edge topics
-with confluent-kafka. Offsets are ``{"topic:partition": offset}``; one input
-partition per bolt task covers partition ``task`` of every input topic, so
-one task's tuples stay together. ``max_rows`` bounds a micro-batch (Kafka
-messages, each a batch of tuples). The end of a partition is learnt from the
-high watermark of a fetch response: Tansu answers ListOffsets wrongly.
+The source plans; the bolt tasks read. Offsets are ``{"topic:partition": offset}``;
+one input partition per bolt task covers partition ``task`` of every input topic, so
+one task's tuples stay together, and its rows are only the ranges to read: ``(task,
+topic, partition, start, end)``. The task reads them from Kafka itself
+(:func:`read_task_input`, confluent-kafka: PySpark ships no Kafka connector jar), so
+the tuples never pass through the JVM (an Arrow hand-off to the JVM, a conversion to
+rows and back, and a second Python worker per task cost more than the bolts did).
+``max_rows`` bounds a micro-batch (Kafka messages, each a batch of tuples). The end of
+a partition is learnt from the high watermark of a fetch response: Tansu answers
+ListOffsets wrongly.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +26,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from services.bolts import clients, heap
-from services.bolts.report import BatchReport
+from services.bolts import clients
 
-SCHEMA = "task int, topic string, partition int, offset long, value binary"
-#: The same, as the Arrow schema of every batch ``read`` yields (an empty one included:
-#: Spark rejects a batch whose columns are typed null).
+SCHEMA = "task int, topic string, partition int, start long, end long"
+#: The same, as the Arrow schema of the batch ``read`` yields.
 ARROW_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()),
-                          ("partition", pa.int32()), ("offset", pa.int64()),
-                          ("value", pa.binary())])
+                          ("partition", pa.int32()), ("start", pa.int64()),
+                          ("end", pa.int64())])
 #: A range read that brings nothing for this long is retried: re-positioned, with backoff.
 STALL_S = 1.0
 MAX_BACKOFF_S = 5.0
@@ -44,13 +46,10 @@ def _key(topic: str, partition: int) -> str:
 
 @dataclass
 class TaskPartition(InputPartition):
-    """Everything ``read`` needs on an executor (it gets a pickled copy of the reader)."""
+    """One bolt task's ranges of a micro-batch (``read`` gets a pickled copy)."""
 
     task: int
     ranges: list[tuple[str, int, int, int]]  # topic, partition, start, end (exclusive)
-    bootstrap: str
-    #: where to count fetch retries: (metrics topic, run id, component); () = nowhere
-    report: tuple[str, str, str] | tuple[()] = ()
 
 
 class EdgeSource(DataSource):
@@ -71,9 +70,6 @@ class EdgeReader(DataSourceStreamReader):
         self.topics = [t for t in options["topics"].split(",") if t]
         self.tasks = [int(t) for t in options["tasks"].split(",") if t]
         self.max_rows = int(options.get("max_rows", "2000"))
-        self.report: tuple[str, str, str] | tuple[()] = (
-            (options["report_topic"], options.get("run", ""), options.get("component", ""))
-            if options.get("report_topic") else ())
         self._ends: EdgeEnds | None = None
 
     def initialOffset(self) -> dict[str, int]:
@@ -111,20 +107,12 @@ class EdgeReader(DataSourceStreamReader):
             ranges = [(t, task, start.get(_key(t, task), 0), end[_key(t, task)])
                       for t in self.topics if end[_key(t, task)] > start.get(_key(t, task), 0)]
             if ranges:
-                parts.append(TaskPartition(task, ranges, self.bootstrap, self.report))
+                parts.append(TaskPartition(task, ranges))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TaskPartition)
-        c = clients.edge_consumer(partition.bootstrap)
-        retries = 0
-        for topic, p, s, e in partition.ranges:
-            got = read_range(c, topic, p, s, e)
-            retries += got.retries
-            yield edge_batch(partition.task, topic, p, got.offsets, got.values)
-        if retries and partition.report:
-            _report_retries(partition, retries)
-        heap.settle()
+        yield range_batch(partition.task, partition.ranges)
 
     def commit(self, end: dict[str, int]) -> None:
         """Spark's checkpoint is the record of progress; nothing to do in Kafka."""
@@ -291,22 +279,39 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
     return out
 
 
-def edge_batch(task: int, topic: str, p: int, offsets: list[int],
-               values: list[bytes | None]) -> pa.RecordBatch:
-    n = len(offsets)
+def range_batch(task: int, ranges: list[tuple[str, int, int, int]]) -> pa.RecordBatch:
+    """A task's ranges as the rows ``read`` yields."""
+    topics, parts, starts, ends = (list(c) for c in zip(*ranges, strict=True)) if ranges \
+        else ([], [], [], [])
     return pa.RecordBatch.from_arrays(
-        [pa.array([task] * n, pa.int32()), pa.array([topic] * n, pa.string()),
-         pa.array([p] * n, pa.int32()), pa.array(offsets, pa.int64()),
-         pa.array(values, pa.binary())], schema=ARROW_SCHEMA)
+        [pa.array([task] * len(ranges), pa.int32()), pa.array(topics, pa.string()),
+         pa.array(parts, pa.int32()), pa.array(starts, pa.int64()),
+         pa.array(ends, pa.int64())], schema=ARROW_SCHEMA)
 
 
-def _report_retries(part: TaskPartition, retries: int) -> None:
-    """Fetch retries go to the job's driver (it serves /metrics) through the reports topic."""
-    topic, run, component = part.report  # type: ignore[misc]
-    try:
-        producer = clients.producer(part.bootstrap)
-        producer.produce(topic, BatchReport(component=component,
-                                            fetch_retries=retries).to_json(run))
-        producer.flush(5)
-    except Exception as e:  # a count is best effort; the records were read
-        log.warning("fetch retries not reported: %s", e)
+@dataclass
+class TaskInput:
+    """One bolt task's micro-batch: its ranges' records in order, ``(topic, partition,
+    offset, value)``; the fetch retries it took, and how many records the broker no
+    longer had."""
+
+    task: int
+    records: list[tuple[str, int, int, bytes | None]]
+    retries: int = 0
+    lost: int = 0
+
+
+def read_task_input(bootstrap: str, batches: Iterable[pa.RecordBatch]) -> TaskInput:
+    """Read the ranges of a task's micro-batch partition (the rows ``read`` yielded)."""
+    rows = [r for rb in batches for r in rb.to_pylist()]
+    out = TaskInput(int(rows[0]["task"]) if rows else -1, [])
+    if not rows:
+        return out
+    c = clients.edge_consumer(bootstrap)
+    for r in rows:
+        topic, p = str(r["topic"]), int(r["partition"])
+        got = read_range(c, topic, p, int(r["start"]), int(r["end"]))
+        out.retries += got.retries
+        out.lost += got.lost
+        out.records += [(topic, p, o, v) for o, v in zip(got.offsets, got.values, strict=True)]
+    return out

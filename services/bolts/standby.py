@@ -8,6 +8,11 @@ import the bolts and Squall's modules), then waits on the lock; when the active
 job dies, the kernel releases its lock and the standby starts the queries at
 once. A restarted Spark driver needed ~22 s here to run again (JVM, session,
 cold Python workers); the standby skips all of that.
+
+A standby starts its Spark session only once the active job's queries run (the
+active job writes ``<pid> running`` into the lock file; :func:`wait_for_active`):
+two JVMs and their Python workers starting together on a small machine made the
+active job's start-up twice as long.
 """
 
 from __future__ import annotations
@@ -27,6 +32,57 @@ import pyarrow as pa
 from squall.core.errors import ConfigError
 
 log = logging.getLogger("squall.bolts.standby")
+
+
+def wait_for_active(path: Path, stop: threading.Event, timeout_s: float = 120.0,
+                    every_s: float = 0.2) -> bool:
+    """Until the lock file says its holder's queries run (``<pid> running``, the pid alive);
+    False if ``timeout_s`` passed first (a job that never comes up: start anyway)."""
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set() and time.monotonic() < deadline:
+        if _running_holder(path):
+            return True
+        stop.wait(every_s)
+    return False
+
+
+def _running_holder(path: Path) -> bool:
+    try:
+        pid, _, state = path.read_text().strip().partition(" ")
+        if state != "running":
+            return False
+        os.kill(int(pid), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def mark_running(lock: TextIO) -> None:
+    """Tell a waiting standby (:func:`wait_for_active`) that this job's queries run."""
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()} running\n")
+    lock.flush()
+
+
+def try_lock(path: Path) -> TextIO | None:
+    """:func:`take_lock` if the lock is free now; None (at once) if another job holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    f = open(path, "a+")  # noqa: SIM115 - held open: it is the lock
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        return None
+    _write_holder(f)
+    return f
+
+
+def _write_holder(f: TextIO) -> None:
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
 
 
 def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lambda: True,
@@ -56,10 +112,7 @@ def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lam
                                       "restarted") from None
             stop.wait(every_s)
             continue
-        f.seek(0)
-        f.truncate()
-        f.write(f"{os.getpid()}\n")
-        f.flush()
+        _write_holder(f)
         if waited:
             log.info("taking over: the lock on %s is ours", path)
         return f
@@ -76,8 +129,8 @@ def warm_up(spark: Any, modules: Sequence[str]) -> None:
             importlib.import_module(m)
         yield from batches
 
-    # Two Python stages per task, as a micro-batch has (the edge reader, then the bolts):
-    # two workers per core are started and kept (Spark reuses them).
+    # Two Python stages per task, as a micro-batch has (the edge source's planned ranges,
+    # then the bolts, which read them): two workers per core are started and kept.
     cores = max(1, spark.sparkContext.defaultParallelism)
     (spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long")
      .mapInArrow(imports, "id long").collect())

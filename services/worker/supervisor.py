@@ -78,7 +78,8 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
         key, ps = _proc(placement, args, raw)
         out[key] = ps
         if s.standby:  # the same job again: it waits on the job's lock (services/bolts/standby)
-            out[key + ".standby"] = replace(ps, key=key + ".standby")
+            out[key + ".standby"] = replace(ps, key=key + ".standby",
+                                            args=(*ps.args, "--standby"))
     return out
 
 

@@ -280,13 +280,10 @@ class BoltExecutor:
                 if missing:
                     raise TopologyError(f"batch bolt output lacks declared fields {missing}")
                 cols = {f: pa.array(out[f].to_numpy()[sel]) for f in fields}
-                rows = list(zip(*[c.to_pylist() for c in cols.values()], strict=True)) \
-                    if any(b.edge.grouping is Grouping.FIELDS for b in self._edges[stream]) \
-                    else [()] * sel.size
                 par = parents[sel]
                 res.emitted += int(sel.size)
                 for buf in self._edges[stream]:
-                    self._emit_vectorized(buf, cols, rows, par, roots, ack_vals, res, origins)
+                    self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins)
         except Exception as e:
             self.report_error(e)
             res.failed = n
@@ -300,7 +297,7 @@ class BoltExecutor:
         return res
 
     def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
-                         rows: list[tuple[Any, ...]], parents: npt.NDArray[np.int64],
+                         parents: npt.NDArray[np.int64],
                          roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
                          res: ExecResult, origins: Origins | None) -> None:
         e = buf.edge
@@ -312,8 +309,7 @@ class BoltExecutor:
             raise TopologyError(f"a batch bolt cannot emit direct to {e.target!r}")
         else:
             idx = np.arange(m)
-            parts = buf.router.route(rows) if rows and rows[0] else \
-                buf.router.route([()] * m)
+            parts = buf.router.route_columns(cols, m)
         edge_ids = self._batch_ids.ids(idx.size)
         np.bitwise_xor.at(ack_vals, parents[idx], edge_ids)
         child_roots = roots[parents[idx]]

@@ -73,10 +73,11 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _hash_strings(values: list[str]) -> I64:
+def _hash_strings(values: list[str] | pa.Array) -> I64:
     """``fields_hash`` of one string field for many rows: each distinct value hashed once
     (grouping keys repeat: words, user ids), the same result as row by row."""
-    enc = pa.array(values, pa.string()).dictionary_encode()
+    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+    enc = arr.dictionary_encode()
     uniques = enc.dictionary.to_pylist()
     hashes = np.fromiter((zlib.crc32(u.encode()) for u in uniques), np.int64, len(uniques))
     out: I64 = hashes[enc.indices.to_numpy(zero_copy_only=False)]
@@ -115,6 +116,19 @@ class Router:
                 return _hash_strings(col) % e.partitions
         return np.fromiter((fields_hash([r[i] for i in idx]) % e.partitions for r in rows),
                            np.int64, n)
+
+    def route_columns(self, columns: dict[str, pa.Array], n: int) -> I64:
+        """:meth:`route` for ``n`` rows given as output columns (a batch bolt's): one string
+        field without nulls is hashed on its Arrow column, never as Python rows."""
+        e = self.edge
+        if e.grouping is not Grouping.FIELDS:
+            return self.route_n(n)
+        if len(e.fields) == 1:
+            col = columns[e.fields[0]]
+            if pa.types.is_string(col.type) and col.null_count == 0:
+                return _hash_strings(col) % e.partitions
+        keys = zip(*[columns[f].to_pylist() for f in e.fields], strict=True)
+        return np.fromiter((fields_hash(k) % e.partitions for k in keys), np.int64, n)
 
     def route_n(self, n: int, direct: Sequence[int] | None = None) -> I64:
         """:meth:`route` for ``n`` rows of a grouping that does not look at values."""

@@ -82,8 +82,8 @@ class SparkCluster:
                 alive = [w for w in last.get("workers", []) if w.get("state") == "ALIVE"]
                 if len(alive) >= self.workers:
                     return
-            except OSError as e:
-                last = e
+            except (OSError, ValueError) as e:  # ValueError: the UI's HTML page, served
+                last = e  # for every path until the JSON view is mounted
             time.sleep(0.3)
         raise StackError(f"the Spark cluster at {self.master_url} did not get {self.workers} "
                          f"live workers in {self.start_timeout_s:.0f}s (last status: "

@@ -59,7 +59,8 @@ class ProcessInfo:
     pid: int
     port: int
     log: str
-    #: what asks it to stop (PostgreSQL: SIGINT, its fast shutdown; SIGTERM waits for clients)
+    #: what asks it to stop (PostgreSQL: SIGINT, its fast shutdown; SIGTERM waits for clients;
+    #: Tansu in memory: SIGKILL)
     stop_signal: int = int(signal.SIGTERM)
     #: a directory to delete once it stopped
     cleanup: str | None = None
@@ -267,7 +268,8 @@ class EmbeddedStack:
             self._spawn("kafka", kport, kafka_dir / "tansu.log", [
                 tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
                 "--storage-engine", "memory://tansu/",
-            ], kafka_dir)
+            ], kafka_dir, stop_signal=signal.SIGKILL)  # in memory: nothing to save, and
+            # SIGTERM waited 5 s for every client to hang up
             zk_dir = self._fresh_dir("zookeeper")
             (zk_dir / "data").mkdir()
             (zk_dir / "log4j2.properties").write_text(_LOG4J)

@@ -281,3 +281,19 @@ def produce_source(bootstrap: str, topic: str, values: Sequence[bytes],
         p.produce(topic, v, partition=i % partitions, on_delivery=cb)
     assert p.flush(30) == 0
     return [where[i] for i in range(len(values))]
+
+
+def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int = 0) -> Any:
+    """Write edge records to partition ``task`` of a real topic; the range rows the edge
+    source plans for them (what a bolt task's micro-batch partition holds)."""
+    from services.bolts.source import range_batch
+    from squall.kafka import ensure_topics
+
+    ensure_topics(bootstrap, {topic: task + 1}, 30)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    offsets: list[int] = []
+    for v in values:
+        p.produce(topic, v, partition=task,
+                  on_delivery=lambda err, msg: offsets.append(-1 if err else msg.offset()))
+    assert p.flush(30) == 0 and min(offsets) >= 0
+    return range_batch(task, [(topic, task, min(offsets), max(offsets) + 1)])

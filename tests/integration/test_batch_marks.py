@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 from services.bolts.sink import run_chain
-from services.bolts.source import edge_batch
 from squall.core.ids import IdBatcher
 from squall.core.topics import acker_topic
 from squall.core.topology import TopologyBuilder
 from squall.core.tuple_batch import TupleBatch, encode_tuples
 from squall.core.tuples import Tuple
 from squall.kafka import ensure_topics
-from tests.integration.helpers import consume
+from tests.integration.helpers import consume, edge_ranges
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +30,8 @@ def test_a_rerun_of_a_finished_batch_sends_nothing_again(bootstrap: str, tmp_pat
     ids = IdBatcher(seed=3).ids(2)
     tuples = [Tuple([s], ("str",), {int(i) + 1: int(i)}) for s, i in
               zip(["a b", "c d e"], ids, strict=True)]
-    row = edge_batch(0, "edge", 0, [0], [encode_tuples(TupleBatch.from_tuples(tuples, ("str",)))])
+    row = edge_ranges(bootstrap, f"edge-{name}",
+                      [encode_tuples(TupleBatch.from_tuples(tuples, ("str",)))])
     marks = str(tmp_path / "marks")
 
     def run(batch_id: int) -> int:

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from services.bolts.sink import run_chain
-from services.bolts.source import edge_batch
 from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.ids import IdBatcher
@@ -23,7 +22,7 @@ from squall.core.trident.codec import MapKind
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
 from squall.kafka import ensure_topics
-from tests.integration.helpers import consume
+from tests.integration.helpers import consume, edge_ranges
 
 pytestmark = pytest.mark.integration
 FIELDS = ("account", "amount")
@@ -43,13 +42,14 @@ def ledger(name: str, kind: MapKind) -> TopologySpec:
     return b.build(name, ackers=1)
 
 
-def rows(fields: tuple[str, ...], values: list[tuple[Any, ...]], first_offset: int,
-         ids: IdBatcher) -> Any:
+def rows(bootstrap: str, fields: tuple[str, ...], values: list[tuple[Any, ...]],
+         first_offset: int, ids: IdBatcher) -> Any:
     """One edge record of tuples, each from its own source message (payments:0, offset)."""
     anchors = ids.ids(len(values))
     tuples = [Tuple(list(v), fields, {int(a) | 1: int(a)}, origin=("payments:0", first_offset + i))
               for i, (v, a) in enumerate(zip(values, anchors, strict=True))]
-    return edge_batch(0, "edge", 0, [0], [encode_tuples(TupleBatch.from_tuples(tuples, fields))])
+    return edge_ranges(bootstrap, f"edge-{uuid.uuid4().hex[:8]}",
+                       [encode_tuples(TupleBatch.from_tuples(tuples, fields))])
 
 
 @pytest.mark.parametrize(("db", "kind"), [("sqlite", MapKind.OPAQUE),
@@ -68,11 +68,11 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
     persist: Callable[[Any, int], Any] = lambda rec, txid: run_chain(  # noqa: E731
         spec.to_json(), ("balances",), bootstrap, [rec], urls, "", txid)[0]
 
-    first = rows(FIELDS, [("alice", 10), ("bob", 5), ("alice", 2)], 0, ids)
+    first = rows(bootstrap, FIELDS, [("alice", 10), ("bob", 5), ("alice", 2)], 0, ids)
     assert persist(first, 1).executed == 3
     assert persist(first, 1).executed == 3  # Spark runs batch 1 again: its records skip it
     # Storm-level: messages 1 and 2 replayed under new roots, with a new message 3.
-    again = rows(FIELDS, [("bob", 5), ("alice", 2), ("carol", 7)], 1, ids)
+    again = rows(bootstrap, FIELDS, [("bob", 5), ("alice", 2), ("carol", 7)], 1, ids)
     assert persist(again, 2).executed == 3
     store = open_store(url, StoreName(f"{name}.balances", 0, kind))
     stored = {k[0]: v for k, v in store.items()}
@@ -82,7 +82,7 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
 
     lookups = [Tuple([a], ("account",), {int(x) | 1: int(x)}) for a, x in
                zip(["alice", "dave", "carol"], ids.ids(3), strict=True)]
-    rec = edge_batch(0, "edge", 0, [0], [encode_tuples(TupleBatch.from_tuples(
+    rec = edge_ranges(bootstrap, f"edge-{name}", [encode_tuples(TupleBatch.from_tuples(
         lookups, ("account",)))])
     (rep,) = run_chain(spec.to_json(), ("lookup",), bootstrap, [rec], urls, "", 1)
     assert (rep.executed, rep.emitted, rep.acked, rep.failed) == (3, 3, 3, 0)

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from examples.join import BatchTotal
 from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount, WordCountBatch
@@ -205,6 +207,23 @@ def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
     r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
     got = r.route([(w,) for w in words]).tolist()
     assert got == [fields_hash([w]) % 7 for w in words]
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=5)), st.integers(-3, 3)),
+                max_size=80),
+       st.integers(1, 9), st.sampled_from([("word",), ("n",), ("word", "n")]))
+def test_a_batch_bolts_columns_route_as_its_rows_would(
+        rows: list[tuple[str | None, int]], parts: int, fields: tuple[str, ...]) -> None:
+    """The columnar route (a batch bolt's output, never made into Python rows) sends every
+    row where the row-by-row fields hash does: strings, nulls, other types, several fields."""
+    import pyarrow as pa
+
+    from squall.core.grouping import Router
+
+    r = Router.for_edge(Edge("count", "t", parts, Grouping.FIELDS, fields), ("word", "n"))
+    cols = {"word": pa.array([w for w, _ in rows], pa.string()),
+            "n": pa.array([n for _, n in rows], pa.int64())}
+    assert r.route_columns(cols, len(rows)).tolist() == r.route(rows).tolist()
 
 
 def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError
 
-from services.bolts.source import ARROW_SCHEMA, edge_batch, read_range
+from services.bolts.source import ARROW_SCHEMA, range_batch, read_range
 
 
 @dataclass
@@ -75,9 +75,11 @@ def test_a_range_the_broker_no_longer_has_ends_the_read_and_says_so() -> None:
     assert got.offsets == [5] and got.lost == 3
 
 
-def test_an_empty_batch_is_typed_like_a_full_one() -> None:
-    empty = edge_batch(1, "t", 0, [], [])
+def test_a_tasks_ranges_are_typed_rows_even_when_empty() -> None:
+    empty = range_batch(1, [])
     assert empty.schema == ARROW_SCHEMA and empty.num_rows == 0
-    full = edge_batch(1, "t", 0, [3], [b"x"])
+    full = range_batch(1, [("t", 1, 3, 9), ("u", 1, 0, 2)])
     assert full.schema == ARROW_SCHEMA
-    assert pa.Table.from_batches([empty, full]).num_rows == 1
+    assert pa.Table.from_batches([empty, full]).to_pylist() == [
+        {"task": 1, "topic": "t", "partition": 1, "start": 3, "end": 9},
+        {"task": 1, "topic": "u", "partition": 1, "start": 0, "end": 2}]

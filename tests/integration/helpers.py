@@ -292,8 +292,11 @@ def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int =
     ensure_topics(bootstrap, {topic: task + 1}, 30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     offsets: list[int] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        offsets.append(-1 if err or msg.offset() is None else int(msg.offset()))
+
     for v in values:
-        p.produce(topic, v, partition=task,
-                  on_delivery=lambda err, msg: offsets.append(-1 if err else msg.offset()))
+        p.produce(topic, v, partition=task, on_delivery=delivered)
     assert p.flush(30) == 0 and min(offsets) >= 0
     return range_batch(task, [(topic, task, min(offsets), max(offsets) + 1)])

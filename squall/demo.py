@@ -93,8 +93,9 @@ _STOP_ORDER = ("worker-spout", "worker-bolts", "worker-acker", "api")
 
 
 @contextlib.contextmanager
-def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
-    """Stack, API and workers; on exit they stop in order (spouts drain first)."""
+def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Iterator[Cluster]:
+    """Stack, API and workers; on exit they stop in order (spouts drain first).
+    ``standby``: the bolts worker keeps a warm standby of each bolts job."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -111,13 +112,12 @@ def cluster(workdir: Path, stop: threading.Event) -> Iterator[Cluster]:
             sup.start("api", Command("services.api", (*common, "--port", str(port)),
                                      {"SQUALL_API_TOKEN": token}, metrics=False))
             for kind in ("acker", "bolts", "spout"):
-                # No warm standby of the bolts job: nothing kills its driver here, and a
-                # second Spark warming up beside the first takes half of a small machine.
-                standby = ("--no-bolts-standby",) if kind == "bolts" else ()
+                no_standby = ("--no-bolts-standby",) if kind == "bolts" and not standby \
+                    else ()
                 sup.start(f"worker-{kind}", Command("services.worker", (
                     "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                     "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints"), *standby),
+                    "--checkpoint-dir", str(workdir / "checkpoints"), *no_standby),
                     {"SQUALL_STATE_URL": state_url}, metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
@@ -247,7 +247,9 @@ def run_demo(s: DemoSettings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     rng = random.Random(7)
-    with cluster(s.workdir, stop) as cl:
+    # No warm standby of the bolts job: nothing kills the demo's driver, and a second
+    # Spark warming up beside the first takes half of a small machine.
+    with cluster(s.workdir, stop, standby=False) as cl:
         info, client = cl.info, cl.client
         ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)

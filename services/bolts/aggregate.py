@@ -102,6 +102,7 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> B
     sources: list[npt.NDArray[np.object_]] = []
     offsets: list[np.ndarray] = []
     emissions: list[np.ndarray] = []
+    roots: list[np.ndarray] = []
     for record, b in enumerate(batches):  # one batch per edge record
         n = len(b)
         keys += _rows(b, agg.group_by)
@@ -113,12 +114,15 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> B
         else:
             sources.append(_names(o[0]))
             offsets.append(o[1])
-        # An emission of a message reaches a task in one record: the record tells them apart.
+        # An emission of a message reaches a task in one record, under one root: the record
+        # and the root tell emissions apart (a batch bolt's one record holds replays too).
         emissions.append(np.full(n, record, np.int64))
+        roots.append(b.first_roots())
     return BatchInput(keys, values,
                       np.concatenate(sources) if sources else np.zeros(0, object),
                       np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
-                      np.concatenate(emissions) if emissions else np.zeros(0, np.int64))
+                      np.concatenate(emissions) if emissions else np.zeros(0, np.int64),
+                      np.concatenate(roots) if roots else np.zeros(0, np.uint64))
 
 
 def _rows(b: TupleBatch, fields: tuple[str, ...]) -> list[tuple[Any, ...]]:

@@ -136,6 +136,18 @@ class TupleBatch:
         off = np.asarray(self.data.column(OFF_COL).to_numpy(zero_copy_only=False), np.int64)
         return src, off
 
+    def first_roots(self) -> npt.NDArray[np.uint64]:
+        """Each tuple's first root (0 for an unanchored tuple): which emission of its source
+        message it belongs to."""
+        col = self.data.column(ROOTS_COL)
+        lists = col if isinstance(col, pa.ListArray) else pa.concat_arrays(col.chunks)
+        flat = np.asarray(lists.values.to_numpy(zero_copy_only=False), np.uint64)
+        starts = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), np.int64)
+        has = starts[1:] > starts[:-1]
+        out = np.zeros(len(lists), np.uint64)
+        out[has] = flat[starts[:-1][has]]
+        return out
+
     def anchors(self) -> list[dict[int, int]]:
         roots = self.data.column(ROOTS_COL).to_pylist()
         ids = self.data.column(IDS_COL).to_pylist()

@@ -308,6 +308,19 @@ def test_a_message_that_arrives_twice_in_one_batch_counts_once() -> None:
     assert {k: v.curr for k, v in db.committed.items()} == {("the",): 2, ("cow",): 1}
 
 
+def test_a_replay_in_the_same_record_as_its_first_emission_counts_once() -> None:
+    """A batch bolt sends one record per task for its whole micro-batch: a message replayed
+    while its first emission was still queued arrives in that record, under another root."""
+    db: MemoryBackingMap[Any] = MemoryBackingMap()
+    agg = PersistentAggregate(OpaqueMap(db), db, Count())
+    words = ["the", "cow", "the"]  # message 4 of src:0, emitted under root 11, then 12
+    n = len(words)
+    agg.run(1, BatchInput([(w,) for w in words * 2], [()] * 2 * n, ["src:0"] * 2 * n,
+                          np.full(2 * n, 4, np.int64), np.zeros(2 * n, np.int64),
+                          np.repeat(np.array([11, 12], np.uint64), n)))
+    assert {k: v.curr for k, v in db.committed.items()} == {("the",): 2, ("cow",): 1}
+
+
 class _Tally:
     """A StateUpdater: counts each tuple's key, emits (key, count)."""
 

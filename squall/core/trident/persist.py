@@ -58,13 +58,17 @@ class BatchInput:
     """A batch's tuples for one task: group-by key, aggregated values, the source message
     each came from (:data:`UNKNOWN` if not known), and which emission of it they are: the
     edge record they arrived in (all of one emission's tuples for a task come in one record;
-    a replay, or an upstream micro-batch that Spark ran again, sends another record)."""
+    an upstream micro-batch that Spark ran again sends another record, with the same roots)
+    and their root (the first anchor's; None: not known). The root tells a replay apart
+    within one record: a batch bolt sends one record per task for its whole micro-batch,
+    a message's first emission and its replay included."""
 
     keys: Sequence[Key]
     values: Sequence[Values]
     sources: Sequence[str] | npt.NDArray[np.object_]
     offsets: I64
     emissions: npt.NDArray[np.int64]
+    roots: npt.NDArray[np.uint64] | None = None
 
 
 class NewValues:
@@ -146,8 +150,8 @@ class _ExactBatches(Generic[T]):
             for s in sources:
                 at = np.flatnonzero(srcs == s)
                 offs = b.offsets[at]
-                keep[at] = applied.fresh(s, offs) & _one_emission(offs, b.emissions[at]) & (
-                    offs >= mark.floors.get(s, -1))
+                keep[at] = applied.fresh(s, offs) & (offs >= mark.floors.get(s, -1)) & \
+                    _one_emission(offs, b.emissions[at], None if b.roots is None else b.roots[at])
         if keep.all():  # the common case: nothing applied before
             n_kept = len(b.keys)
             rows = self._apply(list(b.keys), list(b.values))
@@ -197,12 +201,15 @@ class PartitionPersist(_ExactBatches[T]):
         return lambda: out.rows
 
 
-def _one_emission(offsets: I64, emissions: I64) -> npt.NDArray[np.bool_]:
+def _one_emission(offsets: I64, records: I64, roots: npt.NDArray[np.uint64] | None
+                  ) -> npt.NDArray[np.bool_]:
     """Of a message that reached the task twice within one batch (its tree replayed while the
     first emission's tuples were still queued, or an upstream micro-batch run again), the
-    tuples of the first emission only."""
+    tuples of the first emission only: those of its first tuple's record and root."""
     if not offsets.size:
         return np.ones(0, np.bool_)
     _, first, inverse = np.unique(offsets, return_index=True, return_inverse=True)
-    keep: npt.NDArray[np.bool_] = emissions == emissions[first][inverse]
+    keep: npt.NDArray[np.bool_] = records == records[first][inverse]
+    if roots is not None:
+        keep &= roots == roots[first][inverse]
     return keep

@@ -8,11 +8,14 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from socketserver import ThreadingMixIn
 from typing import Annotated, Any, Protocol, TypeVar
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
+from squall.core.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
 
 S = TypeVar("S", bound=BaseModel)
@@ -44,17 +47,46 @@ def load_settings(cls: type[S], parser: argparse.ArgumentParser,
         raise ConfigError(f"invalid {what} settings: {e}") from None
 
 
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes every few seconds are not news."""
+
+
+def serve_telemetry(host: str, port: int, registry: CollectorRegistry,
+                    errors: ErrorReports) -> None:
+    """``/metrics`` (Prometheus) and ``/errors`` (the last errors reported, JSON: Storm UI's
+    ``lastError``), on one port, from a daemon thread."""
+    metrics = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") == "/errors":
+            body = errors.to_json()
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(body)))])
+            return [body]
+        return metrics(environ, start_response)
+
+    server = make_server(host, port, app, _Server, _QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True, name="telemetry").start()
+
+
 def run_service(name: str, load: Callable[[], Any],
-                build: Callable[[Any, CollectorRegistry], Runnable]) -> int:
-    """Load settings, serve /metrics, run until SIGTERM / SIGINT (graceful), map errors to 2."""
+                build: Callable[[Any, CollectorRegistry, ErrorReports], Runnable]) -> int:
+    """Load settings, serve /metrics and /errors, run until SIGTERM / SIGINT (graceful), map
+    errors to 2."""
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load()
         registry = CollectorRegistry()
-        service = build(settings, registry)
+        errors = ErrorReports()
+        service = build(settings, registry, errors)
         if settings.metrics_port:
-            start_http_server(settings.metrics_port, settings.metrics_host, registry=registry)
+            serve_telemetry(settings.metrics_host, settings.metrics_port, registry, errors)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -155,6 +155,12 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+
+def shown_stats(storm: dict[str, Any]) -> dict[str, Any]:
+    """Of Storm's ``topologyStats`` (one per window), the window the body was asked for."""
+    stats: list[dict[str, Any]] = storm.get("topologyStats", [])
+    return next((w for w in stats if w.get("window") == storm.get("window")), {})
+
 class Progress:
     """The numbers the demo shows, from Kafka (committed offsets) and the API (stats)."""
 
@@ -190,7 +196,7 @@ class Progress:
         return float(sum(s.get(key, 0) for s in self.storm.get("spouts", ())))
 
     def line(self, fed: int, total: int | None, done: int) -> str:
-        lat = self.storm.get("topologyStats", [{}])[0].get("completeLatency", "-")
+        lat = shown_stats(self.storm).get("completeLatency", "-")
         of = f"/{total:,}" if total else ""
         return (f"\r{time.monotonic() - self.start:6.1f}s  fed {fed:,}{of}  processed {done:,}"
                 f"  acked {self.spout('acked'):,.0f}  failed {self.spout('failed'):,.0f}"
@@ -326,8 +332,8 @@ def run_demo(s: DemoSettings) -> int:
                 "seconds": round(elapsed, 2),
                 "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,
                 "acker_records_per_s": round(acker_records / elapsed, 1) if elapsed else 0.0,
-                "complete_latency_ms": float(prog.storm.get("topologyStats", [{}])[0]
-                                             .get("completeLatency", 0) or 0),
+                "complete_latency_ms": float(shown_stats(prog.storm).get("completeLatency", 0)
+                                             or 0),
                 "top_words": top,
                 # Exactly once: every word fed counted once, no more (None when stopped by
                 # Ctrl-C: what is in flight then is not counted yet).

@@ -14,7 +14,7 @@ from services.common import run_service
 def main(argv: Sequence[str] | None = None) -> int:
     return run_service(
         "acker", lambda: parse_args(argv),
-        lambda s, registry: AckerService(s, AckerMetrics(registry, s.topology)))
+        lambda s, registry, errors: AckerService(s, AckerMetrics(registry, s.topology, errors)))
 
 
 if __name__ == "__main__":

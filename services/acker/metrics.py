@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from squall.core.error_reports import ErrorReports
 from squall.core.records import RecordKind
 from squall.metrics import BulkHistogram
 
 
 class AckerMetrics:
-    def __init__(self, registry: CollectorRegistry, topology: str) -> None:
+    def __init__(self, registry: CollectorRegistry, topology: str,
+                 errors: ErrorReports | None = None) -> None:
         self.topology = topology
+        #: the last errors, served at /errors (Storm UI's lastError)
+        self.errors = errors or ErrorReports()
         t = ["topology"]
         self.records = Counter("squall_acker_records_total",
                                "Acker records applied, by kind (init, ack, fail, reset)",

@@ -171,6 +171,8 @@ class AckerService:
         log.warning("bad record at %s[%d]@%d: %s (dead-lettered to %s)", self.topic, task,
                     bad.offset, bad.reason, self.dlq)
         self.metrics.bad.labels(self.s.topology).inc()
+        self.metrics.errors.report(ACKER_COMPONENT, f"bad record at {self.topic}[{task}]@"
+                                   f"{bad.offset}: {bad.reason}", self.clock.now_ms(), task)
         payload = next((m.payload for m in batch if m.offset == bad.offset), None)
         letter = DeadLetterHeaders(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
         produce(self.producer, self.dlq, payload or b"", headers=letter.headers(),

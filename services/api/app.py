@@ -29,8 +29,8 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         "Kafka and Spark. Storm UI's REST routes are under /api/v1; mutating routes need "
         "`Authorization: Bearer <token>`.")
     registry = CollectorRegistry()
-    cluster = ClusterView(control.zk, ELECTION, settings.stats_interval_s,
-                          settings.scrape_timeout_s)
+    cluster = ClusterView(control.zk, ELECTION, control.clock.now_ms,
+                          settings.stats_interval_s, settings.scrape_timeout_s)
     ctx = ApiContext(control, settings, registry, ApiMetrics(registry, control), cluster)
     app.state.squall = ctx
     errors.install(app)

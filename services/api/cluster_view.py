@@ -19,11 +19,21 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from services.api.control import Contender
-from services.api.stats import ComponentStats, Sample, aggregate, scrape
+from services.api.stats import (
+    ComponentStats,
+    ReportedError,
+    Sample,
+    Scrape,
+    aggregate,
+    scrape,
+    windowed,
+)
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.rolling import WINDOWS, RollingTotals, Window
 
 log = logging.getLogger("squall.api")
 
@@ -88,9 +98,9 @@ class _Mirror:
 
 
 class ClusterView:
-    def __init__(self, zk: Any, election: str, interval_s: float = 2.0,
-                 scrape_timeout_s: float = 1.0) -> None:
-        self.interval_s, self.scrape_timeout_s = interval_s, scrape_timeout_s
+    def __init__(self, zk: Any, election: str, now_ms: Callable[[], int],
+                 interval_s: float = 2.0, scrape_timeout_s: float = 1.0) -> None:
+        self.interval_s, self.scrape_timeout_s, self.now_ms = interval_s, scrape_timeout_s, now_ms
         self.topologies = _Mirror(zk, TOPOLOGIES, TopologyRecord.from_json)
         self.workers_ = _Mirror(zk, WORKERS, lambda raw, _v: WorkerInfo.from_json(raw))
         self.assignments_ = _Mirror(zk, ASSIGNMENTS,
@@ -99,6 +109,12 @@ class ClusterView:
         self.election = _Mirror(zk, election, lambda raw, _v: raw.decode())
         self._stats: dict[str, dict[str, ComponentStats]] = {}
         self._samples: dict[str, list[Sample]] = {}
+        # Per topology, per metrics endpoint (a process): its own sums per component.
+        self._by_endpoint: dict[str, dict[str, dict[str, ComponentStats]]] = {}
+        # Per topology: Storm's windows over its counters (squall/core/rolling.py).
+        self._rolling: dict[str, RollingTotals[tuple[str, str]]] = {}
+        self._scraped = False
+        self._errors: dict[str, list[ReportedError]] = {}
         self._stop = threading.Event()
         self._scraper = threading.Thread(target=self._scrape_loop, name="api-stats",
                                          daemon=True)
@@ -134,6 +150,21 @@ class ClusterView:
     def stats_of(self, tid: str) -> dict[str, ComponentStats]:
         return self._stats.get(tid, {})
 
+    def windows_of(self, tid: str, now_ms: int) -> dict[str, Window[tuple[str, str]]]:
+        """The topology's counters over Storm's windows ("600", "10800", "86400") as of
+        ``now_ms``, per ``(component, statistic)``; empty windows before a scrape."""
+        rolling = self._rolling.get(tid)
+        return {w: rolling.window(now_ms, int(w)) if rolling
+                else Window[tuple[str, str]]({}, 0.0) for w in WINDOWS}
+
+    def endpoint_stats_of(self, tid: str) -> dict[str, dict[str, ComponentStats]]:
+        """Per metrics endpoint (a process) of the topology: its sums per component."""
+        return self._by_endpoint.get(tid, {})
+
+    def errors_of(self, tid: str) -> list[ReportedError]:
+        """The topology's processes' last errors, oldest first, with where they ran."""
+        return self._errors.get(tid, [])
+
     def samples_of(self, tid: str) -> list[Sample]:
         """The topology's raw samples of the last scrape (per task, topic, partition)."""
         return self._samples.get(tid, [])
@@ -154,12 +185,28 @@ class ClusterView:
                 continue
             try:
                 urls = sorted({e["url"] for w in self.workers() for e in w.endpoints})
-                samples, _ = scrape(urls, self.scrape_timeout_s)
-                by_topology: dict[str, list[Sample]] = {}
-                for sample in samples:
-                    by_topology.setdefault(sample[1].get("topology", ""), []).append(sample)
-                self._stats = {t: aggregate(ss, t) for t, ss in by_topology.items() if t}
-                self._samples = by_topology
+                got = scrape(urls, self.scrape_timeout_s)
+                now = self.now_ms()
+                by_topology: dict[str, list[tuple[str, Sample]]] = {}
+                self._errors = _errors_by_topology(self.workers(), got)
+                for url, answer in got.items():
+                    for sample in answer.samples or ():
+                        by_topology.setdefault(sample[1].get("topology", ""), []).append(
+                            (url, sample))
+                self._stats = {t: aggregate([s for _, s in ss], t)
+                               for t, ss in by_topology.items() if t}
+                self._samples = {t: [s for _, s in ss] for t, ss in by_topology.items()}
+                self._by_endpoint = {t: _per_endpoint(ss, t) for t, ss in by_topology.items()
+                                     if t}
+                for t, ss in by_topology.items():
+                    if t:
+                        # A topology that appears after this replica's first scrape has just
+                        # started: all its counts are new, none a baseline.
+                        self._rolling.setdefault(t, RollingTotals[tuple[str, str]](
+                            baseline_first=not self._scraped)).observe(now, windowed(ss))
+                self._scraped = True
+                for gone in set(self._rolling) - set(self.topologies.items()):
+                    del self._rolling[gone]
             except Exception as e:  # never let the scraper die; the next round tries again
                 log.warning("metrics scrape failed: %s", e)
 
@@ -170,3 +217,32 @@ class ClusterView:
 
     def _mirrors(self) -> tuple[_Mirror, ...]:
         return (self.topologies, self.workers_, self.assignments_, self.election)
+
+
+def _per_endpoint(samples: list[tuple[str, Sample]], tid: str
+                  ) -> dict[str, dict[str, ComponentStats]]:
+    by_url: dict[str, list[Sample]] = {}
+    for url, sample in samples:
+        by_url.setdefault(url, []).append(sample)
+    return {url: aggregate(ss, tid) for url, ss in by_url.items()}
+
+
+def _errors_by_topology(workers: list[WorkerInfo], got: dict[str, Scrape]
+                        ) -> dict[str, list[ReportedError]]:
+    """Each endpoint's errors, under its topology, with the host and port it runs at."""
+    where: dict[str, tuple[str, str]] = {}
+    for w in workers:
+        for e in w.endpoints:
+            if e.get("topology"):
+                where[str(e["url"])] = (str(e["topology"]), w.host)
+    out: dict[str, list[ReportedError]] = {}
+    for url, answer in got.items():
+        if url not in where or not answer.errors:
+            continue
+        tid, host = where[url]
+        port = urlsplit(url).port or 0
+        out.setdefault(tid, []).extend(ReportedError(r, host, port, url)
+                                       for r in answer.errors)
+    for errs in out.values():
+        errs.sort(key=lambda e: e.report.time_ms)
+    return out

@@ -22,6 +22,7 @@ from services.api.control import Control
 from services.api.errors import WRITE_ERRORS
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
+from services.api.storm_views import Numbers
 from squall.core.cluster import TopologyRecord, WorkerInfo
 from squall.core.errors import AuthError, UsageError
 from squall.core.topology import TopologySpec
@@ -70,6 +71,11 @@ class ApiContext:
     async def stats_of(self, tid: str) -> dict[str, Any]:
         """As of the last background scrape (every few seconds)."""
         return self.cluster.stats_of(tid)
+
+    async def numbers_of(self, tid: str) -> Numbers:
+        """What the Storm routes show of a topology: sums, windows, per process."""
+        return Numbers(self.cluster.stats_of(tid), self.cluster.windows_of(tid, self.now()),
+                       self.cluster.endpoint_stats_of(tid), self.cluster.errors_of(tid))
 
     async def restarts_of(self, tid: str) -> dict[str, tuple[int, bool]]:
         return views.restarts_of(tid, await self.workers())

@@ -62,7 +62,7 @@ function node(svg, p, kind, name, lines, cls) {
 function draw(t) {
   document.getElementById('status').textContent = t.status;
   document.getElementById('status').className = 'status ' + t.status;
-  const s = t.topologyStats[0];
+  const s = t.topologyStats.find(w => w.window === t.window) || t.topologyStats[0];
   document.getElementById('totals').innerHTML =
     `<span>emitted <b>${fmt(s.emitted)}</b></span><span>acked <b>${fmt(s.acked)}</b></span>` +
     `<span>failed <b>${fmt(s.failed)}</b></span><span>complete latency <b>${s.completeLatency} ms</b></span>` +

@@ -8,37 +8,71 @@ API keeps no history of its own - Prometheus does, for real windows.
 
 from __future__ import annotations
 
+import logging
 import math
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from squall.core.error_reports import ErrorReport, parse_reports
+from squall.core.errors import WireFormatError
+
+log = logging.getLogger("squall.api")
 
 Sample = tuple[str, dict[str, str], float]
 
 
-def scrape(urls: Iterable[str], timeout_s: float) -> tuple[list[Sample], list[str]]:
-    """Every sample of every endpoint, and the endpoints that did not answer."""
+@dataclass(frozen=True)
+class Scrape:
+    """One endpoint's answer: its samples (None: it did not answer) and its last errors."""
+
+    samples: list[Sample] | None
+    errors: list[ErrorReport] = field(default_factory=list)
+
+
+def scrape(urls: Iterable[str], timeout_s: float) -> dict[str, Scrape]:
+    """Every endpoint's ``/metrics`` and, beside it, its ``/errors``."""
     urls = sorted(set(urls))
 
-    def one(url: str) -> list[Sample] | None:
+    def get(url: str) -> bytes:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            body: bytes = r.read()
+            return body
+
+    def one(url: str) -> Scrape:
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as r:
-                text = r.read().decode()
+            text = get(url).decode()
         except (OSError, ValueError):
-            return None
-        return [(s.name, dict(s.labels), float(s.value))
-                for fam in text_string_to_metric_families(text) for s in fam.samples]
+            return Scrape(None)
+        samples = [(s.name, dict(s.labels), float(s.value))
+                   for fam in text_string_to_metric_families(text) for s in fam.samples]
+        errors: list[ErrorReport] = []
+        if url.endswith("/metrics"):
+            try:
+                errors = parse_reports(get(url.removesuffix("/metrics") + "/errors"))
+            except (OSError, ValueError, WireFormatError) as e:  # an older process: none
+                log.debug("no error reports from %s: %s", url, e)
+        return Scrape(samples, errors)
 
     if not urls:
-        return [], []
+        return {}
     with ThreadPoolExecutor(min(16, len(urls))) as pool:
-        got = list(pool.map(one, urls))
-    samples = [s for g in got if g for s in g]
-    return samples, [u for u, g in zip(urls, got, strict=True) if g is None]
+        return dict(zip(urls, pool.map(one, urls), strict=True))
+
+
+@dataclass(frozen=True)
+class ReportedError:
+    """A process's reported error and where the process runs (Storm's errorHost, -Port)."""
+
+    report: ErrorReport
+    host: str
+    port: int
+    url: str
 
 
 @dataclass
@@ -86,25 +120,69 @@ _SUMMED = {
 _LATENCY = ("squall_spout_complete_latency_seconds", "squall_acker_complete_latency_seconds")
 
 
+#: The statistics that only grow (in a process's life): they have windows.
+COUNTERS = frozenset({
+    "emitted", "acked", "failed", "replayed", "dead_lettered", "messages", "batches", "rows",
+    "batch_seconds", "batches_timed", "executed", "errors", "execute_seconds", "records",
+    "latency_sum", "latency_count"})
+
+
+def is_counter(stat: str) -> bool:
+    """Whether a statistic only grows in a process's life (it has windows); else a gauge."""
+    return stat in COUNTERS or stat.startswith("trees_") or stat.endswith("_records")
+
+
+def statistic(name: str, labels: dict[str, str]) -> tuple[str, list[str]] | None:
+    """A sample's component (the acker's as ``__acker``) and the statistics it adds to
+    (summed over tasks); None for a sample that feeds none (a latency bucket included)."""
+    comp = labels.get("component", "__acker" if name.startswith("squall_acker") else "")
+    if name in _SUMMED:
+        return comp, [_SUMMED[name]]
+    if name == "squall_acker_records_total":
+        return comp, [f"{labels.get('kind', '')}_records", "records"]
+    if name == "squall_acker_trees_total":
+        return comp, [f"trees_{labels.get('outcome', '').lower()}"]
+    for suffix, stat in (("_sum", "latency_sum"), ("_count", "latency_count")):
+        if name.endswith(suffix) and name.removesuffix(suffix) in _LATENCY:
+            return comp, [stat]
+    return None
+
+
 def aggregate(samples: Sequence[Sample], topology: str) -> dict[str, ComponentStats]:
     """Per component of ``topology``: the summed statistics (the acker as ``__acker``)."""
     out: dict[str, ComponentStats] = defaultdict(ComponentStats)
     for name, labels, value in samples:
         if labels.get("topology") != topology:
             continue
-        comp = labels.get("component", "__acker" if name.startswith("squall_acker") else "")
-        st = out[comp]
-        if name in _SUMMED:
-            st.counters[_SUMMED[name]] += value
-        elif name == "squall_acker_records_total":
-            st.counters[f"{labels.get('kind', '')}_records"] += value
-            st.counters["records"] += value
-        elif name == "squall_acker_trees_total":
-            st.counters[f"trees_{labels.get('outcome', '').lower()}"] += value
-        elif name.endswith("_bucket") and name.removesuffix("_bucket") in _LATENCY:
-            st.buckets[float(labels["le"])] += value
-        elif name.endswith("_sum") and name.removesuffix("_sum") in _LATENCY:
-            st.latency_sum += value
-        elif name.endswith("_count") and name.removesuffix("_count") in _LATENCY:
-            st.latency_count += value
+        if name.endswith("_bucket") and name.removesuffix("_bucket") in _LATENCY:
+            comp = labels.get("component", "__acker" if name.startswith("squall_acker") else "")
+            out[comp].buckets[float(labels["le"])] += value
+            continue
+        got = statistic(name, labels)
+        if got is None:
+            continue
+        st = out[got[0]]
+        for stat in got[1]:
+            if stat == "latency_sum":
+                st.latency_sum += value
+            elif stat == "latency_count":
+                st.latency_count += value
+            else:
+                st.counters[stat] += value
     return dict(out)
+
+
+def windowed(samples: Iterable[tuple[str, Sample]]
+             ) -> list[tuple[Any, tuple[str, str], float]]:
+    """``(endpoint, sample)`` pairs as :class:`squall.core.rolling.RollingTotals` series:
+    ``(series id, (component, statistic), value)``, counters only."""
+    out: list[tuple[Any, tuple[str, str], float]] = []
+    for url, (name, labels, value) in samples:
+        got = statistic(name, labels)
+        if got is None:
+            continue
+        sid = (url, name, tuple(sorted(labels.items())))
+        for stat in got[1]:
+            if is_counter(stat):
+                out.append(((sid, stat), (got[0], stat), value))
+    return out

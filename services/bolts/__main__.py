@@ -13,7 +13,8 @@ from services.common import run_service
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run_service("bolts", lambda: parse_args(argv),
-                       lambda s, registry: BoltJob(s, BoltMetrics(registry, s.spec().name)))
+                       lambda s, registry, errors: BoltJob(
+                           s, BoltMetrics(registry, s.spec().name, errors)))
 
 
 if __name__ == "__main__":

@@ -13,15 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from squall.core.clock import Clock
+from squall.core.error_reports import ErrorReports
 from squall.metrics import LATENCY_BUCKETS
+from squall.wallclock import SystemClock
 
 if TYPE_CHECKING:  # the report imports pyspark, which the driver loads later, on purpose
     from services.bolts.report import BatchReport
 
 
 class BoltMetrics:
-    def __init__(self, registry: CollectorRegistry, topology: str) -> None:
+    def __init__(self, registry: CollectorRegistry, topology: str,
+                 errors: ErrorReports | None = None, clock: Clock | None = None) -> None:
         self.topology = topology
+        #: the bolts' last errors, served at /errors (Storm UI's lastError)
+        self.errors_seen = errors or ErrorReports()
+        self.clock = clock or SystemClock()
         base = ["topology", "component"]
         self.active = Gauge("squall_bolt_query_active",
                             "1 while the bolt's Spark query runs", base, registry=registry)
@@ -113,3 +120,7 @@ class BoltMetrics:
         for phase, v in rep.phases.items():
             if v > 0:
                 self.task_phases.labels(*lab, phase).inc(v)
+        if rep.errors:
+            now = self.clock.now_ms()
+            for e in rep.errors:
+                self.errors_seen.report(rep.component, e, now, rep.task)

@@ -14,7 +14,8 @@ from services.spout.settings import parse_args
 def main(argv: Sequence[str] | None = None) -> int:
     return run_service(
         "spout", lambda: parse_args(argv),
-        lambda s, registry: SpoutService(s, SpoutMetrics(registry, s.topology, s.component)))
+        lambda s, registry, errors: SpoutService(
+            s, SpoutMetrics(registry, s.topology, s.component, errors)))
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from squall.core.error_reports import ErrorReports
 from squall.metrics import BulkHistogram
 
 
 class SpoutMetrics:
-    def __init__(self, registry: CollectorRegistry, topology: str, component: str) -> None:
+    def __init__(self, registry: CollectorRegistry, topology: str, component: str,
+                 errors: ErrorReports | None = None) -> None:
         self.labels = (topology, component)
+        #: the last errors, served at /errors (Storm UI's lastError)
+        self.errors = errors or ErrorReports()
         base = ["topology", "component"]
 
         def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Counter:

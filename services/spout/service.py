@@ -248,6 +248,8 @@ class SpoutService:
             res = decode_results(raw or b"")
         except WireFormatError as e:
             log.error("bad result batch at %s[%d]@%d: %s", self.results, task.cfg.task, offset, e)
+            self.metrics.errors.report(self.s.component, f"bad result batch at {self.results}"
+                                       f"[{task.cfg.task}]@{offset}: {e}", now, task.cfg.task)
             return
         stamp = results_clock(raw or b"")
         if stamp >= 0 and key is not None:  # an acker task's timeout clock
@@ -301,6 +303,8 @@ class SpoutService:
                                  self.s.component)
         headers = list(msg.headers() or []) + meta.headers()
         log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
+        self.metrics.errors.report(self.s.component, f"dead-lettered {t}[{p}]@{letter.offset}: "
+                                   f"{letter.reason}", self.clock.now_ms(), task.cfg.task)
 
         def marked(err: Any, marker: Any) -> None:
             # Noted in the results partition: a restart will not dead-letter it again.

@@ -12,7 +12,7 @@ from services.worker.supervisor import WorkerService
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run_service("worker", lambda: parse_args(argv),
-                       lambda s, registry: WorkerService(s, registry))
+                       lambda s, registry, _errors: WorkerService(s, registry))
 
 
 if __name__ == "__main__":

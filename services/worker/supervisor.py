@@ -186,7 +186,8 @@ class WorkerService:
 
     def _endpoints(self, ps: ProcSpec, c: Child) -> list[dict[str, Any]]:
         url = f"http://{self.s.metrics_host}:{c.metrics_port}/metrics"
-        return [{"topology": ps.topology, "kind": str(ps.kind), "component": comp, "url": url}
+        return [{"topology": ps.topology, "kind": str(ps.kind), "component": comp, "url": url,
+                 "startedMs": c.started_ms}
                 for comp in ps.component.split(",")]
 
     def reconcile(self) -> None:

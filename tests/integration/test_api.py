@@ -91,11 +91,17 @@ def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
     assert [s["spoutId"] for s in storm["spouts"]] == ["sentences"]
     assert [b["boltId"] for b in storm["bolts"]] == ["split", "count"]
     assert storm["msgTimeout"] == 30 and storm["tasksTotal"] == 8
-    assert storm["topologyStats"][0]["window"] == ":all-time"
+    assert [w["window"] for w in storm["topologyStats"]] == ["600", "10800", "86400",
+                                                             ":all-time"]
+    assert storm["window"] == ":all-time" and storm["windowHint"] == "All time"
+    assert http.get("/api/v1/topology/views", params={"window": "600"}).json()[
+        "windowHint"] == "10m 0s"
+    bad = http.get("/api/v1/topology/views", params={"window": "601"})
+    assert bad.status_code == 422 and "600" in bad.text, bad.text
     comp = http.get("/api/v1/topology/views/component/count").json()
     assert comp["componentType"] == "bolt" and comp["tasks"] == 2
     acker = http.get("/api/v1/topology/views/component/__acker").json()
-    assert acker["componentType"] == "acker" and acker["tasks"] == 2
+    assert acker["componentType"] == "bolt" and acker["tasks"] == 2  # Storm's system bolt
     cluster = http.get("/api/v1/cluster/summary").json()
     assert cluster["topologies"] >= 2 and cluster["thisReplicaLeads"]
     # No workers registered in this cluster: the leader reports every task unassigned.

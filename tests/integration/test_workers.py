@@ -15,6 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from squall.kafka import ensure_topics
+from tests.integration import storm_contract as sc
 from tests.integration.cluster import ApiProcess, namespace
 from tests.integration.helpers import (
     ServiceProcess,
@@ -155,8 +156,49 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     assert "__acker" not in [b["boltId"] for b in storm()["bolts"]]
     sys_bolts = http.get(f"/api/v1/topology/{name}", params={"sys": 1}).json()["bolts"]
     assert sys_bolts[-1]["boltId"] == "__acker" and sys_bolts[-1]["acked"] >= total
+    check_storm_shapes(http, name, total)
+    # An undecodable message: dead-lettered by the spout, which reports it as its error;
+    # Storm's lastError and componentErrors show it, with where and when.
+    produce_source(bootstrap, source, [b"\xff\xfe not text"], PARTS)
+    wait_for(lambda: "undecodable" in storm()["spouts"][0]["lastError"], 30,
+             "the spout's error to reach the API")
+    sp = storm()["spouts"][0]
+    assert sp["errorHost"] and sp["errorPort"] > 0 and sp["errorLapsedSecs"] >= 0
+    comp = http.get(f"/api/v1/topology/{name}/component/sentences").json()
+    assert sc.mismatches(sc.SPOUT_COMPONENT_WITH_ERRORS, comp, "component") == []
+    assert "undecodable" in comp["componentErrors"][0]["error"]
     http.post(f"/topologies/{name}/kill", json={"wait_s": 0})
     http.close()
+
+
+def check_storm_shapes(http: httpx.Client, name: str, total: int) -> None:
+    """Storm UI's routes on a running topology: every field of Storm's documented samples,
+    with Storm's types; the rolling windows; workers and executors."""
+    top = f"/api/v1/topology/{name}"
+    for path, sample in [("/api/v1/cluster/summary", sc.CLUSTER_SUMMARY),
+                         ("/api/v1/supervisor/summary", sc.SUPERVISOR_SUMMARY),
+                         ("/api/v1/nimbus/summary", sc.NIMBUS_SUMMARY),
+                         ("/api/v1/topology/summary", sc.TOPOLOGY_SUMMARY),
+                         (top, sc.TOPOLOGY), (f"{top}?window=600", sc.TOPOLOGY),
+                         (f"{top}/component/sentences", sc.SPOUT_COMPONENT),
+                         (f"{top}/component/split?window=10800", sc.BOLT_COMPONENT)]:
+        got = http.get(path)
+        assert got.status_code == 200, (path, got.text)
+        assert sc.mismatches(sample, got.json(), path) == []
+    # The windows hold what this API replica saw (it started before the topology): the
+    # sentences acked, including those of the spout process that was killed, which the
+    # processes' lifetime sums (":all-time") no longer hold.
+    stats = {w["window"]: w for w in http.get(top).json()["topologyStats"]}
+    assert stats["600"]["acked"] <= stats["10800"]["acked"] <= stats["86400"]["acked"]
+    assert stats["86400"]["acked"] >= stats[":all-time"]["acked"] > 0
+    assert stats["86400"]["acked"] >= total // 2, stats
+    spout = http.get(f"{top}/component/sentences").json()
+    assert sum(e["acked"] for e in spout["executorStats"]) == spout["acked"]
+    assert {e["id"] for e in spout["executorStats"]} <= {"[0-0]", "[1-1]", "[0-1]"}
+    workers = http.get(top).json()["workers"]
+    assert {"sentences", "split", "count", "__acker"} <= {
+        c for w in workers for c in w["componentNumTasks"]}
+    assert all(w["port"] > 0 and w["topologyId"] == name for w in workers)
 
 
 def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any],

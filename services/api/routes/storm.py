@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from services.api import views
+from services.api import storm_views, views
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, error_response
 from squall import __version__
 from squall.core.errors import TopologyError
 
 router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
+
+
+#: Storm's ``window`` parameter: one of its rolling windows, in seconds, or ``:all-time``.
+WindowParam = Annotated[Literal["600", "10800", "86400", ":all-time"], Query(
+    description="the statistics' window: 600, 10800 or 86400 seconds (what this API "
+    "replica has seen of them), or :all-time (the processes' lifetime)")]
+SysParam = Annotated[bool, Query(description="show system components (__acker) among the "
+                                 "bolts, as Storm does")]
 
 
 class StormRebalanceOptions(BaseModel):
@@ -28,6 +37,11 @@ class StormRebalance(BaseModel):
     rebalanceOptions: StormRebalanceOptions = Field(default_factory=StormRebalanceOptions)
 
 
+#: Storm's resource-aware scheduler's figures: Squall schedules tasks, not memory or CPU,
+#: so they are zero and ``schedulerDisplayResource`` is false (docs/storm-migration.md).
+NO_RESOURCES: dict[str, Any] = {"schedulerDisplayResource": False}
+
+
 @router.get("/cluster/summary", summary="Cluster summary")
 async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
     control = ctx.control
@@ -36,9 +50,13 @@ async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
     assigned = await ctx.assignments()
     used = sum(len(p.tasks) or 1 for a in assigned.values() for p in a.placements)
     total = sum(w.worker.capacity for w in ws)
-    return {"squallVersion": __version__, "supervisors": len(ws), "slotsTotal": total,
+    tasks = sum(r.spec.num_tasks for r in recs)
+    return {"stormVersion": __version__, "squallVersion": __version__,
+            "supervisors": len(ws), "slotsTotal": total,
             "slotsUsed": used, "slotsFree": max(0, total - used), "topologies": len(recs),
-            "tasksTotal": sum(r.spec.num_tasks for r in recs),
+            "executorsTotal": tasks, "tasksTotal": tasks, **NO_RESOURCES,
+            "totalMem": 0.0, "totalCpu": 0.0, "availMem": 0.0, "availCPU": 0.0,
+            "memAssignedPercentUtil": 0.0, "cpuAssignedPercentUtil": 0.0,
             "leader": ctx.cluster.leader_url() if ctx.cluster.ready else
             await asyncio.to_thread(control.leader_url),
             "thisReplicaLeads": control.leading.is_set(), "zookeeper": control.state,
@@ -57,34 +75,44 @@ async def nimbus_summary(ctx: Ctx) -> dict[str, Any]:
 @router.get("/supervisor/summary", summary="Workers (supervisors)")
 async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
     ws = await ctx.workers()
-    return {"supervisors": [{"id": w.worker.id, "host": w.host, "kind": str(w.worker.kind),
-                             "slotsTotal": w.worker.capacity,
-                             "uptimeSeconds": max(0, (ctx.now() - w.started_ms) // 1000)}
-                            for w in ws]}
+    assigned = await ctx.assignments()
+    out = []
+    for w in ws:
+        up = max(0, (ctx.now() - w.started_ms) // 1000)
+        a = assigned.get(w.worker.id)
+        used = sum(len(p.tasks) or 1 for p in a.placements) if a else 0
+        out.append({"id": w.worker.id, "host": w.host, "kind": str(w.worker.kind),
+                    "uptime": views.pretty_uptime(up), "uptimeSeconds": up,
+                    "slotsTotal": w.worker.capacity, "slotsUsed": used, "totalMem": 0.0,
+                    "totalCpu": 0.0, "usedMem": 0.0, "usedCPU": 0.0, "version": __version__})
+    return {"supervisors": out, **NO_RESOURCES}
 
 
 @router.get("/topology/summary", summary="Every topology")
 async def topology_summary(ctx: Ctx) -> dict[str, Any]:
     recs = await ctx.records()
+    ws = await ctx.workers()
+    assigned = await ctx.assignments()
     return {"topologies": [
-        {"id": r.id, "name": r.spec.name, "status": str(r.lifecycle.status),
+        {"id": r.id, "encodedId": quote(r.id, safe=""), "name": r.spec.name,
+         "status": str(r.lifecycle.status),
+         "uptime": views.pretty_uptime(views.uptime_s(r, ctx.now())),
          "uptimeSeconds": int(views.uptime_s(r, ctx.now())),
-         "tasksTotal": r.spec.num_tasks, "executorsTotal": r.spec.num_tasks}
-        for r in recs]}
+         "tasksTotal": r.spec.num_tasks, "executorsTotal": r.spec.num_tasks,
+         "workersTotal": len(storm_views.storm_workers(r, ws, assigned, ctx.now())),
+         "replicationCount": 1, "schedulerDisplayResource": False}
+        for r in recs], "schedulerDisplayResource": False}
 
 
-@router.get("/topology/{topology_id}",
-            summary="A topology with its statistics (window :all-time)")
-async def storm_topology(ctx: Ctx, topology_id: TopologyId,
-                         sys: Annotated[bool, Query(description="show system components "
-                                                    "(__acker) among the bolts, as Storm "
-                                                    "does")] = False) -> dict[str, Any]:
+@router.get("/topology/{topology_id}", summary="A topology with its statistics")
+async def storm_topology(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
+                         sys: SysParam = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    body = views.storm_topology(rec, ctx.now(), await ctx.assignments(),
-                                await ctx.stats_of(topology_id),
-                                await ctx.restarts_of(topology_id))
+    body = storm_views.storm_topology(rec, ctx.now(), await ctx.assignments(),
+                                      await ctx.numbers_of(topology_id), await ctx.workers(),
+                                      await ctx.restarts_of(topology_id), window)
     if sys:
-        body["bolts"].append(views.acker_bolt(body["acker"]))
+        body["bolts"].append(storm_views.acker_bolt(body["acker"]))
     return body
 
 
@@ -92,18 +120,21 @@ async def storm_topology(ctx: Ctx, topology_id: TopologyId,
             summary="Each spout's lag per topic and partition (Storm's shape)")
 async def storm_lag(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return views.storm_lag(rec, ctx.cluster.samples_of(topology_id))
+    return storm_views.storm_lag(rec, ctx.cluster.samples_of(topology_id))
 
 
 @router.get("/topology/{topology_id}/component/{component}",
             summary="A component (spout, bolt or __acker)")
 async def storm_component(ctx: Ctx, topology_id: TopologyId,
-                          component: Annotated[str, Path(max_length=200)]) -> dict[str, Any]:
+                          component: Annotated[str, Path(max_length=200)],
+                          window: WindowParam = ":all-time",
+                          sys: Annotated[bool, Query(description="accepted as Storm does; "
+                                                     "system streams are not counted apart "
+                                                     "here")] = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return views.storm_component(rec, component, ctx.now(),
-                                 await ctx.assignments(),
-                                 await ctx.stats_of(topology_id),
-                                 await ctx.restarts_of(topology_id))
+    return storm_views.storm_component(rec, component, ctx.now(), await ctx.assignments(),
+                                       await ctx.numbers_of(topology_id), await ctx.workers(),
+                                       await ctx.restarts_of(topology_id), window)
 
 
 async def _storm_op(ctx: ApiContext, tid: str, event: str, wait: float | None = None,

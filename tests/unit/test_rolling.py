@@ -11,7 +11,7 @@ S = 1000  # ms
 
 
 def test_the_first_scrape_is_a_baseline_and_later_increases_count() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     r.observe(0, [("p1", "emitted", 100.0)])
     assert r.window(0, 600).totals == {}
     r.observe(10 * S, [("p1", "emitted", 150.0)])
@@ -20,7 +20,7 @@ def test_the_first_scrape_is_a_baseline_and_later_increases_count() -> None:
 
 
 def test_a_restart_counts_from_zero_and_a_new_process_counts_whole() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     r.observe(0, [("p1", "acked", 40.0)])
     r.observe(10 * S, [("p1", "acked", 70.0)])  # +30
     r.observe(20 * S, [("p1", "acked", 5.0)])  # restarted: +5, nothing subtracted
@@ -29,13 +29,13 @@ def test_a_restart_counts_from_zero_and_a_new_process_counts_whole() -> None:
 
 
 def test_a_topology_first_seen_later_counts_from_its_start() -> None:
-    r = RollingTotals(baseline_first=False)
+    r = RollingTotals[str](baseline_first=False)
     r.observe(0, [("p1", "emitted", 25.0)])
     assert r.window(0, 600).get("emitted") == 25
 
 
 def test_a_series_missing_from_a_scrape_keeps_its_count() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     r.observe(0, [("p1", "x", 0.0)])
     r.observe(10 * S, [])  # its endpoint did not answer
     r.observe(20 * S, [("p1", "x", 8.0)])
@@ -43,7 +43,7 @@ def test_a_series_missing_from_a_scrape_keeps_its_count() -> None:
 
 
 def test_a_window_holds_only_its_last_seconds() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     for i in range(0, 121):  # 20 minutes, one scrape every 10 s, +1 each
         r.observe(i * 10 * S, [("p", "n", float(i))])
     now = 120 * 10 * S
@@ -54,7 +54,7 @@ def test_a_window_holds_only_its_last_seconds() -> None:
 
 
 def test_the_resolution_coarsens_with_age_but_windows_stay_within_their_length() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     for i in range(0, 4 * 360 + 1):  # 4 hours, one scrape every 10 s
         r.observe(i * 10 * S, [("p", "n", float(i))])
     now = 4 * 3600 * S
@@ -66,7 +66,7 @@ def test_the_resolution_coarsens_with_age_but_windows_stay_within_their_length()
 
 
 def test_series_gone_for_a_day_are_forgotten() -> None:
-    r = RollingTotals()
+    r = RollingTotals[str]()
     r.observe(0, [("old", "n", 1.0)])
     for h in range(1, 27):
         r.observe(h * 3600 * S, [("new", "n", float(h))])
@@ -81,7 +81,7 @@ def test_windows_sum_the_true_increases(steps: list[tuple[int, dict[str, tuple[i
                                         ) -> None:
     """Whatever the restarts and gaps: the longest window is every increase since the first
     scrape, and a shorter window never holds more than a longer one."""
-    r = RollingTotals()
+    r = RollingTotals[str]()
     values = {"a": 7.0, "b": 0.0, "c": 3.0}
     r.observe(0, [(s, "g", v) for s, v in values.items()])
     now, truth = 0, 0.0

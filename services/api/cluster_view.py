@@ -113,6 +113,9 @@ class ClusterView:
         self._by_endpoint: dict[str, dict[str, dict[str, ComponentStats]]] = {}
         # Per topology: Storm's windows over its counters (squall/core/rolling.py).
         self._rolling: dict[str, RollingTotals[tuple[str, str]]] = {}
+        # Per topology: each process's emitted count over the windows, by (url, component)
+        # (Storm's visualization labels its edges with them).
+        self._rolling_ep: dict[str, RollingTotals[tuple[str, str]]] = {}
         self._scraped = False
         self._errors: dict[str, list[ReportedError]] = {}
         self._stop = threading.Event()
@@ -154,6 +157,12 @@ class ClusterView:
         """The topology's counters over Storm's windows ("600", "10800", "86400") as of
         ``now_ms``, per ``(component, statistic)``; empty windows before a scrape."""
         rolling = self._rolling.get(tid)
+        return {w: rolling.window(now_ms, int(w)) if rolling
+                else Window[tuple[str, str]]({}, 0.0) for w in WINDOWS}
+
+    def endpoint_windows_of(self, tid: str, now_ms: int) -> dict[str, Window[tuple[str, str]]]:
+        """Each process's emitted count over Storm's windows, per (url, component)."""
+        rolling = self._rolling_ep.get(tid)
         return {w: rolling.window(now_ms, int(w)) if rolling
                 else Window[tuple[str, str]]({}, 0.0) for w in WINDOWS}
 
@@ -202,11 +211,17 @@ class ClusterView:
                     if t:
                         # A topology that appears after this replica's first scrape has just
                         # started: all its counts are new, none a baseline.
+                        series = windowed(ss)
                         self._rolling.setdefault(t, RollingTotals[tuple[str, str]](
-                            baseline_first=not self._scraped)).observe(now, windowed(ss))
+                            baseline_first=not self._scraped)).observe(now, series)
+                        self._rolling_ep.setdefault(t, RollingTotals[tuple[str, str]](
+                            baseline_first=not self._scraped)).observe(
+                            now, [(sid, (sid[0][0], comp), v) for sid, (comp, stat), v in series
+                                  if stat == "emitted"])
                 self._scraped = True
                 for gone in set(self._rolling) - set(self.topologies.items()):
-                    del self._rolling[gone]
+                    self._rolling.pop(gone, None)
+                    self._rolling_ep.pop(gone, None)
             except Exception as e:  # never let the scraper die; the next round tries again
                 log.warning("metrics scrape failed: %s", e)
 

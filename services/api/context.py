@@ -75,7 +75,8 @@ class ApiContext:
     async def numbers_of(self, tid: str) -> Numbers:
         """What the Storm routes show of a topology: sums, windows, per process."""
         return Numbers(self.cluster.stats_of(tid), self.cluster.windows_of(tid, self.now()),
-                       self.cluster.endpoint_stats_of(tid), self.cluster.errors_of(tid))
+                       self.cluster.endpoint_stats_of(tid), self.cluster.errors_of(tid),
+                       self.cluster.endpoint_windows_of(tid, self.now()))
 
     async def restarts_of(self, tid: str) -> dict[str, tuple[int, bool]]:
         return views.restarts_of(tid, await self.workers())

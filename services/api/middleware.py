@@ -23,6 +23,8 @@ from squall.core.errors import AuthError, BodyError, NotLeader
 from squall.core.spec_checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+#: The reads ``reads_need_token`` closes: what topologies and the cluster are.
+_READS = ("/api/v1/", "/topologies", "/workers", "/ui")
 _FORWARDED = "x-squall-forwarded-by"
 #: The largest body a write may send: a spec at its limit, as JSON, with room to spare.
 MAX_BODY_BYTES = 2 * MAX_SPEC_BYTES
@@ -47,7 +49,7 @@ class ApiMiddleware:
 
         try:
             early = await self._write(Request(scope, receive)) \
-                if scope["method"] in _MUTATING else None
+                if scope["method"] in _MUTATING else self._read(scope)
             if early is not None:
                 await early(scope, receive, sending)
             else:
@@ -58,6 +60,20 @@ class ApiMiddleware:
             m = self.ctx.metrics
             m.requests.labels(scope["method"], name, str(status)).inc()
             m.latency.labels(scope["method"], name).observe(time.perf_counter() - t0)
+
+    def _read(self, scope: Scope) -> Response | None:
+        """With ``reads_need_token``, the topology and cluster reads need the token too
+        (health, readiness, metrics and the API's own docs stay open). None: go on."""
+        if not self.ctx.settings.reads_need_token or \
+                not str(scope.get("path", "")).startswith(_READS):
+            return None
+        headers = dict(scope.get("headers") or [])
+        try:
+            authorize(self.ctx.settings, bearer_of(
+                headers.get(b"authorization", b"").decode("latin-1") or None))
+        except AuthError as e:
+            return to_response(e)
+        return None
 
     async def _write(self, request: Request) -> Response | None:
         """The caller, then the body's size, before a byte of the body is read; then a

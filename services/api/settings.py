@@ -22,6 +22,10 @@ class ApiSettings(BaseSettings):
         None, description="how the other replicas reach this one (default http://host:port)")
     token: SecretStr | None = Field(None, description="bearer token for mutating routes")
     allow_anonymous: bool = Field(False, description="no token needed (development only)")
+    reads_need_token: bool = Field(
+        False, description="the reads (Storm UI's routes, /topologies, /workers, the page) "
+        "need the token too; by default they are open, as Storm UI's are, for monitoring "
+        "scripts and dashboards")
     session_timeout_s: float = Field(10.0, ge=2, le=120)
     scrape_timeout_s: float = Field(1.0, gt=0, le=30)
     # How often the workers' metrics are gathered for the statistics routes (in the background).
@@ -33,6 +37,8 @@ class ApiSettings(BaseSettings):
         if self.token is None and not self.allow_anonymous:
             raise ValueError("a token is required for the mutating routes (--token or "
                              "SQUALL_API_TOKEN); --allow-anonymous turns that off for development")
+        if self.reads_need_token and self.token is None:
+            raise ValueError("reads_need_token needs a token (--token or SQUALL_API_TOKEN)")
         if self.token is not None and len(self.token.get_secret_value()) < 8:
             raise ValueError("the token must be at least 8 characters")
         return self
@@ -55,6 +61,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ApiSettings:
     p.add_argument("--token", help="bearer token for mutating routes (prefer the env var)")
     p.add_argument("--allow-anonymous", action="store_const", const=True,
                    help="accept writes without a token (development only)")
+    p.add_argument("--reads-need-token", action="store_const", const=True,
+                   help="require the token on the reads too (Storm UI's routes, /topologies, "
+                   "/workers, the page); by default reads are open, as Storm UI's are")
     p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
     p.add_argument("--stats-interval-s", type=float,
                    help="how often the workers' metrics are gathered for the statistics "

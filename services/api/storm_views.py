@@ -43,6 +43,8 @@ class Numbers:
     by_endpoint: dict[str, dict[str, ComponentStats]] = field(default_factory=dict)
     #: the processes' last errors, oldest first
     errors: list[ReportedError] = field(default_factory=list)
+    #: per window name, each process's emitted count by (url, component)
+    endpoint_windows: dict[str, Window[tuple[str, str]]] = field(default_factory=dict)
 
     def errors_of(self, component: str) -> list[ReportedError]:
         return [e for e in self.errors if e.report.component == component]
@@ -295,6 +297,12 @@ def storm_lag(rec: TopologyRecord, samples: list[Sample]) -> dict[str, Any]:
     return out
 
 
+def output_streams(rec: TopologyRecord, component: str) -> list[str]:
+    """The streams a spout or bolt declares, sorted."""
+    c = rec.spec.component(component)
+    return sorted(c.outputs() if isinstance(c, SpoutSpec) else c.outputs)
+
+
 def _range(tasks: list[int]) -> str:
     """Storm's executor id: its first and last task, ``[3-4]``."""
     return f"[{min(tasks)}-{max(tasks)}]" if tasks else "[0-0]"
@@ -330,8 +338,7 @@ def storm_component(rec: TopologyRecord, component: str, now_ms: int,
         nums = _spout_numbers(st) if kind == "spout" else \
             _bolt_numbers(st, up if span is None else min(span, up), int(body["tasks"]))
         per_window.append({"windowPretty": window_pretty(w), "window": w, **nums})
-    streams = ["__ack_ack"] if spec_c is None else \
-        sorted(spec_c.outputs() if isinstance(spec_c, SpoutSpec) else spec_c.outputs)
+    streams = ["__ack_ack"] if spec_c is None else output_streams(rec, component)
     out_stats = [{"stream": _joined(streams), "emitted": body["emitted"],
                   "transferred": body["transferred"]}]
     if kind == "spout":

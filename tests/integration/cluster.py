@@ -43,9 +43,12 @@ class ApiProcess:
         """A leader is elected and answers (a killed replica's election node lingers until
         its session expires)."""
         try:
-            leader = httpx.get(f"{self.url}/api/v1/cluster/summary", timeout=2).json()["leader"]
+            auth = {"Authorization": f"Bearer {TOKEN}"}  # for a replica whose reads need it
+            leader = httpx.get(f"{self.url}/api/v1/cluster/summary", headers=auth,
+                               timeout=2).json()["leader"]
             return leader is not None and bool(httpx.get(
-                f"{leader}/api/v1/cluster/summary", timeout=2).json()["thisReplicaLeads"])
+                f"{leader}/api/v1/cluster/summary", headers=auth,
+                timeout=2).json()["thisReplicaLeads"])
         except (httpx.HTTPError, ValueError, KeyError):
             return False
 

@@ -138,6 +138,29 @@ def test_a_bad_spec_is_422_naming_the_problem(http: httpx.Client, body: Any, cty
     assert needle in r.json()["detail"]
 
 
+def test_reads_are_open_unless_the_setting_closes_them(api: ApiProcess, zookeeper: str,
+                                                       bootstrap: str, tmp_path: Path) -> None:
+    """Storm UI's reads need no token by default (monitoring scripts send none), writes do;
+    ``--reads-need-token`` closes the reads too, health, readiness and metrics excepted."""
+    assert httpx.get(f"{api.url}/api/v1/topology/summary", timeout=10).status_code == 200
+    assert httpx.post(f"{api.url}/api/v1/topology/x/activate", timeout=10).status_code == 401
+    closed = ApiProcess(namespace(zookeeper), bootstrap, tmp_path / "closed.log",
+                        "--reads-need-token").start()
+    try:
+        for path in ("/api/v1/topology/summary", "/api/v1/cluster/summary", "/topologies",
+                     "/workers", "/ui"):
+            r = httpx.get(closed.url + path, timeout=10)
+            assert r.status_code == 401 and "bearer token" in r.json()["detail"], (path, r.text)
+        with closed.client() as authed:
+            assert authed.get("/api/v1/topology/summary").status_code == 200
+        with closed.client(token="wrong-token-0000") as wrong:
+            assert wrong.get("/topologies").status_code == 403
+        for path in ("/healthz", "/metrics", "/openapi.json"):
+            assert httpx.get(closed.url + path, timeout=10).status_code == 200, path
+    finally:
+        closed.stop()
+
+
 def test_unknown_ids_are_404(http: httpx.Client) -> None:
     for method, path in [("GET", "/topologies/ghost"), ("POST", "/topologies/ghost/activate"),
                          ("POST", "/topologies/ghost/kill"), ("GET", "/api/v1/topology/ghost"),

@@ -195,6 +195,15 @@ def check_storm_shapes(http: httpx.Client, name: str, total: int) -> None:
     spout = http.get(f"{top}/component/sentences").json()
     assert sum(e["acked"] for e in spout["executorStats"]) == spout["acked"]
     assert {e["id"] for e in spout["executorStats"]} <= {"[0-0]", "[1-1]", "[0-1]"}
+    # The visualization: the graph as Storm's UI draws it, each edge's stream labelled.
+    vis = http.get(f"{top}/visualization", params={"window": "600"}).json()
+    assert set(vis) == {"sentences", "split", "count"}
+    assert [(i[":component"], i[":grouping"]) for i in vis["count"][":inputs"]] == [
+        ("split", "fields")]
+    assert vis["sentences"][":type"] == "spout" and vis["split"][":stats"]
+    edge = vis["count"][":inputs"][0][":sani-stream"]
+    assert sum(p[":transferred"]["600"].get(edge, 0) for p in vis["split"][":stats"]) > 0
+    assert "__acker" in http.get(f"{top}/visualization", params={"sys": 1}).json()
     workers = http.get(top).json()["workers"]
     assert {"sentences", "split", "count", "__acker"} <= {
         c for w in workers for c in w["componentNumTasks"]}

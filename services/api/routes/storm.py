@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from services.api import storm_views, views
+from services.api import storm_visualization as storm_visualization_
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, error_response
 from squall import __version__
@@ -135,6 +136,17 @@ async def storm_component(ctx: Ctx, topology_id: TopologyId,
     return storm_views.storm_component(rec, component, ctx.now(), await ctx.assignments(),
                                        await ctx.numbers_of(topology_id), await ctx.workers(),
                                        await ctx.restarts_of(topology_id), window)
+
+
+@router.get("/topology/{topology_id}/visualization",
+            summary="The topology's graph as Storm's UI draws it (Storm's undocumented shape)")
+async def storm_visualization(ctx: Ctx, topology_id: TopologyId,
+                              window: WindowParam = ":all-time", sys: SysParam = False
+                              ) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    return storm_visualization_.visualization(rec, ctx.now(), await ctx.assignments(),
+                                              await ctx.numbers_of(topology_id),
+                                              await ctx.workers(), window, sys)
 
 
 async def _storm_op(ctx: ApiContext, tid: str, event: str, wait: float | None = None,

@@ -62,9 +62,10 @@ class BoltMetrics:
                                        "Time the bolt's tasks spent in micro-batches")
         self.task_phases = Counter(
             "squall_bolt_task_phase_seconds_total",
-            "The bolt tasks' time by phase: input (waiting for the micro-batch's rows), "
-            "execute (decoding and the bolt), produce (encoding, to Kafka), flush (waiting "
-            "for Kafka's confirmation)", [*base, "phase"], registry=registry)
+            "The bolt tasks' time by phase: input (waiting for the micro-batch's ranges), "
+            "read (reading them from Kafka), execute (decoding and the bolt), produce "
+            "(encoding, to Kafka), flush (waiting for Kafka's confirmation)", [*base, "phase"],
+            registry=registry)
 
     def started(self, component: str) -> None:
         lab = (self.topology, component)

@@ -18,8 +18,9 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from squall.core.errors import WireFormatError
 
-#: Where a task's time goes: waiting for the input, the bolt, producing, Kafka's confirmation.
-PHASES = ("input", "execute", "produce", "flush")
+#: Where a task's time goes: waiting for the micro-batch's ranges, reading them from Kafka,
+#: the bolt, producing, Kafka's confirmation.
+PHASES = ("input", "read", "execute", "produce", "flush")
 #: Counters summed across tasks.
 COUNTS = ("executed", "emitted", "acked", "failed", "bad", "error_count", "fetch_retries")
 #: How many of the last errors a report keeps (the count keeps them all).

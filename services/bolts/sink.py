@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 from services.bolts import batch_marks, clients, heap
 from services.bolts.aggregate import AggregateTask
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
-from services.bolts.source import TaskInput, read_task_input
+from services.bolts.source import TaskInput, TaskPartition, range_batch, read_task_input
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv
 from squall.core.bolt import TaskContext
@@ -115,6 +115,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     """
     t0 = time.perf_counter()
     rows = list(iterator)
+    t_rows = time.perf_counter()
     task = int(rows[0].column("task")[0].as_py()) if rows and rows[0].num_rows else -1
     if marks_dir and batch_id is not None and task >= 0 \
             and batch_marks.last_done(marks_dir, task) >= batch_id:
@@ -123,16 +124,18 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
                     task, chain[0], batch_id)
         return [BatchReport(task, component=c) for c in chain]
     return run_input(spec_json, chain, bootstrap, read_task_input(bootstrap, rows),
-                     state_urls, marks_dir, batch_id, started=t0)
+                     state_urls, marks_dir, batch_id, started=t0, rows_at=t_rows)
 
 
 def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInput,
               state_urls: Mapping[str, str], marks_dir: str = "",
-              batch_id: int | None = None, started: float | None = None
-              ) -> list[BatchReport]:
-    """:func:`run_chain` on a task's records, read already (since ``started``)."""
+              batch_id: int | None = None, started: float | None = None,
+              rows_at: float | None = None) -> list[BatchReport]:
+    """:func:`run_chain` on a task's records, read already (since ``started``; the ranges
+    were there at ``rows_at``, then read from Kafka)."""
     t_input = time.perf_counter()
     t0 = t_input if started is None else started
+    t_rows = t0 if rows_at is None else rows_at
     spec = _spec(spec_json)
     head, task = chain[0], got.task
     producer = clients.producer(bootstrap)
@@ -163,7 +166,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             batch_marks.mark_done(marks_dir, task, batch_id or 0)
     t_end = time.perf_counter()
     h = reports[0]
-    h.phases = {"input": t_input - t0,
+    h.phases = {"input": t_rows - t0, "read": t_input - t_rows,
                 "execute": t_decoded - t_input + h.phases.get("execute", 0.0),
                 "produce": h.phases.get("produce", 0.0), "flush": t_end - t_prod}
     # The head's own time: the fused bolts' is in their reports.
@@ -239,6 +242,20 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
         yield to_arrow(reps)
 
     return run
+
+
+def planned_runner(run: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+                   parts: Sequence[TaskPartition]
+                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``run`` over ``spark.range(len(parts))``: partition ``i`` runs ``parts[i]``'s task on
+    its ranges, planned in the driver (no Python data source read on the executors)."""
+    def each(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for rb in iterator:
+            for i in rb.column(0).to_pylist():
+                p = parts[int(i)]
+                yield from run(iter([range_batch(p.task, p.ranges)]))
+
+    return each
 
 
 def _spec(spec_json: str) -> TopologySpec:

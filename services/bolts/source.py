@@ -14,11 +14,13 @@ ListOffsets wrongly.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -102,13 +104,7 @@ class EdgeReader(DataSourceStreamReader):
         return out
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskPartition]:
-        parts = []
-        for task in self.tasks:
-            ranges = [(t, task, start.get(_key(t, task), 0), end[_key(t, task)])
-                      for t in self.topics if end[_key(t, task)] > start.get(_key(t, task), 0)]
-            if ranges:
-                parts.append(TaskPartition(task, ranges))
-        return parts
+        return plan_partitions(self.topics, self.tasks, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TaskPartition)
@@ -277,6 +273,42 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
     finally:
         c.unassign()
     return out
+
+
+def plan_partitions(topics: Sequence[str], tasks: Sequence[int], start: Mapping[str, int],
+                    end: Mapping[str, int]) -> list[TaskPartition]:
+    """A micro-batch from ``start`` to ``end``: per task with data, its ranges."""
+    parts = []
+    for task in tasks:
+        ranges = [(t, task, start.get(_key(t, task), 0), end.get(_key(t, task), 0))
+                  for t in topics if end.get(_key(t, task), 0) > start.get(_key(t, task), 0)]
+        if ranges:
+            parts.append(TaskPartition(task, ranges))
+    return parts
+
+
+def logged_partitions(checkpoint: Path, batch_id: int, topics: Sequence[str],
+                      tasks: Sequence[int]) -> list[TaskPartition] | None:
+    """Micro-batch ``batch_id``'s partitions as Spark's offset log has them (the log is
+    written before the batch runs, and a batch run again after a crash reads the same
+    entries): its end is the batch's entry, its start the previous batch's (or the topic
+    start). None if the log cannot be read here (a checkpoint on another file system):
+    the caller reads the batch through the source instead."""
+    def entry(bid: int) -> dict[str, int] | None:
+        try:
+            lines = (checkpoint / "offsets" / str(bid)).read_text().splitlines()
+            doc = json.loads(lines[2])  # "v1", the batch's metadata, then our one source
+        except (OSError, IndexError, ValueError):
+            return None
+        if not isinstance(doc, dict) or not all(isinstance(v, int) for v in doc.values()):
+            return None
+        return {str(k): int(v) for k, v in doc.items()}
+
+    end = entry(batch_id)
+    start = {} if batch_id == 0 else entry(batch_id - 1)
+    if end is None or start is None:
+        return None
+    return plan_partitions(topics, tasks, start, end)
 
 
 def range_batch(task: int, ranges: list[tuple[str, int, int, int]]) -> pa.RecordBatch:

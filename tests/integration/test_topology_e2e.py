@@ -143,7 +143,7 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: s
         # ... and where their time went, phase by phase, adding up to their whole time.
         phases = {p: bm.get("squall_bolt_task_phase_seconds_total{component=split,"
                             f"phase={p},topology={run.spec.name}}}", 0.0)
-                  for p in ("input", "execute", "produce", "flush")}
+                  for p in ("input", "read", "execute", "produce", "flush")}
         assert all(v > 0 for v in phases.values()), phases
         total = bm[f"squall_bolt_execute_seconds_total{{{split}}}"]
         assert sum(phases.values()) == pytest.approx(total, rel=0.01)

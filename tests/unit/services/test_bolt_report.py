@@ -22,7 +22,7 @@ reports = st.builds(
     error_count=counts, fetch_retries=counts,
     seconds=st.floats(0, 1e6, allow_nan=False),
     errors=st.lists(st.text(max_size=30), max_size=LAST_ERRORS),
-    phases=st.dictionaries(st.sampled_from(["input", "execute", "produce", "flush"]),
+    phases=st.dictionaries(st.sampled_from(["input", "read", "execute", "produce", "flush"]),
                            st.floats(0, 1e6, allow_nan=False)))
 
 

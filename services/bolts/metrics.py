@@ -83,12 +83,12 @@ class BoltMetrics:
 
     def progress(self, chain: Sequence[str], p: Any) -> None:
         """Count a query's progress report once (the same one is returned until the next
-        batch), for each bolt of its chain: a fused bolt runs in the head's micro-batches
-        (its input rows come from the head, not from Kafka: those stay the head's)."""
-        for i, component in enumerate(chain):
-            self._progress(component, p, rows=i == 0)
+        batch), for each bolt of its chain: a fused bolt runs in the head's micro-batches.
+        The rows read come with the tasks' reports (Spark's own count is of ranges)."""
+        for component in chain:
+            self._progress(component, p)
 
-    def _progress(self, component: str, p: Any, rows: bool) -> None:
+    def _progress(self, component: str, p: Any) -> None:
         if p is not None and not isinstance(p, dict):
             p = json.loads(p.json)  # PySpark 4: a StreamingQueryProgress
         if not p or "batchId" not in p:
@@ -99,8 +99,6 @@ class BoltMetrics:
         self._seen[component] = bid
         lab = (self.topology, component)
         self.batches.labels(*lab).inc()
-        if rows:
-            self.rows.labels(*lab).inc(max(0, int(p.get("numInputRows", 0) or 0)))
         phases = p.get("durationMs") or {}
         ms = phases.get("triggerExecution")
         if ms is not None:
@@ -111,8 +109,9 @@ class BoltMetrics:
     def report(self, rep: BatchReport) -> None:
         """A bolt's report of one micro-batch (services/bolts/report.py)."""
         lab = (self.topology, rep.component)
-        for v, c in ((rep.executed, self.executed), (rep.emitted, self.emitted),
-                     (rep.acked, self.acked), (rep.failed, self.failed),
+        for v, c in ((rep.records, self.rows), (rep.executed, self.executed),
+                     (rep.emitted, self.emitted), (rep.acked, self.acked),
+                     (rep.failed, self.failed),
                      (rep.error_count, self.errors), (rep.bad, self.bad),
                      (rep.fetch_retries, self.fetch_retries),
                      (rep.seconds, self.execute_seconds)):

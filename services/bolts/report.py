@@ -22,7 +22,8 @@ from squall.core.errors import WireFormatError
 #: the bolt, producing, Kafka's confirmation.
 PHASES = ("input", "read", "execute", "produce", "flush")
 #: Counters summed across tasks.
-COUNTS = ("executed", "emitted", "acked", "failed", "bad", "error_count", "fetch_retries")
+COUNTS = ("records", "executed", "emitted", "acked", "failed", "bad", "error_count",
+          "fetch_retries")
 #: How many of the last errors a report keeps (the count keeps them all).
 LAST_ERRORS = 5
 
@@ -31,6 +32,8 @@ LAST_ERRORS = 5
 class BatchReport(WriterCommitMessage):
     task: int = -1
     component: str = ""
+    #: edge messages read (each a batch of tuples), by the chain's head
+    records: int = 0
     executed: int = 0
     emitted: int = 0
     acked: int = 0

@@ -141,6 +141,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     producer = clients.producer(bootstrap)
     reports = [BatchReport(task, component=c) for c in chain]
     reports[0].fetch_retries = got.retries
+    reports[0].records = len(got.records)
     marking = bool(marks_dir) and batch_id is not None and task >= 0
     batches = []
     for topic, part, off, raw in got.records:

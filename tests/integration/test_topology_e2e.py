@@ -140,6 +140,7 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: s
         wait_for(lambda: bolts.metrics().get(f"squall_bolt_acked_total{{{count}}}", 0)
                  >= sum(len(x.split()) for x in lines), 30, "the count bolt's reports")
         assert bm[f"squall_bolt_query_active{{{split}}}"] == 1
+        assert bm[f"squall_bolt_input_rows_total{{{split}}}"] > 0  # edge messages read
         # ... and where their time went, phase by phase, adding up to their whole time.
         phases = {p: bm.get("squall_bolt_task_phase_seconds_total{component=split,"
                             f"phase={p},topology={run.spec.name}}}", 0.0)

@@ -15,6 +15,7 @@ import importlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ from pyspark.sql.types import StructType
 from services.bolts import batch_marks, clients, heap
 from services.bolts.aggregate import AggregateTask
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
-from services.bolts.source import TaskInput, TaskPartition, range_batch, read_task_input
+from services.bolts.source import TaskInput, logged_partitions, range_batch, read_task_input
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv
 from squall.core.bolt import TaskContext
@@ -245,16 +246,36 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
     return run
 
 
-def planned_runner(run: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-                   parts: Sequence[TaskPartition]
-                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """``run`` over ``spark.range(len(parts))``: partition ``i`` runs ``parts[i]``'s task on
-    its ranges, planned in the driver (no Python data source read on the executors)."""
+#: The Spark local property that tells the tasks their micro-batch (set by the driver on
+#: the job's thread; Spark hands local properties to every task of the job).
+BATCH_PROPERTY = "squall.batch"
+
+
+def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
+                  state_urls: Mapping[str, str], checkpoint: str, topics: Sequence[str]
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """For ``mapInArrow`` over ``spark.range(tasks)``, one plan for every micro-batch: task
+    ``i`` learns its micro-batch from :data:`BATCH_PROPERTY`, plans its ranges from Spark's
+    offset log (:func:`services.bolts.source.logged_partitions`) and runs them. Nothing of
+    the batch is in the function, so the driver plans the job once, not per batch."""
     def each(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        prop = ctx.getLocalProperty(BATCH_PROPERTY) if ctx is not None else None
+        if prop is None:
+            raise RuntimeError(f"the task was not told its micro-batch ({BATCH_PROPERTY})")
+        bid = int(prop)
+        marks = str(Path(checkpoint) / "squall-batches")
+        run = task_runner(spec_json, chain, bootstrap, state_urls, marks, bid)
         for rb in iterator:
             for i in rb.column(0).to_pylist():
-                p = parts[int(i)]
-                yield from run(iter([range_batch(p.task, p.ranges)]))
+                parts = logged_partitions(Path(checkpoint), bid, topics, [int(i)])
+                if parts is None:
+                    raise RuntimeError(f"micro-batch {bid}: Spark's offset log in {checkpoint} "
+                                       "cannot be read by this task")
+                for p in parts:
+                    yield from run(iter([range_batch(p.task, p.ranges)]))
 
     return each
 

@@ -200,12 +200,17 @@ class BoltJob:
         spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                               self.s.checkpoint_fs == "no-fork", self.s.java_options,
                               self.s.conf())
-        # The lock free: this job is the active one, its first micro-batch starts the Python
-        # workers. Held: a standby warms them now, so that taking over costs only starting
-        # the queries (services/bolts/standby.py).
+        # The Python workers started, the bolts' modules imported, their Kafka clients open:
+        # the active job (the lock free) does it while its queries start, which it does
+        # not wait for; a standby (the lock held) before it waits, so that taking over costs
+        # only starting the queries (services/bolts/standby.py).
+        modules = [b.cls.partition(":")[0] for b in self.bolts]
         lock = try_lock(lock_path)
         if lock is None:
-            warm_up(spark, [b.cls.partition(":")[0] for b in self.bolts])
+            warm_up(spark, modules, self.s.bootstrap_servers)
+        else:
+            threading.Thread(target=self._warm_up, args=(spark, modules), daemon=True,
+                             name="bolts-warm-up").start()
         run_id = uuid.uuid4().hex
         if self.metrics:
             # Reports of the writer sink's micro-batches (this run's only, by run id).
@@ -227,6 +232,14 @@ class BoltJob:
             self._run(spark, stop, plan, queries)
         finally:
             lock.close()
+
+    def _warm_up(self, spark: Any, modules: list[str]) -> None:
+        t0 = time.monotonic()
+        try:
+            warm_up(spark, modules, self.s.bootstrap_servers)
+            log.info("Python workers warm (%.1f s)", time.monotonic() - t0)
+        except Exception as e:  # the first micro-batch starts them instead
+            log.warning("warming the Python workers failed: %s", e)
 
     def _run(self, spark: Any, stop: threading.Event, plan: list[tuple[str, ...]],
              queries: list[Any]) -> None:

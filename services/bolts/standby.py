@@ -120,20 +120,25 @@ def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lam
     return None
 
 
-def warm_up(spark: Any, modules: Sequence[str]) -> None:
-    """Start Spark's Python workers and import what the bolt tasks will (one task per core)."""
+def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
+    """Start Spark's Python workers (one per core: a micro-batch's tasks run in one Python
+    stage, and Spark keeps the workers) and in each import what the bolt tasks will and
+    open their Kafka clients (``bootstrap``), which the first micro-batch would otherwise
+    wait for."""
     mods = tuple(sorted({"services.bolts.sink", "squall.core.executor", *modules}))
 
     def imports(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for m in mods:
             importlib.import_module(m)
+        if bootstrap:
+            from services.bolts import clients
+
+            clients.producer(bootstrap)
+            clients.edge_consumer(bootstrap)
         yield from batches
 
-    # Two Python stages per task, as a micro-batch has (the edge source's planned ranges,
-    # then the bolts, which read them): two workers per core are started and kept.
     cores = max(1, spark.sparkContext.defaultParallelism)
-    (spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long")
-     .mapInArrow(imports, "id long").collect())
+    spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long").collect()
 
 
 def driver_alive(spark: Any) -> bool:

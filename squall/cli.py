@@ -249,7 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     client_opts(stt)
     stt.set_defaults(func=cmd_status)
     for op, what in (("activate", "spouts emit"), ("deactivate", "spouts stop; trees drain"),
-                     ("rebalance", "drain, then apply new spout parallelism"),
+                     ("rebalance", "drain, then apply new executors (a spout's parallelism, a "
+                      "bolt's executors)"),
                      ("kill", "spouts stop, trees drain, then the topology is removed")):
         o = sub.add_parser(op, help=f"{op} a topology: {what}")
         o.add_argument("id", help="topology id")
@@ -257,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
             o.add_argument("--wait", type=float, default=None,
                            help="drain seconds (default: the message timeout)")
         if op == "rebalance":
-            o.add_argument("-p", "--parallelism", action="append", metavar="SPOUT=N",
-                           help="new parallelism of a spout (repeatable)")
+            o.add_argument("-p", "--parallelism", action="append", metavar="COMPONENT=N",
+                           help="a spout's new parallelism, or a bolt's executors (1..its "
+                           "tasks), as Storm's rebalance -e (repeatable)")
         client_opts(o)
         o.set_defaults(func=cmd_operate)
 

@@ -142,6 +142,13 @@ def _bolt_numbers(st: ComponentStats | None, span_s: float, tasks: int) -> dict[
             "processLatency": _batch_ms(st), "capacity": _capacity(st, span_s, tasks)}
 
 
+def executors_total(rec: TopologyRecord) -> int:
+    """Storm's executors: a spout's tasks, a bolt's executors, the ackers."""
+    spec = rec.spec
+    return sum(s.parallelism for s in spec.spouts) + sum(b.num_executors
+                                                          for b in spec.bolts) + spec.ackers
+
+
 def topology_stats(rec: TopologyRecord, numbers: Numbers) -> list[dict[str, Any]]:
     """``topologyStats``: the spouts' sums in every window."""
     out = []
@@ -222,7 +229,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
     for b in spec.bolts:
         st = stats.get(b.name)
         bolts.append({"boltId": b.name, "encodedBoltId": quote(b.name, safe=""),
-                      "tasks": b.parallelism, "executors": b.parallelism,
+                      "tasks": b.parallelism, "executors": b.num_executors,
                       **_bolt_numbers(st, span_s, b.parallelism),
                       **last_error(numbers.errors_of(b.name), now_ms),
                       "errors": _n(st, "errors"), "running": _c(st, "active") > 0,
@@ -236,7 +243,8 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         # Storm's is whole seconds; the exact one is in the configuration.
         "uptimeSeconds": int(up), "msgTimeout": math.ceil(spec.message_timeout_s),
         "tasksTotal": spec.num_tasks, "workersTotal": len(storm_workers_),
-        "executorsTotal": spec.num_tasks, "window": window, "windowHint": window_pretty(window),
+        "executorsTotal": executors_total(rec), "window": window,
+        "windowHint": window_pretty(window),
         "schedulerDisplayResource": False, "replicationCount": 1, "debug": False,
         "samplingPct": 0.0, "topologyStats": topology_stats(rec, numbers),
         "workers": storm_workers_, "spouts": spouts, "bolts": bolts,

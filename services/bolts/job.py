@@ -120,7 +120,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
                           state_urls, checkpoint, spec.input_topics(head.name),
-                          head.parallelism))
+                          head.parallelism, head.num_executors))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(query))
@@ -128,7 +128,8 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
 
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                   metrics: BoltMetrics | None, state_urls: Mapping[str, str],
-                  checkpoint: Path, topics: Sequence[str], tasks: int) -> Any:
+                  checkpoint: Path, topics: Sequence[str], tasks: int,
+                  executors: int) -> Any:
     """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
     per head task); their reports come back to this process, which counts them and logs
     errors. A batch a task finished before (a re-run after a crash) is skipped.
@@ -155,9 +156,9 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         elif parts:
             spark = df.sparkSession
             if not planned:
-                planned.append(spark.range(0, tasks, numPartitions=tasks).mapInArrow(
+                planned.append(spark.range(0, executors, numPartitions=executors).mapInArrow(
                     logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint),
-                                  topics), SPARK_SCHEMA))
+                                  topics, tasks, executors), SPARK_SCHEMA))
             spark.sparkContext.setLocalProperty(BATCH_PROPERTY, str(batch_id))
             rows = planned[0].collect()
         else:

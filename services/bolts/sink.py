@@ -252,12 +252,15 @@ BATCH_PROPERTY = "squall.batch"
 
 
 def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
-                  state_urls: Mapping[str, str], checkpoint: str, topics: Sequence[str]
+                  state_urls: Mapping[str, str], checkpoint: str, topics: Sequence[str],
+                  tasks: int, executors: int
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """For ``mapInArrow`` over ``spark.range(tasks)``, one plan for every micro-batch: task
-    ``i`` learns its micro-batch from :data:`BATCH_PROPERTY`, plans its ranges from Spark's
-    offset log (:func:`services.bolts.source.logged_partitions`) and runs them. Nothing of
-    the batch is in the function, so the driver plans the job once, not per batch."""
+    """For ``mapInArrow`` over ``spark.range(executors)``, one plan for every micro-batch:
+    Spark task ``i`` learns its micro-batch from :data:`BATCH_PROPERTY`, plans the ranges
+    of the bolt tasks it runs (those ``t % executors == i``, in turn, as a Storm executor
+    runs its tasks) from Spark's offset log
+    (:func:`services.bolts.source.logged_partitions`) and runs them. Nothing of the batch
+    is in the function, so the driver plans the job once, not per batch."""
     def each(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
@@ -270,7 +273,8 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
         run = task_runner(spec_json, chain, bootstrap, state_urls, marks, bid)
         for rb in iterator:
             for i in rb.column(0).to_pylist():
-                parts = logged_partitions(Path(checkpoint), bid, topics, [int(i)])
+                mine = [t for t in range(tasks) if t % executors == int(i)]
+                parts = logged_partitions(Path(checkpoint), bid, topics, mine)
                 if parts is None:
                     raise RuntimeError(f"micro-batch {bid}: Spark's offset log in {checkpoint} "
                                        "cannot be read by this task")

@@ -28,16 +28,21 @@ class Plan:
 
 
 def with_parallelism(spec: TopologySpec, parallelism: Mapping[str, int]) -> TopologySpec:
-    """``spec`` with new spout parallelism; bolts keep theirs (their edge topics' partitions)."""
-    for name in parallelism:
+    """``spec`` rebalanced, as Storm's ``executors``: a spout's number is its parallelism
+    (its tasks, over the source partitions); a bolt's is its executors, 1..its tasks
+    (its tasks are its edge topics' partitions, which stay, as Storm's tasks do)."""
+    for name, n in parallelism.items():
         c = spec.component(name)
-        if not isinstance(c, SpoutSpec):
+        if not isinstance(c, SpoutSpec) and not 1 <= n <= c.parallelism:
             raise TopologyError(
-                f"rebalance: {name!r} is a bolt; its parallelism is the partition count of its "
-                "edge topics and cannot change in place (resubmit the topology to change it)")
+                f"rebalance: bolt {name!r} can run on 1..{c.parallelism} executors, not {n}: "
+                f"its {c.parallelism} tasks are the partitions of its edge topics, which "
+                "cannot change in place (resubmit the topology with another parallelism)")
     spouts = tuple(dataclasses.replace(s, parallelism=parallelism.get(s.name, s.parallelism))
                    for s in spec.spouts)
-    return dataclasses.replace(spec, spouts=spouts).validate()
+    bolts = tuple(dataclasses.replace(b, executors=parallelism[b.name])
+                  if b.name in parallelism else b for b in spec.bolts)
+    return dataclasses.replace(spec, spouts=spouts, bolts=bolts).validate()
 
 
 def advance(rec: TopologyRecord, now_ms: int) -> TopologyRecord | None:

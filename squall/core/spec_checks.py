@@ -27,7 +27,8 @@ SCHEMES = ("text", "raw", "json")
 #: A scheme of the user's: ``module:Class``.
 SCHEME_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 SPOUT_KEYS = frozenset({"name", "topics", "parallelism", "scheme", "fields"})
-BOLT_KEYS = frozenset({"name", "class", "cls", "parallelism", "inputs", "outputs", "config",
+BOLT_KEYS = frozenset({"name", "class", "cls", "parallelism", "executors", "inputs", "outputs",
+                       "config",
                        "persistent_aggregate", "partition_persist", "state_query"})
 INPUT_KEYS = frozenset({"component", "stream", "grouping", "fields"})
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")

@@ -46,6 +46,8 @@ def topology_json_schema() -> dict[str, Any]:
         "class": {"type": "string", "description": "module:Class"},
         "cls": {"type": "string", "description": "module:Class (same as class)"},
         "parallelism": parallelism,
+        "executors": {**parallelism, "description": "Spark tasks running the bolt's tasks "
+                      "(at most parallelism; default: one per task)"},
         "inputs": {"type": "array", "items": inp, "minItems": 1},
         "outputs": {"type": "object", "additionalProperties": _FIELDS,
                     "description": "output fields per stream"},

@@ -89,6 +89,13 @@ class BoltSpec:
     inputs: tuple[InputSpec, ...] = ()
     outputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    #: Storm's executors: how many Spark tasks run the bolt's tasks (1..parallelism; None:
+    #: one each). Its tasks are its edge topics' partitions and stay; executors can change.
+    executors: int | None = None
+
+    @property
+    def num_executors(self) -> int:
+        return self.executors or self.parallelism
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,10 @@ class TopologySpec:
             if not 1 <= b.parallelism <= MAX_PARALLELISM:
                 raise TopologyError(f"{where}: parallelism must be 1..{MAX_PARALLELISM}, "
                                     f"got {b.parallelism}")
+            if b.executors is not None and not 1 <= b.executors <= b.parallelism:
+                raise TopologyError(f"{where}: executors must be 1..{b.parallelism} (its "
+                                    f"tasks, the partitions of its edge topics), got "
+                                    f"{b.executors}")
             if not b.inputs:
                 raise TopologyError(f"{where}: inputs must name at least one component")
             for stream in b.outputs:
@@ -224,6 +235,8 @@ class TopologySpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for b in d["bolts"]:
+            if b["executors"] is None:
+                del b["executors"]
             for i in b["inputs"]:
                 i["grouping"] = Grouping(i["grouping"]).value
         plain: dict[str, Any] = json.loads(json.dumps(d))  # tuples -> lists: a JSON document
@@ -313,12 +326,17 @@ def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
                 raise TopologyError(f"{where}: {key} takes no {clash}")
             t = trident_spec(cls, raw[key], where)
             return BoltSpec(name, cls, int(raw.get("parallelism", 1)), tuple(inputs),
-                            t.outputs(), t.to_config())
+                            t.outputs(), t.to_config(), _executors(raw))
     outputs = {k: tuple(v) for k, v in dict(raw.get("outputs", {})).items()}
     return BoltSpec(name, str(_req(raw, "class", where) if "class" in raw else
                               _req(raw, "cls", where)),
                     int(raw.get("parallelism", 1)), tuple(inputs), outputs,
-                    dict(raw.get("config", {})))
+                    dict(raw.get("config", {})), _executors(raw))
+
+
+def _executors(raw: Mapping[str, Any]) -> int | None:
+    v = raw.get("executors")
+    return None if v is None else int(v)
 
 
 class BoltDeclarer:

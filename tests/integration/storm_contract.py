@@ -26,6 +26,37 @@ SUPERVISOR_SUMMARY = {
                      "usedMem": 1280.0, "usedCPU": 160.0}],
     "schedulerDisplayResource": True}
 
+SUPERVISOR = {
+    "supervisors": SUPERVISOR_SUMMARY["supervisors"], "schedulerDisplayResource": True,
+    "workers": [{"topologyName": "ras", "topologyId": "ras-4-1460229987",
+                 "host": "192.168.10.237", "supervisorId": "bdfe8eff",
+                 "assignedMemOnHeap": 704.0, "uptime": "2m 47s", "uptimeSeconds": 167,
+                 "port": 6707, "workerLogLink": "http://host:8000/log?file=worker.log",
+                 "componentNumTasks": {"word": 5}, "executorsTotal": 8,
+                 "assignedCpu": 130.0, "assignedMemOffHeap": 80.0}]}
+
+HISTORY_SUMMARY = {"topo-history": ["wc6-1-1446571009"]}
+
+TOPOLOGY_WORKERS = {"hostPortList": [{"host": "192.168.202.2", "port": 6701}],
+                    "logviewerPort": 8000}
+
+TOPOLOGY_METRICS = {
+    "window": ":all-time", "window-hint": "All time",
+    "spouts": [{"id": "spout", "emitted": [{"stream_id": "default", "value": 17350280}],
+                "transferred": [{"stream_id": "default", "value": 17350280}],
+                "acked": [{"stream_id": "default", "value": 17339180}], "failed": [],
+                "complete_ms_avg": [{"stream_id": "default", "value": "920.497"}]}],
+    "bolts": [{"id": "count", "emitted": [{"stream_id": "default", "value": 190748180}],
+               "transferred": [{"stream_id": "default", "value": 0}],
+               "acked": [{"component_id": "split", "stream_id": "default",
+                          "value": 190733160}], "failed": [],
+               "process_ms_avg": [{"component_id": "split", "stream_id": "default",
+                                   "value": "0.004"}],
+               "executed": [{"component_id": "split", "stream_id": "default",
+                             "value": 190733140}],
+               "executed_ms_avg": [{"component_id": "split", "stream_id": "default",
+                                    "value": "0.005"}]}]}
+
 NIMBUS_SUMMARY = {
     "nimbuses": [{"host": "192.168.202.1", "port": 6627,
                   "nimbusLogLink": "http://192.168.202.1:8000/log?file=nimbus.log",

@@ -208,7 +208,7 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
                                                          zk: KazooClient) -> None:
     http.post("/topologies", json=spec("reb"))
     r = http.post("/topologies/reb/rebalance", json={"wait_s": 1, "parallelism": {"split": 4}})
-    assert r.status_code == 422 and "'split' is a bolt" in r.json()["detail"]
+    assert r.status_code == 422 and "1..2 executors, not 4" in r.json()["detail"]
     r = http.post("/topologies/reb/rebalance", json={"wait_s": 1,
                                                      "parallelism": {"sentences": 1}})
     assert r.status_code == 200 and r.json()["status"] == "REBALANCING"
@@ -219,6 +219,14 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "executors": {"sentences": 0}}})
     assert r.status_code == 422  # executors must be >= 1
+    # A bolt rebalances by executors as in Storm: 1..its tasks.
+    r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
+        "executors": {"split": 1}}})
+    assert r.status_code == 200, r.text
+    wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
+    split = next(b for b in http.get("/api/v1/topology/reb").json()["bolts"]
+                 if b["boltId"] == "split")
+    assert (split["tasks"], split["executors"]) == (2, 1)
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "numWorkers": 3, "executors": {"sentences": 2}}})
     assert r.status_code == 422 and "numWorkers (3) has no meaning" in r.json()["detail"]

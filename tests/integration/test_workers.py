@@ -181,10 +181,24 @@ def check_storm_shapes(http: httpx.Client, name: str, total: int) -> None:
                          ("/api/v1/topology/summary", sc.TOPOLOGY_SUMMARY),
                          (top, sc.TOPOLOGY), (f"{top}?window=600", sc.TOPOLOGY),
                          (f"{top}/component/sentences", sc.SPOUT_COMPONENT),
-                         (f"{top}/component/split?window=10800", sc.BOLT_COMPONENT)]:
+                         (f"{top}/component/split?window=10800", sc.BOLT_COMPONENT),
+                         ("/api/v1/history/summary", sc.HISTORY_SUMMARY),
+                         (f"/api/v1/topology-workers/{name}", sc.TOPOLOGY_WORKERS),
+                         (f"{top}/metrics?window=600", sc.TOPOLOGY_METRICS)]:
         got = http.get(path)
         assert got.status_code == 200, (path, got.text)
         assert sc.mismatches(sample, got.json(), path) == []
+    # A supervisor that runs some of the topology, with its processes (Storm's workers).
+    sid = http.get(top).json()["workers"][0]["supervisorId"]
+    one = http.get("/api/v1/supervisor", params={"id": sid}).json()
+    assert sc.mismatches(sc.SUPERVISOR, one, "supervisor") == []
+    assert [s["id"] for s in one["supervisors"]] == [sid]
+    assert {w["supervisorId"] for w in one["workers"]} == {sid}
+    assert http.get("/api/v1/supervisor").status_code == 400  # Storm needs id or host
+    assert http.get("/api/v1/supervisor", params={"id": "ghost"}).status_code == 404
+    assert http.get("/api/v1/owner-resources").status_code == 501
+    conf = http.get("/api/v1/cluster/configuration").json()
+    assert str(http.base_url).rstrip("/") in conf["nimbus.seeds"], conf
     # The windows hold what this API replica saw (it started before the topology): the
     # sentences acked, including those of the spout process that was killed, which the
     # processes' lifetime sums (":all-time") no longer hold.

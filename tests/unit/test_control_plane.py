@@ -15,7 +15,7 @@ from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import ConflictError, TopologyError
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import advance, plan, with_parallelism
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import BoltSpec, TopologyBuilder, TopologySpec
 
 
 def spec(name: str = "wc", spouts: int = 2, ackers: int = 2) -> TopologySpec:
@@ -174,8 +174,15 @@ def test_plan_finishes_a_rebalance_with_the_new_spout_parallelism() -> None:
     assert done.spec.component("src").parallelism == 1
 
 
-def test_bolt_parallelism_cannot_change_in_place() -> None:
-    with pytest.raises(TopologyError, match="'split' is a bolt"):
+def test_a_bolt_rebalances_its_executors_within_its_tasks() -> None:
+    """Storm's rule: executors change, tasks (here the edge topics' partitions) stay."""
+    s = with_parallelism(spec(), {"split": 1})
+    split = s.component("split")
+    assert isinstance(split, BoltSpec)
+    assert (split.parallelism, split.num_executors) == (2, 1)
+    assert TopologySpec.from_dict(s.to_dict()) == s  # the executors travel with the spec
+    with pytest.raises(TopologyError, match=r"1\.\.2 executors, not 4: its 2 tasks are the "
+                                            r"partitions of its edge topics"):
         with_parallelism(spec(), {"split": 4})
     with pytest.raises(TopologyError, match="no component"):
         with_parallelism(spec(), {"nope": 4})

@@ -10,12 +10,12 @@ from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from services.api import storm_views, views
+from services.api import storm_streams, storm_views, views
 from services.api import storm_visualization as storm_visualization_
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
-from services.api.errors import READ_ERRORS, error_response
+from services.api.errors import READ_ERRORS, documented, error_response
 from squall import __version__
-from squall.core.errors import TopologyError
+from squall.core.errors import NotFoundError, TopologyError, UsageError
 
 router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
 
@@ -89,6 +89,67 @@ async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
     return {"supervisors": out, **NO_RESOURCES}
 
 
+@router.get("/supervisor", summary="A supervisor by id, or those on a host, with their "
+            "workers (processes)", responses=documented(400, 404, 422, 503))
+async def supervisor(ctx: Ctx,
+                     sid: Annotated[str | None, Query(alias="id", max_length=200)] = None,
+                     host: Annotated[str | None, Query(max_length=255)] = None,
+                     sys: SysParam = False) -> dict[str, Any]:
+    if sid is None and host is None:
+        raise UsageError("give a supervisor's id (?id=) or a host (?host=), as Storm does")
+    everyone = (await supervisor_summary(ctx))["supervisors"]
+    chosen = [s for s in everyone if s["id"] == sid] if sid is not None else \
+        [s for s in everyone if s["host"] == host]
+    if not chosen:
+        which = f"id {sid!r}" if sid is not None else f"on host {host!r}"
+        raise NotFoundError(f"no supervisor {which}")
+    ids = {s["id"] for s in chosen}
+    ws = [w for w in await ctx.workers() if w.worker.id in ids]
+    assigned = await ctx.assignments()
+    procs = [p for r in await ctx.records()
+             for p in storm_views.storm_workers(r, ws, assigned, ctx.now())]
+    return {"supervisors": chosen, "workers": procs, **NO_RESOURCES}
+
+
+@router.get("/history/summary", summary="Every topology's id (Storm: the caller's)")
+async def history_summary(ctx: Ctx) -> dict[str, Any]:
+    return {"topo-history": sorted(r.id for r in await ctx.records())}
+
+
+@router.get("/cluster/configuration", summary="The cluster's settings, in Storm's names")
+async def cluster_configuration(ctx: Ctx) -> dict[str, Any]:
+    s = ctx.settings
+    return {"storm.zookeeper.servers": s.zookeeper.split(","),
+            "nimbus.seeds": [c.url for c in ctx.cluster.contenders()] if ctx.cluster.ready
+            else [s.url],
+            "ui.port": s.port, "topology.message.timeout.secs": 30,
+            "topology.max.spout.pending": 10_000, "topology.acker.executors": 1,
+            "squall.kafka.bootstrap.servers": s.bootstrap_servers,
+            "squall.stats.interval.secs": s.stats_interval_s}
+
+
+@router.get("/topology-workers/{topology_id}",
+            summary="Where a topology's processes run (host and metrics port)")
+async def topology_workers(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    procs = storm_views.storm_workers(rec, await ctx.workers(), await ctx.assignments(),
+                                      ctx.now())
+    return {"hostPortList": [{"host": p["host"], "port": p["port"]} for p in procs],
+            "logviewerPort": 0}
+
+
+@router.get("/topology/{topology_id}/metrics",
+            summary="Each component's numbers by stream (Storm's shape)")
+async def storm_metrics(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
+                        sys: Annotated[bool, Query(description="accepted as Storm does; "
+                                                   "system streams are not counted apart "
+                                                   "here")] = False) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    return storm_streams.topology_metrics(rec, ctx.now(), await ctx.assignments(),
+                                          await ctx.numbers_of(topology_id),
+                                          await ctx.workers(), window)
+
+
 @router.get("/topology/summary", summary="Every topology")
 async def topology_summary(ctx: Ctx) -> dict[str, Any]:
     recs = await ctx.records()
@@ -99,7 +160,7 @@ async def topology_summary(ctx: Ctx) -> dict[str, Any]:
          "status": str(r.lifecycle.status),
          "uptime": views.pretty_uptime(views.uptime_s(r, ctx.now())),
          "uptimeSeconds": int(views.uptime_s(r, ctx.now())),
-         "tasksTotal": r.spec.num_tasks, "executorsTotal": r.spec.num_tasks,
+         "tasksTotal": r.spec.num_tasks, "executorsTotal": storm_views.executors_total(r),
          "workersTotal": len(storm_views.storm_workers(r, ws, assigned, ctx.now())),
          "replicationCount": 1, "schedulerDisplayResource": False}
         for r in recs], "schedulerDisplayResource": False}
@@ -196,6 +257,9 @@ NOT_HERE = {
     "/uploadTopology": "jar upload: submit a topology spec (JSON or YAML) to "
                        "POST /api/v1/topologies",
     "/drpc/{rest:path}": "DRPC has no counterpart in Squall",
+    "/owner-resources": "topology owners: topologies belong to the cluster, and resources "
+                        "are not scheduled (see docs/storm-migration.md)",
+    "/owner-resources/{owner}": "topology owners: topologies belong to the cluster",
 }
 
 

@@ -142,13 +142,6 @@ def _bolt_numbers(st: ComponentStats | None, span_s: float, tasks: int) -> dict[
             "processLatency": _batch_ms(st), "capacity": _capacity(st, span_s, tasks)}
 
 
-def executors_total(rec: TopologyRecord) -> int:
-    """Storm's executors: a spout's tasks, a bolt's executors, the ackers."""
-    spec = rec.spec
-    return sum(s.parallelism for s in spec.spouts) + sum(b.num_executors
-                                                          for b in spec.bolts) + spec.ackers
-
-
 def topology_stats(rec: TopologyRecord, numbers: Numbers) -> list[dict[str, Any]]:
     """``topologyStats``: the spouts' sums in every window."""
     out = []
@@ -243,7 +236,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         # Storm's is whole seconds; the exact one is in the configuration.
         "uptimeSeconds": int(up), "msgTimeout": math.ceil(spec.message_timeout_s),
         "tasksTotal": spec.num_tasks, "workersTotal": len(storm_workers_),
-        "executorsTotal": executors_total(rec), "window": window,
+        "executorsTotal": spec.num_executors, "window": window,
         "windowHint": window_pretty(window),
         "schedulerDisplayResource": False, "replicationCount": 1, "debug": False,
         "samplingPct": 0.0, "topologyStats": topology_stats(rec, numbers),

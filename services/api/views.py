@@ -38,10 +38,12 @@ def uptime_s(rec: TopologyRecord, now_ms: int) -> float:
 def pretty_uptime(seconds: float) -> str:
     """Storm's uptime string: ``1d 2h 3m 4s``, leading zero units left out."""
     s = max(int(seconds), 0)
-    parts = [(s // 86400, "d"), (s // 3600 % 24, "h"), (s // 60 % 60, "m"), (s % 60, "s")]
-    while len(parts) > 1 and parts[0][0] == 0:
-        parts.pop(0)
-    return " ".join(f"{n}{u}" for n, u in parts)
+    d, h, m, sec = s // 86400, s // 3600 % 24, s // 60 % 60, s % 60
+    if d:
+        return f"{d}d {h}h {m}m {sec}s"
+    if h:
+        return f"{h}h {m}m {sec}s"
+    return f"{m}m {sec}s" if m else f"{sec}s"
 
 
 def nimbus_summary(contenders: list[Contender], this_url: str, this_started_ms: int,

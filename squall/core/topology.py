@@ -119,6 +119,12 @@ class TopologySpec:
         """Every task: spout and bolt parallelism plus the ackers (a spec is immutable)."""
         return sum(c.parallelism for c in self.components()) + self.ackers
 
+    @functools.cached_property
+    def num_executors(self) -> int:
+        """Storm's executors: a spout's tasks, a bolt's executors, the ackers."""
+        return sum(s.parallelism for s in self.spouts) + sum(
+            b.num_executors for b in self.bolts) + self.ackers
+
     def component(self, name: str) -> SpoutSpec | BoltSpec:
         for c in self.components():
             if c.name == name:

@@ -330,7 +330,9 @@ def test_readyz_reports_a_broker_that_is_down(ns: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ["/api/v1/topology/views/profiling/start/w1/10",
                                   "/api/v1/topology/views/logconfig",
-                                  "/api/v1/logviewer/daemonlog", "/api/v1/drpc/f/x"])
+                                  "/api/v1/logviewer/daemonlog", "/api/v1/drpc/f/x",
+                                  "/api/v1/topology/views/component/split/debug/enable/10",
+                                  "/api/v1/owner-resources"])
 def test_storm_routes_that_mean_nothing_here_say_so(http: httpx.Client, path: str) -> None:
     r = http.get(path)
     assert r.status_code == 501, r.text

@@ -256,6 +256,8 @@ NOT_HERE = {
         "dynamic log levels: each service logs at INFO to its stderr",
     "/topology/{topology_id}/debug/{rest:path}":
         "event logging: read the topology's edge topics in Kafka instead",
+    "/topology/{topology_id}/component/{component}/debug/{rest:path}":
+        "event logging: read the component's edge topics in Kafka instead",
     "/logviewer/{rest:path}": "the logviewer: each service logs to stderr",
     "/uploadTopology": "jar upload: submit a topology spec (JSON or YAML) to "
                        "POST /api/v1/topologies",

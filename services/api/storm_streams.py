@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.api.storm_views import Numbers, output_streams, storm_topology, window_pretty
+from services.api.storm_views import (
+    Numbers,
+    joined_names,
+    output_streams,
+    storm_topology,
+    window_pretty,
+)
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.rolling import ALL_TIME
-
-
-def _joined(names: list[str]) -> str:
-    return ",".join(names) if names else "default"
 
 
 def topology_metrics(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
@@ -25,7 +27,7 @@ def topology_metrics(rec: TopologyRecord, now_ms: int, assignments: dict[str, Wo
     full = storm_topology(rec, now_ms, assignments, numbers, workers, None, window)
     spouts = []
     for sp in full["spouts"]:
-        stream = _joined(output_streams(rec, sp["spoutId"]))
+        stream = joined_names(output_streams(rec, sp["spoutId"]))
         spouts.append({
             "id": sp["spoutId"],
             "emitted": [{"stream_id": stream, "value": sp["emitted"]}],
@@ -36,9 +38,9 @@ def topology_metrics(rec: TopologyRecord, now_ms: int, assignments: dict[str, Wo
     bolts = []
     for b in full["bolts"]:
         spec_b = next(x for x in rec.spec.bolts if x.name == b["boltId"])
-        out = _joined(output_streams(rec, b["boltId"]))
-        src = {"component_id": _joined([i.component for i in spec_b.inputs]),
-               "stream_id": _joined(sorted({i.stream for i in spec_b.inputs}))}
+        out = joined_names(output_streams(rec, b["boltId"]))
+        src = {"component_id": joined_names([i.component for i in spec_b.inputs]),
+               "stream_id": joined_names(sorted({i.stream for i in spec_b.inputs}))}
         bolts.append({
             "id": b["boltId"],
             "emitted": [{"stream_id": out, "value": b["emitted"]}],

@@ -309,7 +309,7 @@ def _range(tasks: list[int]) -> str:
     return f"[{min(tasks)}-{max(tasks)}]" if tasks else "[0-0]"
 
 
-def _joined(names: list[str]) -> str:
+def joined_names(names: list[str]) -> str:
     """Counts are kept per component, not per stream: a component with several streams
     (or inputs) reports them together, under their names joined (see docs/decisions.md)."""
     return ",".join(names) if names else "default"
@@ -340,7 +340,7 @@ def storm_component(rec: TopologyRecord, component: str, now_ms: int,
             _bolt_numbers(st, up if span is None else min(span, up), int(body["tasks"]))
         per_window.append({"windowPretty": window_pretty(w), "window": w, **nums})
     streams = ["__ack_ack"] if spec_c is None else output_streams(rec, component)
-    out_stats = [{"stream": _joined(streams), "emitted": body["emitted"],
+    out_stats = [{"stream": joined_names(streams), "emitted": body["emitted"],
                   "transferred": body["transferred"]}]
     if kind == "spout":
         out_stats[0] |= {"completeLatency": body["completeLatency"], "acked": body["acked"],
@@ -365,9 +365,9 @@ def storm_component(rec: TopologyRecord, component: str, now_ms: int,
         result["boltStats"] = per_window
         inputs = [] if spec_c is None or isinstance(spec_c, SpoutSpec) else list(spec_c.inputs)
         result["inputStats"] = [{
-            "component": _joined([i.component for i in inputs]),
-            "encodedComponentId": quote(_joined([i.component for i in inputs]), safe=""),
-            "stream": _joined(sorted({i.stream for i in inputs})),
+            "component": joined_names([i.component for i in inputs]),
+            "encodedComponentId": quote(joined_names([i.component for i in inputs]), safe=""),
+            "stream": joined_names(sorted({i.stream for i in inputs})),
             "executeLatency": body["executeLatency"], "processLatency": body["processLatency"],
             "executed": body["executed"], "acked": body["acked"], "failed": body["failed"]}]
     return result

@@ -59,10 +59,7 @@ def _running_holder(path: Path) -> bool:
 
 def mark_running(lock: TextIO) -> None:
     """Tell a waiting standby (:func:`wait_for_active`) that this job's queries run."""
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()} running\n")
-    lock.flush()
+    _write_holder(lock, "running")
 
 
 def try_lock(path: Path) -> TextIO | None:
@@ -78,10 +75,11 @@ def try_lock(path: Path) -> TextIO | None:
     return f
 
 
-def _write_holder(f: TextIO) -> None:
+def _write_holder(f: TextIO, state: str = "") -> None:
+    """The lock file's content: the holder's pid, and its state if any."""
     f.seek(0)
     f.truncate()
-    f.write(f"{os.getpid()}\n")
+    f.write(f"{os.getpid()} {state}\n" if state else f"{os.getpid()}\n")
     f.flush()
 
 

@@ -19,7 +19,6 @@ from services.api.stats import ComponentStats, ReportedError, Sample, is_counter
 from services.api.views import placements_of, pretty_uptime, uptime_s
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.errors import NotFoundError, TopologyError
 from squall.core.rolling import ALL_TIME, ALL_TIME_PRETTY, WINDOWS, Window
 from squall.core.topology import SpoutSpec
 
@@ -130,12 +129,12 @@ def _log_link(e: ReportedError) -> str:
     return e.url.removesuffix("/metrics") + "/errors"
 
 
-def _spout_numbers(st: ComponentStats | None) -> dict[str, Any]:
+def spout_numbers(st: ComponentStats | None) -> dict[str, Any]:
     return {"emitted": _n(st, "emitted"), "transferred": _n(st, "emitted"),
             "acked": _n(st, "acked"), "failed": _n(st, "failed"), "completeLatency": _ms(st)}
 
 
-def _bolt_numbers(st: ComponentStats | None, span_s: float, tasks: int) -> dict[str, Any]:
+def bolt_numbers(st: ComponentStats | None, span_s: float, tasks: int) -> dict[str, Any]:
     return {"emitted": _n(st, "emitted"), "transferred": _n(st, "emitted"),
             "executed": _n(st, "executed"), "acked": _n(st, "acked"),
             "failed": _n(st, "failed"), "executeLatency": _execute_ms(st),
@@ -157,7 +156,7 @@ def topology_stats(rec: TopologyRecord, numbers: Numbers) -> list[dict[str, Any]
             total.latency_sum += st.latency_sum
             total.latency_count += st.latency_count
         out.append({"windowPretty": window_pretty(window), "window": window,
-                    **_spout_numbers(total)})
+                    **spout_numbers(total)})
     return out
 
 
@@ -214,7 +213,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         st = stats.get(sp.name)
         spouts.append({"spoutId": sp.name, "encodedSpoutId": quote(sp.name, safe=""),
                        "tasks": sp.parallelism, "executors": sp.parallelism,
-                       **_spout_numbers(st),
+                       **spout_numbers(st),
                        **last_error(numbers.errors_of(sp.name), now_ms),
                        "replayed": _n(st, "replayed"), "deadLettered": _n(st, "dead_lettered"),
                        "pending": _n(st, "pending"), "lag": _n(st, "lag"), **health(sp.name)})
@@ -223,7 +222,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         st = stats.get(b.name)
         bolts.append({"boltId": b.name, "encodedBoltId": quote(b.name, safe=""),
                       "tasks": b.parallelism, "executors": b.num_executors,
-                      **_bolt_numbers(st, span_s, b.parallelism),
+                      **bolt_numbers(st, span_s, b.parallelism),
                       **last_error(numbers.errors_of(b.name), now_ms),
                       "errors": _n(st, "errors"), "running": _c(st, "active") > 0,
                       "microBatches": _n(st, "batches"), "inputRows": _n(st, "rows"),
@@ -304,95 +303,7 @@ def output_streams(rec: TopologyRecord, component: str) -> list[str]:
     return sorted(c.outputs() if isinstance(c, SpoutSpec) else c.outputs)
 
 
-def _range(tasks: list[int]) -> str:
-    """Storm's executor id: its first and last task, ``[3-4]``."""
-    return f"[{min(tasks)}-{max(tasks)}]" if tasks else "[0-0]"
-
-
 def joined_names(names: list[str]) -> str:
     """Counts are kept per component, not per stream: a component with several streams
     (or inputs) reports them together, under their names joined (see docs/decisions.md)."""
     return ",".join(names) if names else "default"
-
-
-def storm_component(rec: TopologyRecord, component: str, now_ms: int,
-                    assignments: dict[str, WorkerAssignment], numbers: Numbers,
-                    workers: list[WorkerInfo], restarts: dict[str, tuple[int, bool]] | None = None,
-                    window: str = ALL_TIME) -> dict[str, Any]:
-    """``GET /api/v1/topology/:id/component/:component`` in Storm UI's shape."""
-    full = storm_topology(rec, now_ms, assignments, numbers, workers, restarts, window)
-    if component == ACKER:
-        kind, body, spec_c = "bolt", acker_bolt(full["acker"]), None
-    else:
-        try:
-            spec_c = rec.spec.component(component)
-        except TopologyError:
-            raise NotFoundError(f"no component {component!r} in topology {rec.id!r}") from None
-        kind = "spout" if isinstance(spec_c, SpoutSpec) else "bolt"
-        body = next(x for x in full["spouts" if kind == "spout" else "bolts"]
-                    if x.get("spoutId", x.get("boltId")) == component)
-    up = uptime_s(rec, now_ms)
-    per_window = []
-    for w in WINDOW_NAMES:
-        stats, span = numbers.in_window(w)
-        st = stats.get(component)
-        nums = _spout_numbers(st) if kind == "spout" else \
-            _bolt_numbers(st, up if span is None else min(span, up), int(body["tasks"]))
-        per_window.append({"windowPretty": window_pretty(w), "window": w, **nums})
-    streams = ["__ack_ack"] if spec_c is None else output_streams(rec, component)
-    out_stats = [{"stream": joined_names(streams), "emitted": body["emitted"],
-                  "transferred": body["transferred"]}]
-    if kind == "spout":
-        out_stats[0] |= {"completeLatency": body["completeLatency"], "acked": body["acked"],
-                         "failed": body["failed"]}
-    result = {
-        "user": "", "id": component, "encodedId": quote(component, safe=""),
-        "name": rec.spec.name, "executors": body["executors"], "tasks": body["tasks"],
-        "topologyId": rec.id, "encodedTopologyId": quote(rec.id, safe=""),
-        "topologyStatus": full["status"], "window": window, "windowHint": window_pretty(window),
-        "componentType": kind, "debug": False, "samplingPct": 0.0, "eventLogLink": "",
-        "profilingAndDebuggingCapable": False, "profileActionEnabled": False,
-        "profilerActive": [], "schedulerDisplayResource": False,
-        "requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "requestedCpu": 0.0,
-        "componentErrors": component_errors(numbers.errors_of(component), now_ms),
-        "outputStats": out_stats,
-        "executorStats": _executors(rec, component, kind, assignments, numbers, workers, now_ms),
-        **{k: v for k, v in body.items() if k not in ("tasks", "executors")},
-    }
-    if kind == "spout":
-        result["spoutSummary"] = per_window
-    else:
-        result["boltStats"] = per_window
-        inputs = [] if spec_c is None or isinstance(spec_c, SpoutSpec) else list(spec_c.inputs)
-        result["inputStats"] = [{
-            "component": joined_names([i.component for i in inputs]),
-            "encodedComponentId": quote(joined_names([i.component for i in inputs]), safe=""),
-            "stream": joined_names(sorted({i.stream for i in inputs})),
-            "executeLatency": body["executeLatency"], "processLatency": body["processLatency"],
-            "executed": body["executed"], "acked": body["acked"], "failed": body["failed"]}]
-    return result
-
-
-def _executors(rec: TopologyRecord, component: str, kind: str,
-               assignments: dict[str, WorkerAssignment], numbers: Numbers,
-               workers: list[WorkerInfo], now_ms: int) -> list[dict[str, Any]]:
-    """``executorStats``: Storm's executor is a thread; here, a process running some of the
-    component's tasks, with its own numbers over its lifetime."""
-    tasks = {p["worker"]: p["tasks"] for p in placements_of(rec.id, assignments)
-             if p["component"] == component}
-    out = []
-    for w in sorted(workers, key=lambda w: w.worker.id):
-        for e in w.endpoints:
-            comp = ACKER if e.get("kind") == "acker" else str(e.get("component", ""))
-            if e.get("topology") != rec.id or comp != component:
-                continue
-            url = str(e.get("url", ""))
-            st = numbers.by_endpoint.get(url, {}).get(component)
-            up = max(0, (now_ms - int(e.get("startedMs") or w.started_ms)) // 1000)
-            mine = list(tasks.get(w.worker.id, []))
-            nums = _spout_numbers(st) if kind == "spout" else \
-                _bolt_numbers(st, float(up), max(1, len(mine)))
-            out.append({"id": _range(mine), "host": w.host, "port": urlsplit(url).port or 0,
-                        "uptime": pretty_uptime(up), "uptimeSeconds": up,
-                        "workerLogLink": url, **nums})
-    return out

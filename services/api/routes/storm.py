@@ -9,8 +9,13 @@ from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from services.api import storm_streams, storm_views, views
-from services.api import storm_visualization as storm_visualization_
+from services.api import (
+    storm_component,
+    storm_streams,
+    storm_views,
+    storm_visualization,
+    views,
+)
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, documented, error_response
 from squall import __version__
@@ -190,27 +195,26 @@ async def storm_lag(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
 
 @router.get("/topology/{topology_id}/component/{component}",
             summary="A component (spout, bolt or __acker)")
-async def storm_component(ctx: Ctx, topology_id: TopologyId,
-                          component: Annotated[str, Path(max_length=200)],
-                          window: WindowParam = ":all-time",
-                          sys: Annotated[bool, Query(description="accepted as Storm does; "
-                                                     "system streams are not counted apart "
-                                                     "here")] = False) -> dict[str, Any]:
+async def component_page(ctx: Ctx, topology_id: TopologyId,
+                         component: Annotated[str, Path(max_length=200)],
+                         window: WindowParam = ":all-time",
+                         sys: Annotated[bool, Query(description="accepted as Storm does; "
+                                                    "system streams are not counted apart "
+                                                    "here")] = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return storm_views.storm_component(rec, component, ctx.now(), await ctx.assignments(),
-                                       await ctx.numbers_of(topology_id), await ctx.workers(),
-                                       await ctx.restarts_of(topology_id), window)
+    return storm_component.storm_component(
+        rec, component, ctx.now(), await ctx.assignments(), await ctx.numbers_of(topology_id),
+        await ctx.workers(), await ctx.restarts_of(topology_id), window)
 
 
 @router.get("/topology/{topology_id}/visualization",
             summary="The topology's graph as Storm's UI draws it (Storm's undocumented shape)")
-async def storm_visualization(ctx: Ctx, topology_id: TopologyId,
-                              window: WindowParam = ":all-time", sys: SysParam = False
-                              ) -> dict[str, Any]:
+async def visualization(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
+                        sys: SysParam = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return storm_visualization_.visualization(rec, ctx.now(), await ctx.assignments(),
-                                              await ctx.numbers_of(topology_id),
-                                              await ctx.workers(), window, sys)
+    return storm_visualization.visualization(rec, ctx.now(), await ctx.assignments(),
+                                             await ctx.numbers_of(topology_id),
+                                             await ctx.workers(), window, sys)
 
 
 async def _storm_op(ctx: ApiContext, tid: str, event: str, wait: float | None = None,

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.core.errors import KafkaUnavailable
+
+log = logging.getLogger("squall.kafka")
 
 
 def quiet_logger(name: str) -> logging.Logger:
@@ -17,13 +20,30 @@ def quiet_logger(name: str) -> logging.Logger:
     return log
 
 
-def produce(producer: Any, topic: str, value: bytes | None, **kw: Any) -> None:
+#: A produce blocked this long on a full local queue is logged (then every as long again):
+#: a silent wait hid a bolt task stuck for minutes behind a slow broker.
+BLOCKED_WARN_S = 5.0
+
+
+def produce(producer: Any, topic: str, value: bytes | None,
+            clock: Callable[[], float] = time.monotonic, **kw: Any) -> None:
     """Produce, waiting for deliveries to drain while the local queue is full."""
+    started: float | None = None
+    warned: float | None = None
     while True:
         try:
             producer.produce(topic, value, **kw)
+            if warned is not None and started is not None:
+                log.warning("produce to %s went through after %.1f s", topic, clock() - started)
             return
         except BufferError:
+            now = clock()
+            started = now if started is None else started
+            if now - (started if warned is None else warned) >= BLOCKED_WARN_S:
+                warned = now
+                log.warning("produce to %s blocked for %.1f s: the local queue is full (%d "
+                            "messages waiting for the broker)", topic, now - started,
+                            len(producer))
             producer.poll(0.05)
 
 

@@ -11,12 +11,16 @@ every sentence must be committed; the lag when it stopped says whether a queue g
 Targets (issue #17): RSS growth at most 5 % per process tree, no unbounded queue.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
-{...}, "rss_growth": {...}, "max_rss_growth", "lag_at_stop", "lag_bound", "committed"}``.
+{...}, "rss_growth": {...}, "max_rss_growth", "lag_at_stop", "lag_bound", "committed",
+"replayed", "timed_out", "samples": [{"t", "lag", <RSS per process>}, ...]}``: a lag that
+grew with no trees timed out or replayed was a slow pipeline; with them, trees that were
+lost on the way and waited out their timeout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -33,6 +37,7 @@ from benchmarks.wordcount import (
     launch,
     make_sentences,
     produce,
+    sample_sums,
     say,
     tree_rss_mb,
     wait_committed,
@@ -76,17 +81,25 @@ def main() -> int:
                     help="seconds into the paced phase the start sample is taken")
     ap.add_argument("--sample-s", type=float, default=15.0, help="seconds between samples")
     ap.add_argument("--exact", action="store_true", help="count into Trident state")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="keep the stack and the processes' logs here (default: a temporary "
+                         "directory, deleted at the end)")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmpdir, \
-            EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
-        tmp, b = Path(tmpdir), info.bootstrap_servers
+    with contextlib.ExitStack() as scope:
+        if a.workdir is None:
+            tmp = Path(scope.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            tmp = a.workdir.resolve()
+            tmp.mkdir(parents=True, exist_ok=True)
+        info = scope.enter_context(EmbeddedStack(StackSettings(home=tmp / "stack")))
+        b = info.bootstrap_servers
         pipe = launch(b, tmp, exact=a.exact)
         watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{pipe.name}.sentences",
                           "enable.auto.commit": False})
         try:
             say("soak: warming up ...")
             produce(b, pipe.source, make_sentences(5_000, 1))
-            wait_committed(watch, pipe.source, 5_000)
+            wait_committed(watch, pipe.source, 5_000, procs=pipe.procs)
             done = 5_000
             rate = a.rate
             if rate is None:
@@ -94,41 +107,46 @@ def main() -> int:
                 t0 = time.perf_counter()
                 produce(b, pipe.source, make_sentences(a.burst, 2))
                 done += a.burst
-                rate = a.burst / (wait_committed(watch, pipe.source, done) - t0) / 2
+                t1 = wait_committed(watch, pipe.source, done, procs=pipe.procs)
+                rate = a.burst / (t1 - t0) / 2
             say(f"soak: {rate:,.0f} sentences/s for {a.minutes:g} minutes ...")
             feed = PacedFeed(b, pipe.source, rate)
             t_start = time.monotonic()
             feed.start()
-            samples: list[tuple[float, dict[str, float]]] = []
+            samples: list[tuple[float, int, dict[str, float]]] = []
             while (elapsed := time.monotonic() - t_start) < a.minutes * 60:
                 if feed.error is not None:
                     raise RuntimeError(f"the feed failed: {feed.error}")
                 if any(p.poll() is not None for p in pipe.procs.values()):
                     raise RuntimeError("a process of the word count exited")
-                samples.append((elapsed, sample(pipe)))
-                say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][1]}  "
-                    f"lag {max(0, done + feed.sent - committed(watch, pipe.source)):,}")
+                lag_now = max(0, done + feed.sent - committed(watch, pipe.source))
+                samples.append((elapsed, lag_now, sample(pipe)))
+                say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][2]}  lag {lag_now:,}")
                 time.sleep(min(a.sample_s, max(a.minutes * 60 - elapsed, 0.1)))
             feed.stop.set()
             feed.join()
             end = sample(pipe)
             total = done + feed.sent
             lag = total - committed(watch, pipe.source)
-            wait_committed(watch, pipe.source, total)
+            wait_committed(watch, pipe.source, total, procs=pipe.procs)
+            replays = sample_sums(pipe.spout_port, {"squall_spout_replayed_total": "replayed"})
+            timeouts = sample_sums(pipe.acker_port, {"squall_acker_trees_total": "timed_out"},
+                                   outcome="timed_out")
         except RuntimeError:
             pipe.log_tails(tmp)
             raise
         finally:
             watch.close()
             pipe.stop()
-    start = next((s for t, s in samples if t >= a.settle_s), samples[-1][1])
+    start = next((s for t, _, s in samples if t >= a.settle_s), samples[-1][2])
     growth = {k: round(end[k] / start[k] - 1, 3) if start[k] else None for k in end}
     print(json.dumps({
         "minutes": a.minutes, "rate": round(rate), "partitions": PARTS,
         "rss_mb_start": start, "rss_mb_end": end, "rss_growth": growth,
         "max_rss_growth": max(g for g in growth.values() if g is not None),
         "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
-        "samples": [{"t": round(t), **s} for t, s in samples]}))
+        "replayed": round(replays["replayed"]), "timed_out": round(timeouts["timed_out"]),
+        "samples": [{"t": round(t), "lag": lag_t, **s} for t, lag_t, s in samples]}))
     return 0
 
 

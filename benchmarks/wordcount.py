@@ -31,7 +31,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,10 +83,16 @@ def committed(c: Consumer, topic: str) -> int:
                c.committed([TopicPartition(topic, p) for p in range(PARTS)], timeout=10))
 
 
-def wait_committed(c: Consumer, topic: str, n: int, stall_s: float = 180) -> float:
-    """When every offset is committed; fails after ``stall_s`` without progress."""
+def wait_committed(c: Consumer, topic: str, n: int, stall_s: float = 180,
+                   procs: Mapping[str, subprocess.Popen[bytes]] | None = None) -> float:
+    """When every offset is committed; fails after ``stall_s`` without progress, or at
+    once when one of ``procs`` has exited (a service that could not start, say)."""
     last, moved = -1, time.monotonic()
     while time.monotonic() - moved < stall_s:
+        for tag, pr in (procs or {}).items():
+            if pr.poll() is not None:
+                raise RuntimeError(f"the {tag} process exited (code {pr.returncode}) with "
+                                   f"{last} of {n} committed on {topic}")
         done = committed(c, topic)
         if done >= n:
             return time.perf_counter()
@@ -104,6 +110,18 @@ def histogram(port: int, name: str) -> list[tuple[float, float]]:
             if s.name == f"{name}_bucket":
                 out.append((float(s.labels["le"]), s.value))
     return sorted(out)
+
+
+def sample_sums(port: int, names: Mapping[str, str], **labels: str) -> dict[str, float]:
+    """``names`` (a sample's name -> the key it is summed under) over every sample of the
+    process at ``port`` whose labels include ``labels``."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = dict.fromkeys(names.values(), 0.0)
+    for fam in text_string_to_metric_families(body):
+        for s in fam.samples:
+            if s.name in names and all(s.labels.get(k) == v for k, v in labels.items()):
+                out[names[s.name]] += s.value
+    return out
 
 
 def bolt_totals(port: int) -> dict[str, dict[str, float]]:
@@ -243,6 +261,7 @@ class Pipeline:
     procs: dict[str, subprocess.Popen[bytes]]
     spout_port: int
     bolts_port: int
+    acker_port: int
 
     def stop(self) -> None:
         for pr in self.procs.values():
@@ -268,7 +287,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
     (tmp / f"{name}.json").write_text(spec.to_json())
     ensure_topics(b, {src: PARTS})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    port, bolts_port = free_port(), free_port()
+    port, bolts_port, acker_port = free_port(), free_port(), free_port()
     procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(tag: str, args: list[str]) -> None:
@@ -277,7 +296,8 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                                       stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
 
     start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-                    "--bootstrap-servers", b, "--message-timeout-s", "60"])
+                    "--bootstrap-servers", b, "--message-timeout-s", "60",
+                    "--metrics-port", str(acker_port)])
     start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
                     "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
                     "--master", "local[2]", "--trigger-ms", str(trigger_ms),
@@ -290,7 +310,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
                     "--commit-interval-s", "0.25"])
-    return Pipeline(name, src, procs, port, bolts_port)
+    return Pipeline(name, src, procs, port, bolts_port, acker_port)
 
 
 def start_profile(out: Path | None, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
@@ -340,8 +360,9 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
     try:
         say("squall: warming up (Spark start, first micro-batches) ...")
         produce(b, src, make_sentences(warm, 1))
-        startup = wait_committed(watch, src, 1) - launched  # to the first commit, as Quix's
-        wait_committed(watch, src, warm)
+        # to the first commit, as Quix's
+        startup = wait_committed(watch, src, 1, procs=pipe.procs) - launched
+        wait_committed(watch, src, warm, procs=pipe.procs)
         lines = make_sentences(n, 2)
         say(f"squall: {n:,} sentences as fast as possible ...")
         names = ("acker", "bolts", "spout")
@@ -352,7 +373,7 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         jvm_profile(profile, procs[1].pid, start=True)
         t0 = time.perf_counter()
         produce(b, src, lines)
-        t1 = wait_committed(watch, src, warm + n)
+        t1 = wait_committed(watch, src, warm + n, procs=pipe.procs)
         stop_profile(spy)
         jvm_profile(profile, procs[1].pid, start=False)
         kinds = cpu_by_kind(procs[1].pid)
@@ -369,7 +390,7 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         before = histogram(port, "squall_spout_complete_latency_seconds")
         bolts_before = bolt_totals(bolts_port)
         produce(b, src, make_sentences(paced, 3), rate=pace)
-        wait_committed(watch, src, warm + n + paced)
+        wait_committed(watch, src, warm + n + paced, procs=pipe.procs)
         after = histogram(port, "squall_spout_complete_latency_seconds")
         prof = where_time_goes(bolts_before, bolt_totals(bolts_port))
         say(f"squall: micro-batches at half rate: {json.dumps(prof)}")

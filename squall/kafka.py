@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from squall.core.contiguity import Contiguity
 from squall.core.errors import KafkaUnavailable
 
 log = logging.getLogger("squall.kafka")
@@ -45,6 +46,47 @@ def produce(producer: Any, topic: str, value: bytes | None,
                             "messages waiting for the broker)", topic, now - started,
                             len(producer))
             producer.poll(0.05)
+
+
+#: How long a gap in a Squall topic's offsets is fetched again before it is taken for real.
+#: Squall's own topics (edges, acker, results) never have gaps (no compaction, no
+#: transactions): one is a record the broker has not shown yet (squall/core/contiguity.py).
+GAP_HOLD_MS = 5_000
+
+
+def contiguous(consumer: Any, gaps: Contiguity[tuple[str, int]], msgs: list[Any],
+               now_ms: int) -> list[Any]:
+    """One ``consume()``'s messages less those after a gap not yet taken for real: each
+    partition with such a gap is sought back to it, to be fetched again. Errors pass."""
+    parts: dict[tuple[str, int], list[int]] = {}
+    for i, m in enumerate(msgs):
+        if m.error() is None:
+            parts.setdefault((m.topic(), m.partition()), []).append(i)
+    drop: set[int] = set()
+    for key, idx in parts.items():
+        got = gaps.admit(key, [msgs[i].offset() for i in idx], now_ms)
+        drop.update(idx[:got.start])
+        drop.update(idx[got.stop:])
+        for first, present in got.accepted:
+            log.warning("%s[%d]: offsets %d..%d are still missing after %d ms; moving on "
+                        "(compaction, transaction markers, or records the broker lost)",
+                        key[0], key[1], first, present - 1, gaps.hold_ms)
+        if got.rewind_to is not None:
+            _seek(consumer, key, got.rewind_to)
+    for key, (first, present) in gaps.overdue(now_ms).items():
+        log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
+                    key[0], key[1], first, present - 1, gaps.hold_ms)
+        _seek(consumer, key, present)
+    return [m for i, m in enumerate(msgs) if i not in drop] if drop else msgs
+
+
+def _seek(consumer: Any, key: tuple[str, int], offset: int) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    try:
+        consumer.seek(TopicPartition(key[0], key[1], offset))
+    except KafkaException as e:  # the next fetch past the gap asks again
+        log.debug("seek %s[%d] to %d: %s", key[0], key[1], offset, e)
 
 
 def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 10.0,

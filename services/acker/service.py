@@ -20,11 +20,12 @@ from services.acker.metrics import AckerMetrics
 from services.acker.settings import AckerSettings
 from services.acker.task import AckerTask, Applied, BadRecord, Message
 from squall.core.clock import Clock
+from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire import encode_results
-from squall.kafka import ensure_topics, produce
+from squall.kafka import GAP_HOLD_MS, contiguous, ensure_topics, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
@@ -73,12 +74,16 @@ class AckerService:
             log.info("acker task %d starts at offset %d of %s", tp.partition, start, self.topic)
         consumer.assign([TopicPartition(self.topic, t.task, t.next_offset)
                          for t in self.tasks.values()])
+        gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)
+        for t in self.tasks.values():
+            gaps.expect((self.topic, t.task), t.next_offset)
         self.ready.set()
         last_commit = last_beat = now
         try:
             while not stop.is_set():
-                msgs = consumer.consume(s.max_poll_messages, 0.05)
+                got = consumer.consume(s.max_poll_messages, 0.05)
                 now = self.clock.now_ms()
+                msgs = contiguous(consumer, gaps, got, now)
                 by_part: dict[int, list[Message]] = defaultdict(list)
                 for m in msgs:
                     if m.error():

@@ -111,11 +111,10 @@ class ClusterView:
         self._samples: dict[str, list[Sample]] = {}
         # Per topology, per metrics endpoint (a process): its own sums per component.
         self._by_endpoint: dict[str, dict[str, dict[str, ComponentStats]]] = {}
-        # Per topology: Storm's windows over its counters (squall/core/rolling.py).
-        self._rolling: dict[str, RollingTotals[tuple[str, str]]] = {}
-        # Per topology: each process's emitted count over the windows, by (url, component)
-        # (Storm's visualization labels its edges with them).
-        self._rolling_ep: dict[str, RollingTotals[tuple[str, str]]] = {}
+        # Per topology: Storm's windows over its counters (squall/core/rolling.py), by
+        # (process's url, component, statistic): the topology's windows sum the processes;
+        # Storm's visualization labels its edges with each process's own.
+        self._rolling: dict[str, RollingTotals[tuple[str, str, str]]] = {}
         self._scraped = False
         self._errors: dict[str, list[ReportedError]] = {}
         self._stop = threading.Event()
@@ -156,15 +155,24 @@ class ClusterView:
     def windows_of(self, tid: str, now_ms: int) -> dict[str, Window[tuple[str, str]]]:
         """The topology's counters over Storm's windows ("600", "10800", "86400") as of
         ``now_ms``, per ``(component, statistic)``; empty windows before a scrape."""
-        rolling = self._rolling.get(tid)
-        return {w: rolling.window(now_ms, int(w)) if rolling
-                else Window[tuple[str, str]]({}, 0.0) for w in WINDOWS}
+        out: dict[str, Window[tuple[str, str]]] = {}
+        for w, win in self._windows(tid, now_ms).items():
+            totals: dict[tuple[str, str], float] = {}
+            for (_, comp, stat), v in win.totals.items():
+                totals[(comp, stat)] = totals.get((comp, stat), 0.0) + v
+            out[w] = Window(totals, win.span_s)
+        return out
 
     def endpoint_windows_of(self, tid: str, now_ms: int) -> dict[str, Window[tuple[str, str]]]:
         """Each process's emitted count over Storm's windows, per (url, component)."""
-        rolling = self._rolling_ep.get(tid)
+        return {w: Window({(url, comp): v for (url, comp, stat), v in win.totals.items()
+                           if stat == "emitted"}, win.span_s)
+                for w, win in self._windows(tid, now_ms).items()}
+
+    def _windows(self, tid: str, now_ms: int) -> dict[str, Window[tuple[str, str, str]]]:
+        rolling = self._rolling.get(tid)
         return {w: rolling.window(now_ms, int(w)) if rolling
-                else Window[tuple[str, str]]({}, 0.0) for w in WINDOWS}
+                else Window[tuple[str, str, str]]({}, 0.0) for w in WINDOWS}
 
     def endpoint_stats_of(self, tid: str) -> dict[str, dict[str, ComponentStats]]:
         """Per metrics endpoint (a process) of the topology: its sums per component."""
@@ -211,17 +219,11 @@ class ClusterView:
                     if t:
                         # A topology that appears after this replica's first scrape has just
                         # started: all its counts are new, none a baseline.
-                        series = windowed(ss)
-                        self._rolling.setdefault(t, RollingTotals[tuple[str, str]](
-                            baseline_first=not self._scraped)).observe(now, series)
-                        self._rolling_ep.setdefault(t, RollingTotals[tuple[str, str]](
-                            baseline_first=not self._scraped)).observe(
-                            now, [(sid, (sid[0][0], comp), v) for sid, (comp, stat), v in series
-                                  if stat == "emitted"])
+                        self._rolling.setdefault(t, RollingTotals[tuple[str, str, str]](
+                            baseline_first=not self._scraped)).observe(now, windowed(ss))
                 self._scraped = True
                 for gone in set(self._rolling) - set(self.topologies.items()):
                     self._rolling.pop(gone, None)
-                    self._rolling_ep.pop(gone, None)
             except Exception as e:  # never let the scraper die; the next round tries again
                 log.warning("metrics scrape failed: %s", e)
 

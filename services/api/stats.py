@@ -173,10 +173,10 @@ def aggregate(samples: Sequence[Sample], topology: str) -> dict[str, ComponentSt
 
 
 def windowed(samples: Iterable[tuple[str, Sample]]
-             ) -> list[tuple[Any, tuple[str, str], float]]:
+             ) -> list[tuple[Any, tuple[str, str, str], float]]:
     """``(endpoint, sample)`` pairs as :class:`squall.core.rolling.RollingTotals` series:
-    ``(series id, (component, statistic), value)``, counters only."""
-    out: list[tuple[Any, tuple[str, str], float]] = []
+    ``(series id, (endpoint, component, statistic), value)``, counters only."""
+    out: list[tuple[Any, tuple[str, str, str], float]] = []
     for url, (name, labels, value) in samples:
         got = statistic(name, labels)
         if got is None:
@@ -184,5 +184,5 @@ def windowed(samples: Iterable[tuple[str, Sample]]
         sid = (url, name, tuple(sorted(labels.items())))
         for stat in got[1]:
             if is_counter(stat):
-                out.append(((sid, stat), (got[0], stat), value))
+                out.append(((sid, stat), (url, got[0], stat), value))
     return out

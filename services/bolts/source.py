@@ -29,6 +29,8 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from services.bolts import clients
+from squall.core.contiguity import Contiguity
+from squall.kafka import GAP_HOLD_MS
 
 SCHEMA = "task int, topic string, partition int, start long, end long"
 #: The same, as the Arrow schema of the batch ``read`` yields.
@@ -214,26 +216,32 @@ class RangeRead:
 
 def read_range(c: Any, topic: str, p: int, start: int, end: int,
                stall_s: float = STALL_S, clock: Any = time.monotonic,
-               sleep: Any = time.sleep) -> RangeRead:
+               sleep: Any = time.sleep, gap_hold_ms: int = GAP_HOLD_MS) -> RangeRead:
     """Every record of ``topic[p]`` in ``[start, end)``: the range is known to be there.
 
     An empty or short answer is never taken for the end of the data: a fetch
     that brings nothing for ``stall_s`` is retried (re-positioned at the next
     offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
-    long as it takes. Only the broker saying the offsets no longer exist ends a
-    read early: those tuples' trees then time out and are replayed from the
-    source, so nothing is lost.
+    long as it takes. A gap in the offsets is fetched again until it fills or
+    ``gap_hold_ms`` passed (squall/core/contiguity.py: a broker may show a batch
+    before an earlier one). Only the broker saying the offsets no longer exist
+    ends a read early: those tuples' trees then time out and are replayed from
+    the source, so nothing is lost.
     """
     from confluent_kafka import KafkaError, TopicPartition
 
     out = RangeRead([], [])
+    key = (topic, p)
+    gaps = Contiguity[tuple[str, int]](gap_hold_ms)
+    gaps.expect(key, start)
     nxt = start
     backoff = 0.05
     c.assign([TopicPartition(topic, p, start)])
     last = clock()
+    skip_seen: float | None = None  # since when the position was past nxt with no record
     try:
         while nxt < end:
-            got = False
+            data = []
             for m in c.consume(min(1000, end - nxt), 0.5):
                 err = m.error()
                 if err is not None:
@@ -245,19 +253,34 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
                         return out
                     continue
                 off = m.offset()
-                if off is None or off < nxt or off >= end:
-                    continue
-                out.offsets.append(off)
+                if off is not None and off < end:
+                    data.append(m)
+            got = gaps.admit(key, [m.offset() for m in data], int(clock() * 1000))
+            for m in data[got.start:got.stop]:
+                out.offsets.append(m.offset())
                 out.values.append(m.value())
-                nxt = off + 1
-                got = True
-            if got:
-                last, backoff = clock(), 0.05
+            for first, present in got.accepted:
+                log.warning("%s[%d]: offsets %d..%d still missing after %d ms; moving on",
+                            topic, p, first, present - 1, gap_hold_ms)
+            for first, present in gaps.overdue(int(clock() * 1000)).values():
+                log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
+                            topic, p, first, present - 1, gap_hold_ms)
+                c.assign([TopicPartition(topic, p, present)])
+            nxt = gaps.next_offset(key) or nxt
+            if got.rewind_to is not None:  # fetch again from the gap (assign: always valid)
+                c.assign([TopicPartition(topic, p, got.rewind_to)])
                 continue
-            # Offsets without a record (transaction markers, compaction) end a range too.
+            if got.stop > got.start:
+                last, backoff, skip_seen = clock(), 0.05, None
+                continue
+            # Offsets without a record (transaction markers, compaction) end a range too,
+            # once they stayed missing as long as a gap must.
             pos = c.position([TopicPartition(topic, p)])[0].offset
             if pos is not None and pos > nxt:
-                nxt = pos
+                skip_seen = clock() if skip_seen is None else skip_seen
+                if (clock() - skip_seen) * 1000 >= gap_hold_ms:
+                    nxt, skip_seen = pos, None
+                    gaps.expect(key, pos)
                 continue
             if clock() - last < stall_s:
                 continue

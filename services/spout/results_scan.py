@@ -12,9 +12,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from squall.core.contiguity import Contiguity
 from squall.core.errors import WireFormatError
 from squall.core.records import Outcome
 from squall.core.wire import decode_letter_marker, decode_results, decode_salt_marker
+from squall.kafka import GAP_HOLD_MS, contiguous
 
 log = logging.getLogger("squall.spout")
 #: Salts older than the newest few cannot have trees left in flight.
@@ -40,14 +42,18 @@ def scan_results(bootstrap: str, topic: str, task_id: int, start: int,
                   "enable.auto.commit": False, "enable.partition.eof": True,
                   "fetch.wait.max.ms": 10})
     c.assign([TopicPartition(topic, task_id, start)])
+    gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)
+    gaps.expect((topic, task_id), start)
     out = ResultsScan(start)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            for m in c.consume(1000, 1.0):
+            for m in contiguous(c, gaps, c.consume(1000, 1.0), int(time.monotonic() * 1000)):
                 err = m.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
+                    # The end, unless a gap before it is being fetched again.
+                    if err.code() == KafkaError._PARTITION_EOF and \
+                            (gaps.next_offset((topic, task_id)) or 0) >= (m.offset() or 0):
                         out.salts = out.salts[-MAX_SALTS:]
                         return out
                     continue

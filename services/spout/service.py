@@ -26,6 +26,7 @@ from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
+from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import new_salt
@@ -42,7 +43,7 @@ from squall.core.wire import (
     encode_salt_marker,
     results_clock,
 )
-from squall.kafka import ensure_topics, produce
+from squall.kafka import GAP_HOLD_MS, contiguous, ensure_topics, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
@@ -72,6 +73,9 @@ class SpoutService:
         self._paused: dict[tuple[int, int], float] = {}
         self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
         self._acker_clocks: dict[int, dict[bytes, int]] = {}  # spout task -> acker -> clock
+        # Offsets taken in order: a gap is fetched again before it is moved past.
+        self._gaps = Contiguity[TP](settings.source_gap_hold_ms)
+        self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
 
     # ----- start-up -----------------------------------------------------
 
@@ -133,6 +137,10 @@ class SpoutService:
                      task_id, sources, committed, len(scan.acked))
         consumer.assign(assignment)
         self.results_consumer.assign(results)
+        for tp in assignment:
+            self._gaps.expect((tp.topic, tp.partition), tp.offset)
+        for tp in results:
+            self._result_gaps.expect((tp.topic, tp.partition), tp.offset)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
@@ -178,7 +186,9 @@ class SpoutService:
     def _step(self, consumer: Any, emit: bool) -> None:
         # Wait on the sources while they may be read, else on the results.
         reading = emit and len(self._paused) < len(self._route)
-        for m in self.results_consumer.consume(1000, 0 if reading else 0.05):
+        got = self.results_consumer.consume(1000, 0 if reading else 0.05)
+        for m in contiguous(self.results_consumer, self._result_gaps, got,
+                            self.clock.now_ms()):
             if m.error():
                 log.warning("consume error: %s", m.error())
             else:
@@ -189,6 +199,7 @@ class SpoutService:
             self._retry(now)
         msgs = consumer.consume(self.s.max_poll_records, 0.02) if reading else []
         now = self.clock.now_ms()
+        msgs = contiguous(consumer, self._gaps, msgs, now)
         batches: dict[TP, list[Any]] = defaultdict(list)
         for m in msgs:
             if m.error():
@@ -333,6 +344,7 @@ class SpoutService:
                 t, p = sources[src]
                 try:
                     consumer.seek(TopicPartition(t, p, off))
+                    self._gaps.expect((t, p), off)
                 except KafkaException as e:
                     log.warning("seek %s[%d] to %d failed (%s); will retry", t, p, off, e)
                     task.request_seek(src, off)

@@ -52,6 +52,11 @@ class SpoutSettings(BaseSettings):
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
+    # How long a gap in a source partition's offsets is fetched again before the spout
+    # moves past it (squall/core/contiguity.py: a broker may show a record batch before an
+    # earlier one). 0: at once, as Kafka's consumers do (a real Kafka whose sources have
+    # transaction markers or compaction, where every gap is real).
+    source_gap_hold_ms: int = Field(2_000, ge=0, le=600_000)
     create_topics: bool = True
     # The backstop's clock: "bolts" (default) the ackers' timeout clock, which waits for
     # slow bolts (squall/core/progress.py); "wall" this process's own, Storm's.

@@ -83,3 +83,19 @@ def test_a_tasks_ranges_are_typed_rows_even_when_empty() -> None:
     assert pa.Table.from_batches([empty, full]).to_pylist() == [
         {"task": 1, "topic": "t", "partition": 1, "start": 3, "end": 9},
         {"task": 1, "topic": "u", "partition": 1, "start": 0, "end": 2}]
+
+
+def test_a_gap_is_fetched_again_from_its_start_not_moved_past() -> None:
+    # Tansu showed 12..13 before 11 was visible; fetched again, 11 is there.
+    c = Scripted([[Msg(10), Msg(12), Msg(13)], [Msg(11), Msg(12), Msg(13)]])
+    got = read_range(c, "t", 0, 10, 14, clock=Clock(), sleep=lambda s: None)
+    assert got.offsets == [10, 11, 12, 13]
+    assert c.assigned == [10, 11]  # sent back to the first missing offset
+
+
+def test_a_gap_that_stays_is_moved_past_after_the_hold() -> None:
+    c = Scripted([[Msg(10), Msg(12)]] + [[Msg(12), Msg(13)] for _ in range(8)])
+    got = read_range(c, "t", 0, 10, 14, clock=Clock(), sleep=lambda s: None,
+                     gap_hold_ms=2_000)
+    assert got.offsets == [10, 12, 13]  # 11 never came: taken for real, after 2 s
+    assert c.assigned.count(11) >= 2

@@ -27,7 +27,12 @@ PRODUCERS, RATE, SECONDS = 8, 1_000, 20
 def test_a_tail_read_gets_every_record_of_concurrent_producers_once(bootstrap: str) -> None:
     topic = f"gaps-{uuid.uuid4().hex[:8]}"
     ensure_topics(bootstrap, {topic: 1}, 30)
-    stop, errors, sent = threading.Event(), [], [0] * PRODUCERS
+    stop, sent = threading.Event(), [0] * PRODUCERS
+    errors: list[object] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
 
     def feed(k: int) -> None:
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2,
@@ -37,8 +42,7 @@ def test_a_tail_read_gets_every_record_of_concurrent_producers_once(bootstrap: s
             ahead = sent[k] / RATE - (time.perf_counter() - t0)
             if ahead > 0:
                 time.sleep(ahead)
-            p.produce(topic, f"{k}:{sent[k]}".encode(), partition=0,
-                      on_delivery=lambda e, _m: e and errors.append(e))
+            p.produce(topic, f"{k}:{sent[k]}".encode(), partition=0, on_delivery=delivered)
             p.poll(0)
             sent[k] += 1
         assert p.flush(60) == 0

@@ -27,7 +27,9 @@ def drive(n: int, late: dict[int, int], missing: set[int], hold_ms: int, size: i
     gaps.expect("p", 0)
     # A gap with nothing after it is not known for one: the read ends at the last record.
     end = max((o for o in range(n) if o not in missing), default=-1) + 1
-    pos, now, taken, accepted, rewound = 0, 0, [], [], False
+    pos, now, rewound = 0, 0, False
+    taken: list[int] = []
+    accepted: list[tuple[int, int]] = []
     for _ in range(10_000):
         if (gaps.next_offset("p") or 0) >= end:
             break

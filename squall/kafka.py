@@ -72,6 +72,9 @@ def contiguous(consumer: Any, gaps: Contiguity[tuple[str, int]], msgs: list[Any]
                         "(compaction, transaction markers, or records the broker lost)",
                         key[0], key[1], first, present - 1, gaps.hold_ms)
         if got.rewind_to is not None:
+            log.info("%s[%d]: offset %d not shown yet, %d is: fetching again from %d",
+                     key[0], key[1], got.rewind_to, msgs[idx[got.stop]].offset(),
+                     got.rewind_to)
             _seek(consumer, key, got.rewind_to)
     for key, (first, present) in gaps.overdue(now_ms).items():
         log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",

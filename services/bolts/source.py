@@ -268,6 +268,8 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
                 c.assign([TopicPartition(topic, p, present)])
             nxt = gaps.next_offset(key) or nxt
             if got.rewind_to is not None:  # fetch again from the gap (assign: always valid)
+                log.info("%s[%d]: offset %d not shown yet, %d is: fetching again from %d",
+                         topic, p, got.rewind_to, data[got.stop].offset(), got.rewind_to)
                 c.assign([TopicPartition(topic, p, got.rewind_to)])
                 continue
             if got.stop > got.start:

@@ -172,6 +172,10 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
                    help="how often completed offsets are committed (default 1.0)")
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="the longest a fetch waits for new records (default 100)")
+    p.add_argument("--source-gap-hold-ms", type=int,
+                   help="how long a gap in a source partition's offsets is fetched again "
+                        "before the spout moves past it (default 2000; 0: at once, as "
+                        "Kafka's consumers do)")
     p.add_argument("--timeout-clock", choices=["bolts", "wall"],
                    help="the backstop's clock: bolts (the ackers', default) or wall")
     return load_settings(SpoutSettings, p, argv, "spout")

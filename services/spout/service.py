@@ -137,10 +137,10 @@ class SpoutService:
                      task_id, sources, committed, len(scan.acked))
         consumer.assign(assignment)
         self.results_consumer.assign(results)
-        for tp in assignment:
-            self._gaps.expect((tp.topic, tp.partition), tp.offset)
-        for tp in results:
-            self._result_gaps.expect((tp.topic, tp.partition), tp.offset)
+        for src in assignment:
+            self._gaps.expect((src.topic, src.partition), src.offset)
+        for res in results:
+            self._result_gaps.expect((res.topic, res.partition), res.offset)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from squall.core.contiguity import Contiguity
+from squall.core.contiguity import Admitted, Contiguity
 from squall.core.errors import KafkaUnavailable
 
 log = logging.getLogger("squall.kafka")
@@ -67,20 +67,31 @@ def contiguous(consumer: Any, gaps: Contiguity[tuple[str, int]], msgs: list[Any]
         got = gaps.admit(key, [msgs[i].offset() for i in idx], now_ms)
         drop.update(idx[:got.start])
         drop.update(idx[got.stop:])
-        for first, present in got.accepted:
-            log.warning("%s[%d]: offsets %d..%d are still missing after %d ms; moving on "
-                        "(compaction, transaction markers, or records the broker lost)",
-                        key[0], key[1], first, present - 1, gaps.hold_ms)
+        log_gaps(key, got, gaps.hold_ms, msgs[idx[got.stop]].offset() if got.rewind_to
+                 is not None else None)
         if got.rewind_to is not None:
-            log.info("%s[%d]: offset %d not shown yet, %d is: fetching again from %d",
-                     key[0], key[1], got.rewind_to, msgs[idx[got.stop]].offset(),
-                     got.rewind_to)
             _seek(consumer, key, got.rewind_to)
     for key, (first, present) in gaps.overdue(now_ms).items():
-        log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
-                    key[0], key[1], first, present - 1, gaps.hold_ms)
+        log_overdue(key, first, present, gaps.hold_ms)
         _seek(consumer, key, present)
     return [m for i, m in enumerate(msgs) if i not in drop] if drop else msgs
+
+
+def log_gaps(key: tuple[str, int], got: Admitted, hold_ms: int, shown: int | None) -> None:
+    """What a reader does about the gaps of one fetch (``shown``: the offset that came
+    where ``got.rewind_to`` was due)."""
+    for first, present in got.accepted:
+        log.warning("%s[%d]: offsets %d..%d are still missing after %d ms; moving on "
+                    "(compaction, transaction markers, or records the broker lost)",
+                    key[0], key[1], first, present - 1, hold_ms)
+    if got.rewind_to is not None:
+        log.info("%s[%d]: offset %d not shown yet, %s is: fetching again from %d",
+                 key[0], key[1], got.rewind_to, shown, got.rewind_to)
+
+
+def log_overdue(key: tuple[str, int], first: int, present: int, hold_ms: int) -> None:
+    log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
+                key[0], key[1], first, present - 1, hold_ms)
 
 
 def _seek(consumer: Any, key: tuple[str, int], offset: int) -> None:

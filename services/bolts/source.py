@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from services.bolts import clients
 from squall.core.contiguity import Contiguity
-from squall.kafka import GAP_HOLD_MS
+from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue
 
 SCHEMA = "task int, topic string, partition int, start long, end long"
 #: The same, as the Arrow schema of the batch ``read`` yields.
@@ -238,7 +238,6 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
     backoff = 0.05
     c.assign([TopicPartition(topic, p, start)])
     last = clock()
-    skip_seen: float | None = None  # since when the position was past nxt with no record
     try:
         while nxt < end:
             data = []
@@ -259,30 +258,24 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
             for m in data[got.start:got.stop]:
                 out.offsets.append(m.offset())
                 out.values.append(m.value())
-            for first, present in got.accepted:
-                log.warning("%s[%d]: offsets %d..%d still missing after %d ms; moving on",
-                            topic, p, first, present - 1, gap_hold_ms)
+            log_gaps(key, got, gap_hold_ms,
+                     data[got.stop].offset() if got.rewind_to is not None else None)
             for first, present in gaps.overdue(int(clock() * 1000)).values():
-                log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
-                            topic, p, first, present - 1, gap_hold_ms)
+                log_overdue(key, first, present, gap_hold_ms)
                 c.assign([TopicPartition(topic, p, present)])
             nxt = gaps.next_offset(key) or nxt
             if got.rewind_to is not None:  # fetch again from the gap (assign: always valid)
-                log.info("%s[%d]: offset %d not shown yet, %d is: fetching again from %d",
-                         topic, p, got.rewind_to, data[got.stop].offset(), got.rewind_to)
                 c.assign([TopicPartition(topic, p, got.rewind_to)])
                 continue
             if got.stop > got.start:
-                last, backoff, skip_seen = clock(), 0.05, None
+                last, backoff = clock(), 0.05
                 continue
             # Offsets without a record (transaction markers, compaction) end a range too,
             # once they stayed missing as long as a gap must.
             pos = c.position([TopicPartition(topic, p)])[0].offset
             if pos is not None and pos > nxt:
-                skip_seen = clock() if skip_seen is None else skip_seen
-                if (clock() - skip_seen) * 1000 >= gap_hold_ms:
-                    nxt, skip_seen = pos, None
-                    gaps.expect(key, pos)
+                if gaps.passed(key, pos, int(clock() * 1000)):
+                    nxt = pos
                 continue
             if clock() - last < stall_s:
                 continue

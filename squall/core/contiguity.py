@@ -98,6 +98,22 @@ class Contiguity(Generic[K]):
             del self._gap_seen[key]
         return Admitted(start, n, None, tuple(accepted))
 
+    def passed(self, key: K, offset: int, now_ms: int) -> bool:
+        """The reader's position is ``offset`` with no record before it (offsets without a
+        record: transaction markers, compaction): True, and ``offset`` is next, once that
+        gap was held as long as one seen between records."""
+        exp = self._next.get(key)
+        if exp is None or offset <= exp:
+            return exp is None
+        seen = self._gap_seen.get(key)
+        if seen is None or seen[0] != exp:
+            seen = self._gap_seen[key] = (exp, offset, now_ms)
+        if now_ms - seen[2] < self.hold_ms:
+            return False
+        del self._gap_seen[key]
+        self._next[key] = offset
+        return True
+
     def overdue(self, now_ms: int) -> dict[K, tuple[int, int]]:
         """Gaps held ``hold_ms`` with nothing fetched since (a broker may answer a fetch at
         the missing offset with nothing at all, again and again): each is taken for real,

@@ -110,3 +110,12 @@ def test_a_gap_fetched_as_nothing_at_all_is_moved_past_after_the_hold() -> None:
     assert g.overdue(499) == {}  # fetching again from 1 brings nothing; not yet
     assert g.overdue(500) == {"p": (1, 3)} and g.next_offset("p") == 3
     assert g.admit("p", [3, 4], now_ms=501).stop == 2
+
+
+def test_a_position_past_the_next_offset_with_no_record_is_taken_after_the_hold() -> None:
+    g = Contiguity[str](500)
+    g.expect("p", 10)
+    assert not g.passed("p", 13, now_ms=0)  # 10..12 without a record: markers, or late
+    assert not g.passed("p", 13, now_ms=499) and g.next_offset("p") == 10
+    assert g.passed("p", 13, now_ms=500) and g.next_offset("p") == 13
+    assert not g.passed("p", 13, now_ms=501)  # nothing past the next offset

@@ -125,6 +125,17 @@ class Supervisor:
                     out.restarted.append(name)
         return out
 
+    def adopt(self, name: str, new_name: str, command: Command) -> Child:
+        """Supervise child ``name`` as ``new_name`` from now on, restarted with ``command``
+        (a spare process given its work: it runs it already, and a restart must too). Its
+        log stays where it is; a restart logs to ``new_name``'s."""
+        with self._lock:
+            c = self.children.pop(name)
+            c.name, c.command, c.started_ms = new_name, command, self.clock()
+            self.children[new_name] = c
+        log.info("%s (pid %d, log %s) now runs %s", name, c.proc.pid, c.log, new_name)
+        return c
+
     def remove(self, names: Sequence[str]) -> list[Child]:
         """No longer supervise these (to stop them, maybe on another thread)."""
         with self._lock:

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
 
 log = logging.getLogger("squall.bolts")
@@ -30,13 +31,15 @@ def cache_home() -> Path:
 
 
 def no_fork_classes(cache: Path | None = None) -> Path | None:
-    """A class directory holding :data:`CLASS`, compiled if needed; None if it cannot be."""
+    """A jar holding :data:`CLASS`, compiled if needed; None if it cannot be. A jar, not a
+    class directory: the JVM's class archive (cds.py) refuses a class path with a
+    non-empty directory."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     key = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:16]
-    out = (cache or cache_home()) / f"hadoop-{key}"
-    if (out / "squall" / "hadoop" / "NoForkLocalFs.class").exists():
+    out = (cache or cache_home()) / f"hadoop-{key}.jar"
+    if out.exists():
         return out
     javac = shutil.which("javac")
     if javac is None:
@@ -53,11 +56,11 @@ def no_fork_classes(cache: Path | None = None) -> Path | None:
             log.warning("compiling %s failed (Hadoop's default is used): %s", SOURCE.name,
                         res.stderr.strip()[-500:])
             return None
-        try:
-            classes.rename(out)  # atomic: another job may be compiling the same
-        except OSError:
-            if not out.exists():
-                raise
+        jar = Path(tmp) / "classes.jar"
+        with zipfile.ZipFile(jar, "w") as z:
+            for f in sorted(classes.rglob("*.class")):
+                z.write(f, f.relative_to(classes).as_posix())
+        jar.replace(out)  # atomic: another job may be compiling the same
     return out
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from services.bolts.cds import with_archive
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
@@ -42,9 +43,11 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     builder = SparkSession.builder
     classes = no_fork_classes() if no_fork else None
     conf = spark_conf(classes) if classes else {}
+    driver_options = with_archive(java_options)  # the class archive, if made (cds.py)
+    if driver_options:
+        conf |= {"spark.driver.extraJavaOptions": driver_options}
     if java_options:
-        conf |= {"spark.driver.extraJavaOptions": java_options,
-                 "spark.executor.extraJavaOptions": java_options}
+        conf |= {"spark.executor.extraJavaOptions": java_options}
     conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
              "spark.python.worker.reuse": "true",
              "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
@@ -177,8 +180,13 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
 
 
 class BoltJob:
-    def __init__(self, settings: BoltSettings, metrics: BoltMetrics | None = None) -> None:
+    """``spark``: a session started already, with these settings' shape (a spare's,
+    services/bolts/spare.py); else the job starts its own."""
+
+    def __init__(self, settings: BoltSettings, metrics: BoltMetrics | None = None,
+                 spark: Any = None) -> None:
         self.s = settings
+        self.spark = spark
         self.spec = settings.spec()
         names = settings.components or tuple(b.name for b in self.spec.bolts)
         self.bolts = []
@@ -190,17 +198,22 @@ class BoltJob:
         self.metrics = metrics
 
     def run(self, stop: threading.Event) -> None:
+        t0 = time.monotonic()
         ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
         lock_path = self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock"
-        if self.s.standby:
+        if self.s.standby and self.spark is None:
             log.info("standby: starting Spark once the active job's queries run")
             if not wait_for_active(lock_path, stop):
                 log.info("standby: no active job is running yet; starting Spark anyway")
             if stop.is_set():
                 return
-        spark = spark_session(self.s.master, f"squall-{self.spec.name}",
-                              self.s.checkpoint_fs == "no-fork", self.s.java_options,
-                              self.s.conf())
+            t0 = time.monotonic()
+        spark = self.spark
+        if spark is None:
+            spark = spark_session(self.s.master, f"squall-{self.spec.name}",
+                                  self.s.checkpoint_fs == "no-fork", self.s.java_options,
+                                  self.s.conf())
+            log.info("Spark session started (%.1f s)", time.monotonic() - t0)
         # The Python workers started, the bolts' modules imported, their Kafka clients open:
         # the active job (the lock free) does it while its queries start, which it does
         # not wait for; a standby (the lock held) before it waits, so that taking over costs
@@ -230,6 +243,7 @@ class BoltJob:
         try:
             queries = [w.start() for w in writers]
             mark_running(lock)
+            log.info("bolt queries started %.1f s after the job", time.monotonic() - t0)
             self._run(spark, stop, plan, queries)
         finally:
             lock.close()

@@ -19,44 +19,23 @@ from squall.core.topology import TopologySpec
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
-class BoltSettings(BaseSettings):
+class SparkSettings(BaseSettings):
+    """What shapes a bolts process's Spark session, and where it serves its metrics: shared
+    by a bolts job and a spare (services/bolts/spare.py), which must start the same
+    session for a job to take it over."""
+
     model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
-
-    topology_file: Path
-    components: tuple[str, ...] = ()
-
-    @field_validator("components", mode="before")
-    @classmethod
-    def _split(cls, v: object) -> object:
-        return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
 
     bootstrap_servers: str = "127.0.0.1:9092"
     master: str = "local[*]"
-    checkpoint_dir: Path = Path(".squall/checkpoints")
-    max_rows_per_batch: int = Field(2_000, ge=1)
-    trigger_ms: int = Field(200, ge=0)
     metrics_port: int = 0
     metrics_host: str = "0.0.0.0"
-    # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
-    # straight back to this process), or the Python data source writer ("writer").
-    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
     # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
     checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
     # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
     java_options: str = JAVA_OPTIONS
     # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
     spark_conf: tuple[str, ...] = ()
-    # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
-    standby: bool = False
-    # Run a bolt whose only input is another bolt of this job in that bolt's query
-    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
-    fuse: bool = True
-    # Where stateful bolts and persistent aggregates keep their state (postgresql://...,
-    # sqlite:///path), unless an aggregate's spec names a database. Also read from
-    # SQUALL_STATE_URL, as the compose file and `squall dev up --postgres` set it.
-    # Default: SQLite beside the checkpoints.
-    state_url: str | None = Field(None, validation_alias=AliasChoices(
-        "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"))
 
     @field_validator("spark_conf")
     @classmethod
@@ -70,12 +49,66 @@ class BoltSettings(BaseSettings):
     def conf(self) -> dict[str, str]:
         return dict((k.strip(), val) for k, _, val in (kv.partition("=") for kv in self.spark_conf))
 
+    def session_shape(self) -> tuple[object, ...]:
+        """Everything the Spark session is started with: a session started with one shape
+        serves a job of the same shape."""
+        return (self.master, self.checkpoint_fs, self.java_options, self.spark_conf)
+
+
+class BoltSettings(SparkSettings):
+    topology_file: Path
+    components: tuple[str, ...] = ()
+
+    @field_validator("components", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
+
+    checkpoint_dir: Path = Path(".squall/checkpoints")
+    max_rows_per_batch: int = Field(2_000, ge=1)
+    trigger_ms: int = Field(200, ge=0)
+    # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
+    # straight back to this process), or the Python data source writer ("writer").
+    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
+    # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
+    standby: bool = False
+    # Run a bolt whose only input is another bolt of this job in that bolt's query
+    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
+    fuse: bool = True
+    # Where stateful bolts and persistent aggregates keep their state (postgresql://...,
+    # sqlite:///path), unless an aggregate's spec names a database. Also read from
+    # SQUALL_STATE_URL, as the compose file and `squall dev up --postgres` set it.
+    # Default: SQLite beside the checkpoints.
+    state_url: str | None = Field(None, validation_alias=AliasChoices(
+        "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"))
+
     def spec(self) -> TopologySpec:
         try:
             text = self.topology_file.read_text()
         except OSError as e:
             raise ConfigError(f"cannot read topology file {self.topology_file}: {e}") from None
         return TopologySpec.from_text(text)
+
+
+class SpareSettings(SparkSettings):
+    #: where the worker writes the flags of the job this spare is to run
+    handoff_file: Path
+
+
+def _spark_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of :class:`SparkSettings`: a job's and a spare's."""
+    p.add_argument("--bootstrap-servers", help="Kafka brokers (default 127.0.0.1:9092)")
+    p.add_argument("--master", help="Spark master (default local[*]; or spark://host:7077)")
+    p.add_argument("--metrics-port", type=int,
+                   help="serve /metrics here (default 0: any free port)")
+    p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],
+                   help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
+                   "the default; compiled once with javac) or Hadoop's own")
+    p.add_argument("--java-options",
+                   help="JVM flags of the Spark driver and executors, as one string "
+                   f"(--java-options='-Xmx2g'); default: {JAVA_OPTIONS!r}")
+    p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
+                   help="any other Spark setting, as spark-submit's (repeatable; applied last)")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
@@ -85,22 +118,13 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
         "can also be set as SQUALL_BOLTS_<NAME>.")
     p.add_argument("--topology-file", help="the topology, JSON or YAML")
     p.add_argument("--components", help="bolts to run, comma separated (default: all)")
-    p.add_argument("--bootstrap-servers", help="Kafka brokers (default 127.0.0.1:9092)")
-    p.add_argument("--master", help="Spark master (default local[*]; or spark://host:7077)")
+    _spark_flags(p)
     p.add_argument("--checkpoint-dir", help="Spark's checkpoints and the default state "
                    "database (shared storage on a cluster)")
     p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
     p.add_argument("--trigger-ms", type=int, help="micro-batch interval")
-    p.add_argument("--metrics-port", type=int,
-                   help="serve /metrics here (default 0: any free port)")
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
                    help="foreachBatch + mapInArrow (default) or the data source writer")
-    p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],
-                   help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
-                   "the default; compiled once with javac) or Hadoop's own")
-    p.add_argument("--java-options",
-                   help="JVM flags of the Spark driver and executors, as one string "
-                   f"(--java-options='-Xmx2g'); default: {JAVA_OPTIONS!r}")
     p.add_argument("--standby", action="store_true", default=None,
                    help="be a warm standby: start Spark once the active job's queries run, "
                    "then wait to take over (the worker starts one beside each bolts job)")
@@ -112,6 +136,15 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
                    "database: postgresql://... or "
                    "sqlite:///path (env SQUALL_STATE_URL; default: SQLite beside the "
                    "checkpoints)")
-    p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
-                   help="any other Spark setting, as spark-submit's (repeatable; applied last)")
     return load_settings(BoltSettings, p, argv, "bolts")
+
+
+def parse_spare_args(argv: Sequence[str] | None = None) -> SpareSettings:
+    p = argparse.ArgumentParser(
+        prog="python -m services.bolts.spare",
+        description="A spare bolts process: start Spark and warm its Python workers, then "
+        "wait for the worker to hand it a bolts job (the job's flags, as a JSON list, "
+        "in the handoff file). Every flag can also be set as SQUALL_BOLTS_<NAME>.")
+    p.add_argument("--handoff-file", help="where the job's flags will be written")
+    _spark_flags(p)
+    return load_settings(SpareSettings, p, argv, "spare bolts")

@@ -139,6 +139,28 @@ def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
     spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long").collect()
 
 
+def warm_planning(spark: Any, checkpoint: Path | None = None) -> None:
+    """Do once what a job's first queries would pay for on a new session: Spark's SQL
+    state and a Python data source registered and its schema asked for (a planner
+    process): ~2 s here. With ``checkpoint``, a streaming query is also run there for a
+    micro-batch. A spare does the first while it waits for a job (services/bolts/spare.py);
+    the class archive's training driver both, to archive those classes
+    (services/bolts/cds.py)."""
+    from services.bolts.job import register_for_query
+    from services.bolts.source import EdgeSource
+
+    fmt = register_for_query(spark, EdgeSource, "squall-warm-up")
+    (spark.readStream.format(fmt).option("bootstrap", "127.0.0.1:9").option("topics", "t")
+     .option("tasks", "0").load().writeStream.foreachBatch(lambda _df, _batch: None))
+    if checkpoint is None:
+        return
+    q = (spark.readStream.format("rate").load().writeStream
+         .foreachBatch(lambda _df, _batch: None)
+         .option("checkpointLocation", str(checkpoint)).start())
+    q.processAllAvailable()
+    q.stop()
+
+
 def driver_alive(spark: Any) -> bool:
     """The Spark driver (the JVM behind py4j) still answers."""
     try:

@@ -40,10 +40,19 @@ class WorkerSettings(BaseSettings):
     # on the job's lock to take over (services/bolts/standby.py). Local masters only: on a
     # cluster a standby application would hold executors.
     bolts_standby: bool = True
+    # While it runs no bolts job, a bolts worker keeps a spare bolts process, its Spark
+    # session started and Python workers warm; the next bolts job assigned takes it over
+    # (services/bolts/spare.py). Local masters only, as the standby.
+    bolts_spare: bool = True
 
     @property
     def standby(self) -> bool:
         return self.bolts_standby and self.master.startswith("local")
+
+    @property
+    def spare(self) -> bool:
+        return (self.bolts_spare and self.kind is Kind.BOLTS
+                and self.master.startswith("local"))
 
     @property
     def checkpoints(self) -> Path:
@@ -70,6 +79,10 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
     p.add_argument("--bolts-standby", action=argparse.BooleanOptionalAction, default=None,
                    help="keep a warm standby of each bolts job that takes over in seconds "
                    "when it dies (default: on with a local master)")
+    p.add_argument("--bolts-spare", action=argparse.BooleanOptionalAction, default=None,
+                   help="while no bolts job runs here, keep a bolts process with Spark "
+                   "started and its Python workers warm, for the next job assigned "
+                   "(default: on with a local master)")
     s = load_settings(WorkerSettings, p, argv, "worker")
     if s.metrics_port is None:
         s = s.model_copy(update={"metrics_port": free_port()})

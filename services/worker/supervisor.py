@@ -28,6 +28,7 @@ from squall.core.assignment import Kind, Placement
 from squall.core.clock import Clock
 from squall.core.cluster import WorkerAssignment, WorkerInfo
 from squall.core.topology import TopologySpec
+from squall.handoff import hand_off
 from squall.launch import acker_args, bolts_args, spout_args
 from squall.supervision import Child, Command, Supervisor, stop_children
 from squall.wallclock import SystemClock
@@ -35,6 +36,9 @@ from squall.wallclock import SystemClock
 log = logging.getLogger("squall.worker")
 _MODULES = {Kind.SPOUT: "services.spout", Kind.ACKER: "services.acker",
             Kind.BOLTS: "services.bolts"}
+#: The spare bolts process's name among the children (no placement's key: those have dots).
+SPARE = "spare"
+STANDBY = ".standby"
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
         key, ps = _proc(placement, args, raw)
         out[key] = ps
         if s.standby:  # the same job again: it waits on the job's lock (services/bolts/standby)
-            out[key + ".standby"] = replace(ps, key=key + ".standby",
+            out[key + STANDBY] = replace(ps, key=key + STANDBY,
                                             args=(*ps.args, "--standby"))
     return out
 
@@ -126,6 +130,7 @@ class WorkerService:
         self.lost = threading.Event()
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
+        self._spares = 0  # spares started: each has a handoff file of its own
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -139,7 +144,7 @@ class WorkerService:
         from squall.core.assignment import Worker
 
         eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
-                    for k, c in sorted(self.sup.children.items())
+                    for k, c in sorted(self.sup.children.items()) if k in self.running
                     for e in self._endpoints(self.running[k], c))
         if self.s.metrics_port:  # the worker's own (no topology: not a task process)
             eps += ({"topology": "", "kind": "worker", "component": "",
@@ -196,7 +201,7 @@ class WorkerService:
         if self._planned is not self.assignment:
             self._want, self._planned = desired(self.assignment, self.s), self.assignment
         want = self._want
-        gone = self.sup.remove([k for k in self.sup.children if k not in want])
+        gone = self.sup.remove([k for k in self.sup.children if k not in want and k != SPARE])
         for c in gone:
             del self.running[c.name]
         if gone:  # spouts drain: not in the way of the rest of the round
@@ -204,8 +209,20 @@ class WorkerService:
                              daemon=True).start()
         for k, ps in want.items():
             if k not in self.sup.children:
-                self.sup.start(k, Command(_MODULES[ps.kind], ps.args))
+                cmd = Command(_MODULES[ps.kind], ps.args)
+                if not (ps.kind is Kind.BOLTS and not k.endswith(STANDBY)
+                        and self._take_spare(k, cmd)):
+                    self.sup.start(k, cmd)
                 self.running[k] = ps
+        # The spare lives while this worker runs no bolts job (one left now was not alive
+        # when the job came: it would only hold memory).
+        if any(ps.kind is Kind.BOLTS for ps in want.values()):
+            idle = self.sup.remove([SPARE])
+            if idle:
+                threading.Thread(target=stop_children, args=(idle, self.s.stop_timeout_s),
+                                 daemon=True).start()
+        elif self.s.spare and SPARE not in self.sup.children:
+            self._start_spare()
         done = self.sup.check()
         for e in done.exits:
             log.error("%s", e)
@@ -213,9 +230,32 @@ class WorkerService:
         self.m_procs.set(len(self.sup.children))
         self.m_looping.set(sum(c.policy.crash_looping for c in self.sup.children.values()))
 
+    def _handoff_file(self) -> Path:
+        return self.s.workdir / "spare" / f"handoff-{self._spares}.json"
+
+    def _start_spare(self) -> None:
+        """A bolts process that starts Spark now, for the next job (services/bolts/spare)."""
+        self._spares += 1
+        path = self._handoff_file()
+        path.unlink(missing_ok=True)  # an earlier run's
+        self.sup.start(SPARE, Command("services.bolts.spare", (
+            "--handoff-file", str(path), "--bootstrap-servers", self.s.bootstrap_servers,
+            "--master", self.s.master)))
+
+    def _take_spare(self, key: str, cmd: Command) -> bool:
+        """Hand the bolts job ``cmd`` to the spare, if one runs; supervised as ``key``."""
+        spare = self.sup.children.get(SPARE)
+        if spare is None or not spare.alive():
+            return False
+        hand_off(self._handoff_file(), cmd.args)
+        self.sup.adopt(SPARE, key, cmd)
+        return True
+
     # ----- the loop ---------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
+        if self.s.spare:  # before anything else: its Spark start is the longest of all
+            self._start_spare()
         zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
                      listener=self._state)
         self.s.workdir.mkdir(parents=True, exist_ok=True)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import stat
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from services.bolts import hadoop
+from services.bolts import cds, hadoop
 from services.bolts.job import spark_session
 from tests.integration.helpers import wait_for
 
@@ -20,10 +21,11 @@ pytestmark = pytest.mark.integration
 def test_the_class_is_compiled_once_and_cached(tmp_path: Path) -> None:
     first = hadoop.no_fork_classes(tmp_path)
     assert first is not None
-    compiled = first / "squall" / "hadoop" / "NoForkLocalFs.class"
-    mtime = compiled.stat().st_mtime_ns
+    with zipfile.ZipFile(first) as jar:  # a jar: the class archive refuses directories
+        assert "squall/hadoop/NoForkLocalFs.class" in jar.namelist()
+    mtime = first.stat().st_mtime_ns
     assert hadoop.no_fork_classes(tmp_path) == first
-    assert compiled.stat().st_mtime_ns == mtime  # not compiled again
+    assert first.stat().st_mtime_ns == mtime  # not compiled again
 
 
 def test_without_javac_hadoops_default_is_kept(tmp_path: Path,
@@ -73,10 +75,25 @@ def test_checkpoints_go_through_the_no_fork_file_system_and_resume(spark: Any,
 
 
 def test_the_jvm_runs_with_the_java_options(spark: Any) -> None:
-    """The session's JVM was started with the bolts job's JVM flags."""
+    """The session's JVM was started with the bolts job's JVM flags, and with the class
+    archive ``scripts/setup.sh`` wrote (services/bolts/cds.py)."""
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                 .getInputArguments())
     assert "-Xss4m" in args
+    archive = cds.archive_path()
+    assert archive is not None and archive.exists(), "setup.sh wrote no class archive"
+    assert f"-XX:SharedArchiveFile={archive}" in args
+
+
+def test_the_class_archive_is_added_unless_the_flags_choose_their_own(tmp_path: Path) -> None:
+    assert cds.with_archive("-Xss4m", cache=tmp_path) == "-Xss4m"  # none made there
+    made = cds.archive_path(tmp_path)
+    assert made is not None
+    made.write_bytes(b"")
+    assert cds.with_archive("-Xss4m", cache=tmp_path) == f"-Xss4m -XX:SharedArchiveFile={made}"
+    own = "-XX:SharedArchiveFile=/elsewhere.jsa"
+    assert cds.with_archive(own, cache=tmp_path) == own
+    assert cds.with_archive("-Xshare:off", cache=tmp_path) == "-Xshare:off"
 
 
 def test_extra_spark_conf_is_applied_last(spark: Any) -> None:

@@ -96,6 +96,12 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     assert all(n > 0 for n in top.values())
     # The counts are Trident state: every word fed, counted exactly once.
     assert summary["counts_exact"] is True, summary
+    # The bolts worker's spare (its Spark started before the topology came) ran the job.
+    worker_log = (tmp_path / "demo" / "worker-bolts.log").read_text()
+    assert "spare (pid" in worker_log and "now runs wordcount.bolts" in worker_log
+    spare_log = (tmp_path / "demo" / "worker-bolts" / "logs" / "spare.log").read_text()
+    assert "bolt queries running" in spare_log
+    assert 0 < summary["bolt_queries_running_s"] < summary["bolt_queries_after_workers_s"]
 
 
 def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:

@@ -53,3 +53,25 @@ def test_an_exiting_child_is_restarted_with_backoff_and_named_a_crash_loop(
         sup.stop(["server", "crasher"], timeout_s=30)
     assert sup.children == {}
     assert server.proc.returncode == -signal.SIGTERM  # asked to stop, not killed
+
+
+def test_an_adopted_child_keeps_running_and_is_restarted_with_its_new_command(
+        tmp_path: Path) -> None:
+    """A spare taken over by a job: the same process, under the job's name; when it exits
+    the job's command starts, not the spare's."""
+    sup = Supervisor(tmp_path)
+    spare = sup.start("spare", RUNS, Restarts(base_delay_ms=50, max_delay_ms=200))
+    try:
+        adopted = sup.adopt("spare", "job", CRASHES)
+        assert adopted is spare and set(sup.children) == {"job"} and adopted.alive()
+        assert sup.check().exits == []  # still the spare's process, running
+        adopted.proc.send_signal(signal.SIGTERM)
+        restarted: list[str] = []
+        _until(lambda: bool(restarted.extend(sup.check().restarted) or restarted))
+        assert restarted == ["job"]
+        assert sup.children["job"].proc.pid != spare.proc.pid
+        assert sup.children["job"].command == CRASHES
+        _until(lambda: "usage" in (tmp_path / "job.log").read_text(errors="replace")
+               if (tmp_path / "job.log").exists() else False)
+    finally:
+        sup.stop(timeout_s=30)

@@ -67,7 +67,12 @@ def test_an_adopted_child_keeps_running_and_is_restarted_with_its_new_command(
         assert sup.check().exits == []  # still the spare's process, running
         adopted.proc.send_signal(signal.SIGTERM)
         restarted: list[str] = []
-        _until(lambda: bool(restarted.extend(sup.check().restarted) or restarted))
+
+        def restarts() -> bool:
+            restarted.extend(sup.check().restarted)
+            return bool(restarted)
+
+        _until(restarts)
         assert restarted == ["job"]
         assert sup.children["job"].proc.pid != spare.proc.pid
         assert sup.children["job"].command == CRASHES

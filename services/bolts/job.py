@@ -32,6 +32,8 @@ from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import ensure_topics
 
 log = logging.getLogger("squall.bolts")
+#: Micro-batches whose time is logged phase by phase: the first, where start-up shows.
+FIRST_BATCHES_LOGGED = 3
 
 
 def spark_session(master: str, app: str, no_fork: bool = True,
@@ -151,7 +153,10 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     task_ids = list(range(tasks))
     planned: list[Any] = []  # the one job every micro-batch runs, once it is built
 
+    told = [0]  # micro-batches with data whose time was logged (the first few: start-up)
+
     def batch(df: Any, batch_id: int) -> None:
+        t0 = time.monotonic()
         parts = logged_partitions(checkpoint, batch_id, topics, task_ids)
         if parts is None:  # the log is not readable here: through the source
             run = task_runner(spec_json, chain, bootstrap, state_urls, marks_dir, batch_id)
@@ -170,11 +175,17 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
             mine = [BatchReport.from_row(r.asDict()) for r in rows
                     if r["component"] == component]
             rep = BatchReport.merged(component, mine)
+            if told[0] < FIRST_BATCHES_LOGGED and rep.executed:
+                log.info("micro-batch %d, bolt %s: %d tuples, %.2f s in all; its tasks' "
+                         "seconds: %s", batch_id, component, rep.executed,
+                         time.monotonic() - t0, {k: round(v, 3) for k, v in rep.phases.items()})
             if rep.error_count:
                 log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
                             rep.error_count, rep.errors[-1] if rep.errors else "?")
             if metrics and mine:
                 metrics.report(rep)
+        if rows:
+            told[0] += 1
 
     return batch
 
@@ -269,6 +280,7 @@ class BoltJob:
             self.spec, [h for h in heads if isinstance(h, BoltSpec)], [q.name for q in queries],
             [(self.s.checkpoint_dir / self.spec.name / c[0]).resolve() for c in plan],
             self.s.bootstrap_servers, "bolts:" + ",".join(self.s.components))
+        shown: set[int] = set()
         try:
             while not stop.wait(0.5):
                 progress = {}
@@ -276,6 +288,11 @@ class BoltJob:
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
                     progress[q.name] = last = q.lastProgress
+                    for p in q.recentProgress if len(shown) < FIRST_BATCHES_LOGGED else ():
+                        if p["batchId"] not in shown:
+                            shown.add(p["batchId"])
+                            log.info("query %s, micro-batch %d: Spark's milliseconds %s",
+                                     q.name, p["batchId"], p.get("durationMs"))
                     if m:
                         m.progress(chain, last)
                 marks.step(int(time.time() * 1000), progress)

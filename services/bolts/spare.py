@@ -43,13 +43,13 @@ class SpareJob:
         t0 = time.monotonic()
         spark = spark_session(self.s.master, "squall-bolts", self.s.checkpoint_fs == "no-fork",
                               self.s.java_options, self.s.conf())
-        log.info("spare: Spark session started (%.1f s); warming the Python workers",
-                 time.monotonic() - t0)
-        threading.Thread(target=self._warm_up, args=(spark,), daemon=True,
-                         name="spare-warm-up").start()
+        log.info("spare: Spark session started (%.1f s)", time.monotonic() - t0)
         t1 = time.monotonic()
         warm_planning(spark)
-        log.info("spare: query planning warm (%.1f s)", time.monotonic() - t1)
+        log.info("spare: query planning warm (%.1f s); warming the Python workers",
+                 time.monotonic() - t1)
+        threading.Thread(target=self._warm_up, args=(spark,), daemon=True,
+                         name="spare-warm-up").start()
         args = wait_for_handoff(self.s.handoff_file, stop)
         if args is None:
             spark.stop()

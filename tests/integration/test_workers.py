@@ -250,3 +250,8 @@ def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any
         assert http.post(f"/topologies/{name}/kill", json={"wait_s": 0}).status_code == 200
         wait_for(lambda: running("spout") + running("acker") + running("bolts") == 0, 90,
                  "the killed topology's processes to stop")
+    # The bolts job ran in the bolts worker's spare (Spark started before the topology came);
+    # idle again, the worker starts a new spare for the next one.
+    log = next(p.log for w, p in cluster["workers"].items() if w.startswith("bolts"))
+    wait_for(lambda: log.read_text().count("started spare") == 2, 60, "a new spare")
+    assert log.read_text().count(f"now runs {name}.bolts") == 1

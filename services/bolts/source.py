@@ -48,6 +48,30 @@ def _key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
+def next_offsets(start: Mapping[str, int], ends: Mapping[str, int], budget: int | None
+                 ) -> dict[str, int]:
+    """The next micro-batch's end: up to the edges' ``ends``, at most ``budget`` records
+    in all (None: no limit) shared over the partitions with data, round robin, so none
+    starves."""
+    out = dict(start)
+    if budget is None:
+        out.update({k: max(v, ends.get(k, v)) for k, v in start.items()})
+        return out
+    waiting = {k: ends.get(k, v) - v for k, v in start.items() if ends.get(k, v) > v}
+    while budget > 0 and waiting:
+        share = max(1, budget // len(waiting))
+        for k in list(waiting):
+            take = min(share, waiting[k], budget)
+            out[k] += take
+            waiting[k] -= take
+            budget -= take
+            if not waiting[k]:
+                del waiting[k]
+            if budget <= 0:
+                break
+    return out
+
+
 @dataclass
 class TaskPartition(InputPartition):
     """One bolt task's ranges of a micro-batch (``read`` gets a pickled copy)."""
@@ -84,26 +108,8 @@ class EdgeReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_rows)
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        ends = self._high_watermarks()
-        budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        out = dict(start)
-        if budget is None:
-            out.update({k: max(v, ends.get(k, v)) for k, v in start.items()})
-            return out
-        # Share the budget over partitions with data, round robin, so none starves.
-        waiting = {k: ends.get(k, v) - v for k, v in start.items() if ends.get(k, v) > v}
-        while budget > 0 and waiting:
-            share = max(1, budget // len(waiting))
-            for k in list(waiting):
-                take = min(share, waiting[k], budget)
-                out[k] += take
-                waiting[k] -= take
-                budget -= take
-                if not waiting[k]:
-                    del waiting[k]
-                if budget <= 0:
-                    break
-        return out
+        return next_offsets(start, self._high_watermarks(),
+                            limit.max_rows if isinstance(limit, ReadMaxRows) else None)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskPartition]:
         return plan_partitions(self.topics, self.tasks, start, end)

@@ -10,7 +10,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.bolts.source import TaskPartition, logged_partitions, plan_partitions
+from services.bolts.source import (
+    TaskPartition,
+    logged_partitions,
+    next_offsets,
+    plan_partitions,
+)
 
 TOPICS = ["e.a", "e.b"]
 
@@ -54,3 +59,22 @@ def test_the_log_plans_what_the_source_plans(start: dict[str, int], grow: dict[s
         log_entry(Path(d), 7, end)
         assert logged_partitions(Path(d), 7, TOPICS, [0, 1, 2]) == \
             plan_partitions(TOPICS, [0, 1, 2], start, end)
+
+
+@given(st.dictionaries(st.sampled_from([f"{t}:{p}" for t in TOPICS for p in (0, 1)]),
+                       st.integers(0, 50)),
+       st.dictionaries(st.sampled_from([f"{t}:{p}" for t in TOPICS for p in (0, 1)]),
+                       st.integers(0, 50)),
+       st.one_of(st.none(), st.integers(1, 60)))
+def test_the_next_end_takes_what_is_there_within_the_budget(
+        begun: dict[str, int], more: dict[str, int], budget: int | None) -> None:
+    start = {**{f"{t}:{p}": 0 for t in TOPICS for p in (0, 1)}, **begun}
+    ends = {k: start[k] + more.get(k, 0) for k in start}
+    out = next_offsets(start, ends, budget)
+    assert all(start[k] <= out[k] <= ends[k] for k in ends)
+    taken = sum(out[k] - start[k] for k in ends)
+    waiting = sum(ends[k] - start[k] for k in ends)
+    assert taken == (waiting if budget is None else min(budget, waiting))
+    with_data = [k for k in ends if ends[k] > start[k]]
+    if budget is not None and budget >= len(with_data):  # none starves
+        assert all(out[k] > start[k] for k in with_data)

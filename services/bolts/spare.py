@@ -1,11 +1,13 @@
-"""A spare bolts process: Spark started and its Python workers warm before any topology.
+"""A spare bolts process: Spark started and warm before any topology.
 
-A bolts job spends most of its start-up in Spark: the session (~5 s here: the JVM, the
-context) and the Python workers' first start. A bolts worker that runs no bolts job keeps
-one spare process that has done both (``services.worker``); the next bolts job assigned
-to the worker is handed to it, as the job's flags written into the spare's handoff file
-(:func:`squall.handoff.hand_off`), and the spare runs it as ``python -m services.bolts``
-would, on the session it has. Its metrics are served on the spare's port from then on.
+A bolts job spends most of its start-up in Spark: the session (the JVM, the context, the
+first SQL use), the first query planning (a Python data source registered, its schema
+asked for) and the Python workers' first start. A bolts worker that runs no bolts job
+keeps one spare process that has done all three (``services.worker``); the next bolts job
+assigned to the worker is handed to it, as the job's flags written into the spare's
+handoff file (:func:`squall.handoff.hand_off`), and the spare runs it as
+``python -m services.bolts`` would, on the session it has. Its metrics are served on the
+spare's port from then on.
 
 A job whose Spark settings differ from the spare's (master, JVM flags, ``--conf``) does
 not get the spare's session: the spare stops it and the job starts its own.

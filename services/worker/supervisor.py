@@ -247,7 +247,11 @@ class WorkerService:
         spare = self.sup.children.get(SPARE)
         if spare is None or not spare.alive():
             return False
-        hand_off(self._handoff_file(), cmd.args)
+        try:
+            hand_off(self._handoff_file(), cmd.args)
+        except OSError as e:  # the job starts as its own process instead
+            log.warning("could not hand %s to the spare (%s); starting it anew", key, e)
+            return False
         self.sup.adopt(SPARE, key, cmd)
         return True
 

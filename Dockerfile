@@ -15,5 +15,9 @@ ENV PYSPARK_PYTHON=python \
     JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 RUN useradd --create-home squall && mkdir -p /var/lib/squall && chown squall /var/lib/squall
 USER squall
+# The Spark driver's class archive (services/bolts/cds.py: a bolts job's Spark starts in
+# about half the time), in the squall user's cache; a build without it still works.
+RUN python -m services.bolts.cds >/tmp/squall-cds.log 2>&1 \
+ || echo "no class archive (see /tmp/squall-cds.log in the build); bolts jobs start without it"
 ENTRYPOINT ["squall"]
 CMD ["--help"]

@@ -198,3 +198,5 @@ def test_compose_dockerfile_steps_are_the_readme_install() -> None:
         assert step.replace("--no-cache-dir ", "") in section, step
     setup = (ROOT / "scripts/setup.sh").read_text()
     assert "openjdk-17-jdk-headless" in setup and 'pip install' in setup
+    # The Spark driver's class archive: made by the image, the README's steps and setup.
+    assert all("-m services.bolts.cds" in text for text in (runs, section, setup))

@@ -129,14 +129,9 @@ def encode_changes(kind: MapKind, keys: Sequence[Key], vals: Sequence[Any]) -> b
     JSON ``[[key, ...], [value, ...]]``, an opaque value as ``[txid, curr, prev]`` and a
     transactional one as ``[txid, val]`` (the named tuples they are). Values are checked as
     :func:`encode_values` does; only the new ones (a ``prev`` was checked as a ``curr``)."""
-    if kind is MapKind.OPAQUE:
-        news: Any = (v.curr for v in vals)
-    elif kind is MapKind.TRANSACTIONAL:
-        news = (v.val for v in vals)
-    else:
-        news = vals
+    news = _news(kind, vals)
     if float in set(map(type, news)) and any(
-            type(x) is float and not math.isfinite(x) for x in _news(kind, vals)):
+            type(x) is float and not math.isfinite(x) for x in news):
         encode_values(kind, vals)  # raises, naming the value
     try:  # named tuples as the plain tuples (JSON arrays) they are
         return orjson.dumps((keys, vals if kind is MapKind.NON_TRANSACTIONAL

@@ -214,8 +214,9 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
     assert r.status_code == 200 and r.json()["status"] == "REBALANCING"
     assert http.post("/topologies/reb/activate").status_code == 409
     wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
-    got = http.get("/topologies/reb").json()["spec"]["spouts"][0]["parallelism"]
-    assert got == 1
+    # Reads come from the API's mirror of ZooKeeper, which follows it a moment later.
+    wait_for(lambda: http.get("/topologies/reb").json()["spec"]["spouts"][0]["parallelism"]
+             == 1, 15, "the API to show the spout's new parallelism")
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "executors": {"sentences": 0}}})
     assert r.status_code == 422  # executors must be >= 1
@@ -224,9 +225,13 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
         "executors": {"split": 1}}})
     assert r.status_code == 200, r.text
     wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
-    split = next(b for b in http.get("/api/v1/topology/reb").json()["bolts"]
-                 if b["boltId"] == "split")
-    assert (split["tasks"], split["executors"]) == (2, 1)
+
+    def split_sizes() -> tuple[int, int]:
+        split = next(b for b in http.get("/api/v1/topology/reb").json()["bolts"]
+                     if b["boltId"] == "split")
+        return split["tasks"], split["executors"]
+
+    wait_for(lambda: split_sizes() == (2, 1), 15, "the API to show the bolt's executors")
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "numWorkers": 3, "executors": {"sentences": 2}}})
     assert r.status_code == 422 and "numWorkers (3) has no meaning" in r.json()["detail"]

@@ -4,7 +4,8 @@ As users deploy it (``squall demo``'s cluster: the embedded Tansu and
 ZooKeeper, the REST API, one worker of each kind, the word count submitted over
 REST), sentences are fed at a steady rate, and while the pipeline is busy the
 suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
-JVM) and the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
+JVM; by default while one of its tasks is producing, when its acks are half
+sent: ``driver_killed_while_producing`` says whether that moment was caught) and the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
 After each fault it measures how long until the killed process is back and
 source offsets are being committed again. Then it waits for the pipeline to
 drain and checks, from Kafka itself (not from counters that restart with the
@@ -75,6 +76,20 @@ def active_driver(workdir: Path) -> list[int]:
         job = int((workdir / "checkpoints" / NAME / "job.lock").read_text().split()[0])
         return child_pids(job, KILLS[2][1])
     return []
+
+
+def producing_now(workdir: Path) -> bool:
+    """Whether a task of the bolts job is between its produce and its flush's end: it has
+    marked a batch it is producing that is not marked done (services/bolts/batch_marks.py).
+    A driver killed then leaves acks half sent: the hardest moment for its recovery."""
+    from services.bolts.batch_marks import last_done, last_producing
+
+    for marks in (workdir / "checkpoints" / NAME).glob("*/squall-batches"):
+        for f in marks.glob("producing-*"):
+            task = int(f.name.removeprefix("producing-"))
+            if last_producing(str(marks), task) > last_done(str(marks), task):
+                return True
+    return False
 
 
 def pids(pattern: str) -> list[int]:
@@ -212,6 +227,16 @@ def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
     return False
 
 
+def await_producing(workdir: Path, timeout_s: float) -> bool:
+    """Wait, looking every millisecond, until a task of the bolts job produces."""
+    deadline = time.monotonic() + timeout_s
+    while not producing_now(workdir):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
           timeout_s: float) -> float | None:
     """One fault; seconds until the process is back and everything fed before the fault is
@@ -298,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recovery-timeout-s", type=float, default=180)
     ap.add_argument("--drain-timeout-s", type=float, default=600)
     ap.add_argument("--workdir", type=Path, default=Path(".squall/chaos"))
+    ap.add_argument("--driver-kill", choices=("producing", "any"), default="producing",
+                    help="when the bolts driver is killed: while one of its tasks produces "
+                    "(the default; its acks half sent, the hardest moment) or at any moment")
     ap.add_argument("--exact", action="store_true",
                     help="count into Trident state (exactly once) and report counts_delta; "
                     "default: the at-least-once counting bolt, whose duplicates are reported")
@@ -325,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         commits.start()
         recovery: dict[str, float | None] = {}
         outstanding: dict[str, int] = {}
+        killed_producing = False
         faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
         expected = total or int(a.rate * (a.minutes or 0) * 60)
         for i, (name, pattern) in enumerate(faults):
@@ -336,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{commits.value:,}: {name} down")
             # Outstanding at the fault: fed, not yet committed (what a replay can concern).
             outstanding[name] = max(0, feeder.fed - commits.value)
+            if name == "bolts-driver" and a.driver_kill == "producing":
+                killed_producing = await_producing(cl.workdir, 10)
+                say("  killing it while a task produces" if killed_producing else
+                    "  no task produced in 10 s: killing it now")
             recovery[name] = fault(cl, name, pattern, commits, a.recovery_timeout_s)
             say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
                 f"{recovery[name]} s")
@@ -412,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                          for c in [*storm.get("spouts", []), *storm.get("bolts", []),
                                    storm.get("acker", {})]},
             "rate": a.rate, "message_timeout_s": a.message_timeout_s, "seconds": drained_s,
+            "driver_killed_while_producing": killed_producing,
             "cpu_first": cpu_log[0] if cpu_log else {}, "cpu_last": cpu_log[-1] if cpu_log else {},
         }
         prog.close()

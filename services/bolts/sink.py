@@ -3,9 +3,10 @@
 Each micro-batch partition carries one bolt task's input tuple batches; the
 sink runs the task's :class:`~squall.core.executor.BoltExecutor`, produces the
 emitted tuples to the downstream edge topics and the coalesced acks to the
-acker topic, and flushes before the micro-batch may commit. A replayed
-micro-batch is run again: duplicates are harmless to the XOR ledger (random
-edge ids) and cost at worst a timeout replay.
+acker topic, and flushes before the micro-batch may commit. A micro-batch that
+Spark runs again after a crash is skipped by a task that finished it, and failed
+at once (its roots replayed by the spouts) by one that crashed while producing
+(services/bolts/batch_marks.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -33,6 +35,7 @@ from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
+from squall.core.records import AckerBatch, RecordKind
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.spec import (
@@ -144,12 +147,19 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     reports[0].fetch_retries = got.retries
     reports[0].records = len(got.records)
     marking = bool(marks_dir) and batch_id is not None and task >= 0
+    bid = batch_id or 0
+    # A run of a batch this task began producing and did not finish: its first run's
+    # acks may be in Kafka, and this run's would undo them (XOR).
+    resent = marking and batch_marks.last_producing(marks_dir, task) == bid
+    producing = _Once(lambda: batch_marks.mark_producing(marks_dir, task, bid)
+                      if marking and not resent else None)
     batches = []
     for topic, part, off, raw in got.records:
         try:
             batches.append(decode_tuples(raw or b""))
         except WireFormatError as e:
             reports[0].bad += 1
+            producing()
             letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
             producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
     t_decoded = time.perf_counter()
@@ -159,13 +169,15 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             for i, comp in enumerate(chain):
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
                 inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                        bootstrap, producer, reports[i], turns)
+                                        bootstrap, producer, reports[i], turns, producing)
                 if not inputs:
                     break
         t_prod = time.perf_counter()
         _flush(producer, head, task)
+        if resent and spec.ackers:
+            _fail_roots(spec, producer, batches, head, task, bid)
         if marking:
-            batch_marks.mark_done(marks_dir, task, batch_id or 0)
+            batch_marks.mark_done(marks_dir, task, bid)
     t_end = time.perf_counter()
     h = reports[0]
     h.phases = {"input": t_rows - t0, "read": t_input - t_rows,
@@ -180,9 +192,11 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str,
                    bootstrap: str, producer: Any, report: BatchReport,
-                   turns: contextlib.ExitStack) -> dict[int, list[TupleBatch]]:
-    """Run ``component``'s tasks on their inputs, produce what they emit and their acks;
-    what goes to the fused bolt (``fused_topic``) is returned by its task instead."""
+                   turns: contextlib.ExitStack, producing: Callable[[], None]
+                   ) -> dict[int, list[TupleBatch]]:
+    """Run ``component``'s tasks on their inputs, produce what they emit and their acks
+    (calling ``producing`` first); what goes to the fused bolt (``fused_topic``) is
+    returned by its task instead."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
@@ -200,6 +214,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
+        if res.outputs or len(res.acks):
+            producing()
         for topic, part, out in res.outputs:
             if topic == fused_topic:
                 fused.setdefault(part, []).append(out)
@@ -220,6 +236,36 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     report.phases = {"execute": run_s, "produce": prod_s}
     report.seconds = run_s + prod_s
     return fused
+
+
+class _Once:
+    """Calls ``fn`` the first time it is called."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn: Callable[[], None] | None = fn
+
+    def __call__(self) -> None:
+        if self._fn is not None:
+            fn, self._fn = self._fn, None
+            fn()
+
+
+def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch],
+                component: str, task: int, batch_id: int) -> None:
+    """Fail every root of the task's input, after this run's acks (then flushed): the
+    spouts replay those trees now rather than when they time out."""
+    roots = np.unique(np.concatenate(
+        [np.empty(0, np.uint64)] + [b.all_roots() for b in batches]))
+    now = SystemClock().now_ms()
+    fails = AckerBatch(roots, np.zeros(roots.size, np.uint64),
+                       np.full(roots.size, RecordKind.FAIL, np.uint8),
+                       np.zeros(roots.size, np.uint16), np.full(roots.size, now, np.int64))
+    for p, raw in encode_acker_messages(fails, spec.ackers):
+        _produce(producer, acker_topic(spec.name), raw, p)
+    _flush(producer, component, task)
+    log.warning("task %d of %s: micro-batch %s is run again after a crash while it was "
+                "producing; its first run's acks may be in Kafka, so its %d roots are "
+                "failed now (the spouts replay them)", task, component, batch_id, roots.size)
 
 
 def _flush(producer: Any, component: str, task: int) -> None:

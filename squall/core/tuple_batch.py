@@ -148,6 +148,12 @@ class TupleBatch:
         out[has] = flat[starts[:-1][has]]
         return out
 
+    def all_roots(self) -> npt.NDArray[np.uint64]:
+        """Every root the batch's tuples are anchored to, with repeats."""
+        col = self.data.column(ROOTS_COL)
+        lists = col if isinstance(col, pa.ListArray) else pa.concat_arrays(col.chunks)
+        return np.asarray(lists.flatten().to_numpy(zero_copy_only=False), np.uint64)
+
     def anchors(self) -> list[dict[int, int]]:
         roots = self.data.column(ROOTS_COL).to_pylist()
         ids = self.data.column(IDS_COL).to_pylist()

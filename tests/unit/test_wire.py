@@ -86,6 +86,9 @@ def test_tuple_batch_round_trips(rows: list[tuple[str, int, dict[int, int]]], st
     assert [t.values for t in got] == [t.values for t in tuples]
     assert [t.anchors for t in got] == [t.anchors for t in tuples]
     assert [t.origin for t in got] == [t.origin for t in tuples]
+    assert back.all_roots().tolist() == [r for t in tuples for r in t.anchors]
+    tail = TupleBatch(back.data.slice(len(rows) // 2))
+    assert tail.all_roots().tolist() == [r for t in tuples[len(rows) // 2:] for r in t.anchors]
 
 
 def test_tuple_batch_carries_arrow_types_through() -> None:

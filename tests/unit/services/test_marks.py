@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services.bolts.batch_marks import last_done, mark_done
+from services.bolts.batch_marks import last_done, last_producing, mark_done, mark_producing
 from services.bolts.marks import committed_offsets, end_offsets
 
 
@@ -37,3 +37,14 @@ def test_batch_marks_remember_the_highest_batch_per_task(tmp_path: Path) -> None
     assert (last_done(d, 0), last_done(d, 1)) == (7, 3)
     mark_done(d, 0, 8)
     assert last_done(d, 0) == 8
+
+
+def test_the_batch_a_task_started_producing_is_kept_apart_from_the_done_one(
+        tmp_path: Path) -> None:
+    d = str(tmp_path / "marks")
+    assert last_producing(d, 0) == -1
+    mark_producing(d, 0, 5)
+    assert (last_producing(d, 0), last_done(d, 0)) == (5, -1)
+    mark_done(d, 0, 5)
+    mark_producing(d, 0, 6)
+    assert (last_producing(d, 0), last_done(d, 0), last_producing(d, 1)) == (6, 5, -1)

@@ -7,7 +7,9 @@ made once per machine by a training driver that does what a bolts job does at st
 (``python -m services.bolts.cds``; ``scripts/setup.sh`` runs it): the JVM writes the
 classes it loaded when it exits. It is keyed by the JDK, PySpark and the driver's class
 path; a driver finds it by that key. Without one the driver starts as before, and a JVM
-that finds an archive stale says so and runs without it.
+that finds an archive stale says so and runs without it. Each archive names the PySpark it
+was made for (``.owner`` beside it); making one removes those whose PySpark is gone (a
+deleted venv or clone), ~170 MB each.
 """
 
 from __future__ import annotations
@@ -63,12 +65,19 @@ def with_archive(java_options: str, cache: Path | None = None) -> str:
 
 def make_archive(cache: Path | None = None, say: bool = True) -> Path | None:
     """Run a training driver that writes the archive at its exit; its path (None without
-    a JDK). Already there: nothing to do."""
+    a JDK). Already there: nothing to make (orphaned archives are removed either way)."""
+    import pyspark
+
     from services.bolts.job import spark_session
     from services.bolts.standby import warm_planning, warm_up
 
     path = archive_path(cache)
-    if path is None or path.exists():
+    if path is None:
+        return None
+    for gone in prune_archives(path.parent, keep=path):
+        if say:
+            print(f"removed {gone} (its PySpark is gone)", file=sys.stderr, flush=True)
+    if path.exists():
         return path
     t0 = time.monotonic()
     if say:
@@ -92,11 +101,34 @@ def make_archive(cache: Path | None = None, say: bool = True) -> Path | None:
             proc.wait(300)
         if not out.exists():
             raise RuntimeError("the training driver exited without writing its archive")
+        path.with_suffix(OWNER).write_text(pyspark.__file__ or "")
         out.rename(path)  # atomic: a job never maps half an archive
     if say:
         print(f"done ({time.monotonic() - t0:.0f} s, "
               f"{path.stat().st_size / 2**20:.0f} MiB)", file=sys.stderr, flush=True)
     return path
+
+
+#: Beside an archive: the PySpark (``pyspark.__file__``) it was made for.
+OWNER = ".owner"
+
+
+def prune_archives(cache: Path, keep: Path) -> list[Path]:
+    """Remove the archives in ``cache`` (but ``keep``) whose PySpark no longer exists; the
+    removed. An archive that names none (made before owners were written) is kept."""
+    gone = []
+    for jsa in sorted(cache.glob("spark-driver-*.jsa")):
+        owner = jsa.with_suffix(OWNER)
+        try:
+            made_for = owner.read_text().strip()
+        except OSError:
+            continue
+        if jsa == keep or not made_for or Path(made_for).exists():
+            continue
+        jsa.unlink(missing_ok=True)
+        owner.unlink(missing_ok=True)
+        gone.append(jsa)
+    return gone
 
 
 def main() -> int:

@@ -35,7 +35,7 @@ from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
 from squall.core.executor import BoltExecutor
-from squall.core.records import AckerBatch, RecordKind
+from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.spec import (
@@ -151,8 +151,10 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     # A run of a batch this task began producing and did not finish: its first run's
     # acks may be in Kafka, and this run's would undo them (XOR).
     resent = marking and batch_marks.last_producing(marks_dir, task) == bid
-    producing = _Once(lambda: batch_marks.mark_producing(marks_dir, task, bid)
-                      if marking and not resent else None)
+    # Written once, before this run's first message, only when it has one to send.
+    producing: Callable[[], None] = (
+        _Once(lambda: batch_marks.mark_producing(marks_dir, task, bid))
+        if marking and not resent else lambda: None)
     batches = []
     for topic, part, off, raw in got.records:
         try:
@@ -256,10 +258,9 @@ def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch]
     spouts replay those trees now rather than when they time out."""
     roots = np.unique(np.concatenate(
         [np.empty(0, np.uint64)] + [b.all_roots() for b in batches]))
-    now = SystemClock().now_ms()
-    fails = AckerBatch(roots, np.zeros(roots.size, np.uint64),
-                       np.full(roots.size, RecordKind.FAIL, np.uint8),
-                       np.zeros(roots.size, np.uint16), np.full(roots.size, now, np.int64))
+    if not roots.size:
+        return
+    fails = AckerBatch.fails(roots, SystemClock().now_ms())
     for p, raw in encode_acker_messages(fails, spec.ackers):
         _produce(producer, acker_topic(spec.name), raw, p)
     _flush(producer, component, task)

@@ -287,10 +287,7 @@ class BoltExecutor:
         except Exception as e:
             self.report_error(e)
             res.failed = n
-            fr = np.unique(roots)
-            res.acks = AckerBatch(fr, np.zeros(fr.size, np.uint64),
-                                  np.full(fr.size, RecordKind.FAIL, np.uint8),
-                                  np.zeros(fr.size, np.uint16), np.full(fr.size, now, np.int64))
+            res.acks = AckerBatch.fails(np.unique(roots), now)
             return res
         res.acked = n
         res.acks = _coalesced_acks(roots, ack_vals, now)

@@ -87,6 +87,13 @@ class AckerBatch:
             np.full(n, ts_ms, np.int64),
         )
 
+    @classmethod
+    def fails(cls, roots: npt.NDArray[np.uint64], ts_ms: int) -> AckerBatch:
+        """A FAIL record for each of ``roots``."""
+        n = int(roots.size)
+        return cls(roots, np.zeros(n, np.uint64), np.full(n, RecordKind.FAIL, np.uint8),
+                   np.zeros(n, np.uint16), np.full(n, ts_ms, np.int64))
+
     def to_records(self) -> list[AckerRecord]:
         """The inverse of :meth:`from_records` (timestamps aside)."""
         return [AckerRecord(RecordKind(k), r, v, t) for r, v, k, t in zip(

@@ -88,6 +88,9 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["sentences"] == 3000 and summary["processed"] == 3000
+    # The pipeline warmed first, apart from the timed sentences (their words are counted).
+    assert summary["warmup_sentences"] == 500 and summary["warmup_s"] > 0
+    assert "warming up: 500 sentences" in r.stderr
     assert summary["lost"] == 0 and summary["dead_lettered"] == 0
     assert summary["acked"] >= 3000 and summary["acker_records_per_s"] > 0
     top = dict(summary["top_words"])

@@ -135,6 +135,37 @@ def test_fail_wins_over_a_zero_value() -> None:
     assert res.outcome is Outcome.FAILED
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2**63), st.integers(1, 2**64 - 2)), min_size=1,
+                max_size=20, unique_by=lambda r: r[0]),
+       st.lists(st.integers(0, 2**64 - 1), max_size=40), st.booleans())
+def test_failing_every_root_decides_each_pending_tree_failed(
+        trees: list[tuple[int, int]], acks: list[int], same_batch: bool) -> None:
+    # A micro-batch re-run after a crash while producing: its acks, sent a second time,
+    # leave the XOR anywhere (0 included); failing its roots settles every tree now.
+    led = Ledger(T)
+    apply(led, [AckerRecord(RecordKind.INIT, r, v, 2) for r, v in trees])
+    roots = np.array([r for r, _ in trees], np.uint64)
+    resent = [AckerRecord(RecordKind.ACK, trees[i % len(trees)][0], a)
+              for i, a in enumerate(acks)]
+    fails = AckerBatch.fails(roots, 0)
+    assert fails.to_records() == [AckerRecord(RecordKind.FAIL, r) for r, _ in trees]
+    if same_batch:
+        got = apply(led, resent + fails.to_records())
+    else:
+        got = apply(led, resent)
+        got += led.apply(fails, 0).results()
+    value = dict(trees)
+    for rec in resent:
+        value[rec.root] ^= rec.value
+    # Apart, a tree the resent acks happened to zero is acked first; together, fail wins.
+    acked = set() if same_batch else {r for r, v in value.items() if v == 0}
+    assert {(r.root, r.outcome) for r in got} == (
+        {(r, Outcome.ACKED) for r in acked}
+        | {(r, Outcome.FAILED) for r in value if r not in acked})
+    assert all(led.get(r) is None for r in value if r not in acked)
+
+
 def test_ack_before_init() -> None:
     led = Ledger(T)
     assert apply(led, [AckerRecord(RecordKind.ACK, 9, 5)]) == []

@@ -5,7 +5,8 @@ ZooKeeper, the REST API, one worker of each kind, the word count submitted over
 REST), sentences are fed at a steady rate, and while the pipeline is busy the
 suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
 JVM; by default while one of its tasks is producing, when its acks are half
-sent: ``driver_killed_while_producing`` says whether that moment was caught) and the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
+sent: ``driver_killed_while_producing`` says whether that moment was caught) and
+the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
 After each fault it measures how long until the killed process is back and
 source offsets are being committed again. Then it waits for the pipeline to
 drain and checks, from Kafka itself (not from counters that restart with the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import random
@@ -237,10 +239,15 @@ def await_producing(workdir: Path, timeout_s: float) -> bool:
     return True
 
 
+def _catch_producing(workdir: Path, caught: list[bool]) -> None:
+    caught.append(await_producing(workdir, 10))
+
+
 def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
-          timeout_s: float) -> float | None:
+          timeout_s: float, moment: Callable[[], object] | None = None) -> float | None:
     """One fault; seconds until the process is back and everything fed before the fault is
-    committed: what was in flight got through (None: not within ``timeout_s``)."""
+    committed: what was in flight got through (None: not within ``timeout_s``).
+    ``moment``, called once the victim is known, returns when it is to be killed."""
     t0 = time.monotonic()
     in_flight_end = commits.fed()
     if pattern is None:  # ZooKeeper: a restart (it keeps its data)
@@ -253,6 +260,9 @@ def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
         if not victims:
             say(f"  no process matches {pattern!r}: fault {name} skipped")
             return None
+        if moment is not None:
+            moment()
+            t0, in_flight_end = time.monotonic(), commits.fed()
         os.kill(victims[0], signal.SIGKILL)
         if name == "api":  # the demo cluster's supervisor starts it again
             back = lambda: (  # noqa: E731
@@ -365,11 +375,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{commits.value:,}: {name} down")
             # Outstanding at the fault: fed, not yet committed (what a replay can concern).
             outstanding[name] = max(0, feeder.fed - commits.value)
-            if name == "bolts-driver" and a.driver_kill == "producing":
-                killed_producing = await_producing(cl.workdir, 10)
-                say("  killing it while a task produces" if killed_producing else
-                    "  no task produced in 10 s: killing it now")
-            recovery[name] = fault(cl, name, pattern, commits, a.recovery_timeout_s)
+            at_produce = name == "bolts-driver" and a.driver_kill == "producing"
+            caught: list[bool] = []
+            recovery[name] = fault(
+                cl, name, pattern, commits, a.recovery_timeout_s,
+                functools.partial(_catch_producing, cl.workdir, caught) if at_produce else None)
+            if at_produce:
+                killed_producing = bool(caught and caught[0])
+                say("  killed while a task produced" if killed_producing else
+                    "  no task produced in 10 s: killed then")
             say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
                 f"{recovery[name]} s")
         cpu = CpuSampler()

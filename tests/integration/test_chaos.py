@@ -65,6 +65,9 @@ def test_chaos_kills_with_exact_state_count_every_word_once(tmp_path: Path) -> N
     # The faults hit trees in flight (whether the spout replayed them or, acked before the
     # kill, recovered them from the results: a fast pipeline leaves few to replay) ...
     assert s["exact"] and s["outstanding_at_faults"] > 0, s
+    # The driver was killed while a task produced (acks half sent): the re-run batch failed
+    # its roots and the spout replayed them, exactly (counts_delta below).
+    assert s["driver_killed_while_producing"], s
     assert s["counts_delta"] == 0 and s["missing_words"] == 0, s  # ... none counted twice
     # ... and no more of them than with at-least-once counting (the aggregate is fused).
     assert s["replays"] <= 5 * 300, s

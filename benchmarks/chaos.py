@@ -5,7 +5,8 @@ ZooKeeper, the REST API, one worker of each kind, the word count submitted over
 REST), sentences are fed at a steady rate, and while the pipeline is busy the
 suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
 JVM; by default while one of its tasks is producing, when its acks are half
-sent: ``driver_killed_while_producing`` says whether that moment was caught) and
+sent: ``driver_killed_while_producing`` says whether that moment was caught,
+``resent_batches`` how many micro-batches were then run again and their roots failed) and
 the API (restarted by the demo cluster's supervisor), then restarts ZooKeeper.
 After each fault it measures how long until the killed process is back and
 source offsets are being committed again. Then it waits for the pipeline to
@@ -80,18 +81,27 @@ def active_driver(workdir: Path) -> list[int]:
     return []
 
 
-def producing_now(workdir: Path) -> bool:
-    """Whether a task of the bolts job is between its produce and its flush's end: it has
+def task_marks(workdir: Path) -> list[tuple[str, int]]:
+    """The bolts job's tasks that have marked a batch (their marks directory, task)."""
+    return [(str(marks), int(f.name.removeprefix("producing-")))
+            for marks in (workdir / "checkpoints" / NAME).glob("*/squall-batches")
+            for f in marks.glob("producing-*")]
+
+
+def producing_now(tasks: list[tuple[str, int]]) -> bool:
+    """Whether one of ``tasks`` is between its first produce and its flush's end: it has
     marked a batch it is producing that is not marked done (services/bolts/batch_marks.py).
     A driver killed then leaves acks half sent: the hardest moment for its recovery."""
     from services.bolts.batch_marks import last_done, last_producing
 
-    for marks in (workdir / "checkpoints" / NAME).glob("*/squall-batches"):
-        for f in marks.glob("producing-*"):
-            task = int(f.name.removeprefix("producing-"))
-            if last_producing(str(marks), task) > last_done(str(marks), task):
-                return True
-    return False
+    return any(last_producing(d, t) > last_done(d, t) for d, t in tasks)
+
+
+def resent_batches(workdir: Path) -> int:
+    """Micro-batches run again after a crash while they were producing (their roots
+    failed at once): from the bolts jobs' logs."""
+    return sum(log.read_text(errors="replace").count("while it was producing")
+               for log in (workdir / "worker-bolts" / "logs").glob("*.log"))
 
 
 def pids(pattern: str) -> list[int]:
@@ -230,12 +240,15 @@ def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
 
 
 def await_producing(workdir: Path, timeout_s: float) -> bool:
-    """Wait, looking every millisecond, until a task of the bolts job produces."""
+    """Wait, looking every half millisecond, until a task of the bolts job produces."""
     deadline = time.monotonic() + timeout_s
-    while not producing_now(workdir):
+    tasks = task_marks(workdir)
+    while not producing_now(tasks):
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.001)
+        time.sleep(0.0005)
+        if not tasks:  # no batch produced yet
+            tasks = task_marks(workdir)
     return True
 
 
@@ -460,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                                    storm.get("acker", {})]},
             "rate": a.rate, "message_timeout_s": a.message_timeout_s, "seconds": drained_s,
             "driver_killed_while_producing": killed_producing,
+            # Whether the kill landed before the flush ended (else the re-run is skipped).
+            "resent_batches": resent_batches(cl.workdir),
             "cpu_first": cpu_log[0] if cpu_log else {}, "cpu_last": cpu_log[-1] if cpu_log else {},
         }
         prog.close()

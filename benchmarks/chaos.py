@@ -83,8 +83,10 @@ def active_driver(workdir: Path) -> list[int]:
 
 def task_marks(workdir: Path) -> list[tuple[str, int]]:
     """The bolts job's tasks that have marked a batch (their marks directory, task)."""
+    from services.bolts.batch_marks import DIRECTORY
+
     return [(str(marks), int(f.name.removeprefix("producing-")))
-            for marks in (workdir / "checkpoints" / NAME).glob("*/squall-batches")
+            for marks in (workdir / "checkpoints" / NAME).glob(f"*/{DIRECTORY}")
             for f in marks.glob("producing-*")]
 
 

@@ -24,6 +24,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+#: The marks' directory, beside (inside) a query's checkpoint.
+DIRECTORY = "squall-batches"
+
+
+def beside(checkpoint: Path) -> str:
+    """The marks' directory of the query checkpointed at ``checkpoint``."""
+    return str(checkpoint / DIRECTORY)
+
 
 def last_done(directory: str, task: int) -> int:
     """The highest batch id ``task`` finished (-1: none)."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from services.bolts import batch_marks
 from services.bolts.cds import with_archive
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
@@ -120,7 +121,8 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
         writer = (reader.writeStream.format(register_for_query(spark, BoltSink, query))
                   .option("topology", spec.to_json()).option("component", head.name)
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
-                  .option("state_url", state_url))
+                  .option("state_url", state_url)
+                  .option("marks", batch_marks.beside(checkpoint)))
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
@@ -149,7 +151,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     from services.bolts.sink import BATCH_PROPERTY, logged_runner, task_runner
     from services.bolts.source import logged_partitions
 
-    marks_dir = str(checkpoint / "squall-batches")
+    marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
     planned: list[Any] = []  # the one job every micro-batch runs, once it is built
 

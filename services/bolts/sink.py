@@ -12,6 +12,7 @@ at once (its roots replayed by the spouts) by one that crashed while producing
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import time
@@ -72,10 +73,17 @@ class BoltWriter(DataSourceStreamArrowWriter):
         self.bootstrap = options["bootstrap"]
         self.run_id = options.get("run", "")
         self.state_url = options.get("state_url", "")
+        self.marks = options.get("marks", "")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchReport:
-        return run_task(self.spec_json, self.component, self.bootstrap, iterator,
-                        self.state_url)
+        from pyspark import TaskContext
+
+        # Spark tells the write's tasks their micro-batch, as the foreachBatch path does.
+        ctx = TaskContext.get()
+        bid = ctx.getLocalProperty(SPARK_BATCH_PROPERTY) if ctx is not None else None
+        urls = {self.component: self.state_url} if self.state_url else {}
+        return run_chain(self.spec_json, (self.component,), self.bootstrap, iterator, urls,
+                         self.marks, None if bid is None else int(bid))[0]
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         rep = BatchReport.merged(
@@ -95,13 +103,6 @@ class BoltWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("bolt %s batch %d aborted; Spark will replay it", self.component, batchId)
-
-
-def run_task(spec_json: str, component: str, bootstrap: str,
-             iterator: Iterable[pa.RecordBatch], state_url: str = "") -> BatchReport:
-    """One bolt task over its micro-batch partition (see :func:`run_chain`)."""
-    return run_chain(spec_json, (component,), bootstrap, iterator,
-                     {component: state_url} if state_url else {})[0]
 
 
 def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
@@ -153,7 +154,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     resent = marking and batch_marks.last_producing(marks_dir, task) == bid
     # Written once, before this run's first message, only when it has one to send.
     producing: Callable[[], None] = (
-        _Once(lambda: batch_marks.mark_producing(marks_dir, task, bid))
+        functools.cache(lambda: batch_marks.mark_producing(marks_dir, task, bid))
         if marking and not resent else lambda: None)
     batches = []
     for topic, part, off, raw in got.records:
@@ -240,18 +241,6 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     return fused
 
 
-class _Once:
-    """Calls ``fn`` the first time it is called."""
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Callable[[], None] | None = fn
-
-    def __call__(self) -> None:
-        if self._fn is not None:
-            fn, self._fn = self._fn, None
-            fn()
-
-
 def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch],
                 component: str, task: int, batch_id: int) -> None:
     """Fail every root of the task's input, after this run's acks (then flushed): the
@@ -296,6 +285,9 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
 #: The Spark local property that tells the tasks their micro-batch (set by the driver on
 #: the job's thread; Spark hands local properties to every task of the job).
 BATCH_PROPERTY = "squall.batch"
+#: The one Spark's micro-batch execution sets itself (``MicroBatchExecution.BATCH_ID_KEY``),
+#: seen by the writer sink's tasks.
+SPARK_BATCH_PROPERTY = "streaming.sql.batchId"
 
 
 def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
@@ -316,7 +308,7 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
         if prop is None:
             raise RuntimeError(f"the task was not told its micro-batch ({BATCH_PROPERTY})")
         bid = int(prop)
-        marks = str(Path(checkpoint) / "squall-batches")
+        marks = batch_marks.beside(Path(checkpoint))
         run = task_runner(spec_json, chain, bootstrap, state_urls, marks, bid)
         for rb in iterator:
             for i in rb.column(0).to_pylist():

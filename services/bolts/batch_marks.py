@@ -35,10 +35,7 @@ def beside(checkpoint: Path) -> str:
 
 def last_done(directory: str, task: int) -> int:
     """The highest batch id ``task`` finished (-1: none)."""
-    try:
-        return int((Path(directory) / f"task-{task}").read_text())
-    except (OSError, ValueError):
-        return -1
+    return _read(Path(directory) / f"task-{task}")
 
 
 def mark_done(directory: str, task: int, batch_id: int) -> None:
@@ -47,8 +44,12 @@ def mark_done(directory: str, task: int, batch_id: int) -> None:
 
 def last_producing(directory: str, task: int) -> int:
     """The last batch id ``task`` started producing (-1: none)."""
+    return _read(Path(directory) / f"producing-{task}")
+
+
+def _read(path: Path) -> int:
     try:
-        return int((Path(directory) / f"producing-{task}").read_text())
+        return int(path.read_text())
     except (OSError, ValueError):
         return -1
 

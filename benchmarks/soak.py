@@ -4,14 +4,19 @@ The vectorized word count (``benchmarks/wordcount.py``'s processes on the embedd
 first runs ``--burst`` sentences as fast as it can, which gives its rate (or ``--rate``
 is given); then sentences are fed at half that rate for ``--minutes``. The resident memory
 (RSS) of each process tree (acker; spout; bolts job: driver, JVM and Python workers) is
-sampled every ``--sample-s``: the start is the sample ``--settle-s`` into the paced phase
-(caches and the JVM's heap warmed), the end the last one. At the end, the feed stops and
-every sentence must be committed; the lag when it stopped says whether a queue grew.
+sampled every ``--sample-s``. The growth compares like with like under the same feed: the
+median of the samples in the first ``--window-s`` after ``--settle-s`` (caches and the JVM's
+heap warmed) with the median of those in the last ``--window-s``: a leak raises the
+second, a lag peak at one sample does not (a process's memory follows its in-flight work:
+the acker's pending trees, say). The single samples are printed too (``*_point``: the one
+at ``--settle-s`` and the one when the feed stopped). At the end, the feed stops and every
+sentence must be committed; the lag when it stopped says whether a queue grew.
 
 Targets (issue #17): RSS growth at most 5 % per process tree, no unbounded queue.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
-{...}, "rss_growth": {...}, "max_rss_growth", "lag_at_stop", "lag_bound", "committed",
+{...}, "rss_growth": {...}, "max_rss_growth", "rss_mb_start_point", "rss_mb_end_point",
+"rss_growth_points", "lag_at_stop", "lag_bound", "committed",
 "replayed", "timed_out", "samples": [{"t", "lag", <RSS per process>}, ...]}``: a lag that
 grew with no trees timed out or replayed was a slow pipeline; with them, trees that were
 lost on the way and waited out their timeout.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -71,6 +77,18 @@ class PacedFeed(threading.Thread):
             self.error = e
 
 
+def window_median(samples: list[tuple[float, int, dict[str, float]]], lo: float,
+                  hi: float) -> dict[str, float]:
+    """Per process, the median RSS of the samples taken at ``lo <= t < hi`` ({}: none)."""
+    inside = [s for t, _, s in samples if lo <= t < hi]
+    return {k: round(statistics.median(s[k] for s in inside), 1)
+            for k in (inside[0] if inside else {})}
+
+
+def _growth(start: dict[str, float], end: dict[str, float]) -> dict[str, float | None]:
+    return {k: round(end[k] / start[k] - 1, 3) if start.get(k) else None for k in end}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=10.0, help="paced phase length")
@@ -80,6 +98,9 @@ def main() -> int:
     ap.add_argument("--settle-s", type=float, default=60.0,
                     help="seconds into the paced phase the start sample is taken")
     ap.add_argument("--sample-s", type=float, default=15.0, help="seconds between samples")
+    ap.add_argument("--window-s", type=float, default=120.0,
+                    help="the start's and the end's RSS: medians over this long (at most a "
+                         "third of the paced phase after --settle-s)")
     ap.add_argument("--exact", action="store_true", help="count into Trident state")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="keep the stack and the processes' logs here (default: a temporary "
@@ -138,12 +159,18 @@ def main() -> int:
         finally:
             watch.close()
             pipe.stop()
-    start = next((s for t, _, s in samples if t >= a.settle_s), samples[-1][2])
-    growth = {k: round(end[k] / start[k] - 1, 3) if start[k] else None for k in end}
+    start_point = next((s for t, _, s in samples if t >= a.settle_s), samples[-1][2])
+    window = min(a.window_s, max(a.minutes * 60 - a.settle_s, 0) / 3)
+    last_t = samples[-1][0]
+    start = window_median(samples, a.settle_s, a.settle_s + window) or start_point
+    median_end = window_median(samples, last_t - window, last_t + 1) or end
+    growth = _growth(start, median_end)
     print(json.dumps({
         "minutes": a.minutes, "rate": round(rate), "partitions": PARTS,
-        "rss_mb_start": start, "rss_mb_end": end, "rss_growth": growth,
+        "rss_mb_start": start, "rss_mb_end": median_end, "rss_growth": growth,
         "max_rss_growth": max(g for g in growth.values() if g is not None),
+        "window_s": round(window), "rss_mb_start_point": start_point, "rss_mb_end_point": end,
+        "rss_growth_points": _growth(start_point, end),
         "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
         "replayed": round(replays["replayed"]), "timed_out": round(timeouts["timed_out"]),
         "samples": [{"t": round(t), "lag": lag_t, **s} for t, lag_t, s in samples]}))

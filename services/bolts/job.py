@@ -53,6 +53,10 @@ def spark_session(master: str, app: str, no_fork: bool = True,
         conf |= {"spark.executor.extraJavaOptions": java_options}
     conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
              "spark.python.worker.reuse": "true",
+             # The JVM and its Python workers over a Unix socket, not TCP: over TCP each
+             # task's input waited ~40 ms (Nagle's algorithm against delayed ACKs), about
+             # 40 % of a micro-batch's fixed cost (docs/performance.md, session 14).
+             "spark.python.unix.domain.socket.enabled": "true",
              "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
     for k, v in (conf | dict(extra_conf or {})).items():
         builder = builder.config(k, v)

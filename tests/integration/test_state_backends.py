@@ -237,3 +237,53 @@ def test_the_change_log_compacts_into_the_table_and_every_store_reads_the_newest
     for s in (reader, fresh, *writers):
         assert _counts(s, kind, list(truth)) == list(truth.values())
         assert {w: v.curr for (w,), v in s.items()} == truth
+
+
+def _writer_lock_free(db_path: Path) -> bool:
+    import fcntl
+
+    with open(db_path.parent / f"{db_path.name}.locks" / "writer.lock", "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def test_sqlite_writers_take_turns_on_a_file_lock_let_go_at_the_end_of_each_batch(
+        tmp_path: Path, state: str) -> None:
+    """SQLite's own wait for its write lock sleeps in steps of up to 100 ms; writers queue
+    on a file lock instead, held from the batch's begin to its commit or rollback, failed
+    batches included, and never by a reader."""
+    import threading
+
+    path = tmp_path / "state.db"
+    kind = MapKind.OPAQUE
+    a, b = (open_store(f"sqlite://{path}", StoreName(state, t, kind)) for t in (0, 1))
+    ma, mb = OpaqueMap(a), OpaqueMap(b)
+    ma.begin_commit(1)
+    assert not _writer_lock_free(path)
+    began = threading.Event()
+
+    def second_writer() -> None:
+        mb.begin_commit(1)
+        began.set()
+        mb.commit(1)
+
+    t = threading.Thread(target=second_writer)
+    t.start()
+    assert not began.wait(0.3)  # queued behind the first writer's batch
+    ma.multi_put([("w",)], [1])
+    ma.commit(1)
+    assert began.wait(30)
+    t.join(30)
+    assert _writer_lock_free(path)
+    assert _counts(b, kind, ["w"]) == [1]  # a reader takes no writer's lock
+    assert _writer_lock_free(path)
+    with pytest.raises(StateError, match="not JSON"):  # a failed batch lets it go too
+        PersistentAggregate(OpaqueMap(a), a, _Unstorable()).run(2, _batch(["x"], [5]))
+    assert _writer_lock_free(path)
+    a.begin_commit(3)
+    a.rollback(3)
+    assert _writer_lock_free(path)

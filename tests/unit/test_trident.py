@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from squall.core.errors import StateError
 from squall.core.trident.aggregators import Count, Sum, batch_updates
-from squall.core.trident.applied import AppliedSources, BatchRecord
+from squall.core.trident.applied import AppliedSources, BatchRecord, TaskMark
 from squall.core.trident.cached import CachedMap
 from squall.core.trident.maps import (
     NonTransactionalMap,
@@ -148,6 +148,41 @@ def test_a_malformed_record_is_a_state_error(raw: bytes) -> None:
         BatchRecord.decode(raw)
 
 
+@given(st.integers(0, 1 << 40), st.dictionaries(st.text(min_size=1, max_size=8),
+                                                st.integers(0, 1 << 40), max_size=4),
+       st.integers(0, 1 << 40), st.dictionaries(st.text(min_size=1, max_size=8),
+                                                st.integers(0, 1 << 40), max_size=4))
+def test_task_marks_round_trip_and_each_raise_is_a_new_turn(
+        txid: int, floors: dict[str, int], turn: int, committed: dict[str, int]) -> None:
+    mark = TaskMark(txid, floors, turn)
+    assert TaskMark.decode(mark.encode()) == mark
+    up = mark.raised(txid, committed)  # even with the same txid (Spark's re-run)
+    assert up.turn == turn + 1 and up != mark
+    assert all(up.floors[s] >= o for s, o in {**floors, **committed}.items())
+
+
+def test_a_task_mark_written_before_turns_reads_as_turn_0() -> None:
+    assert TaskMark.decode(b'{"txid": 3, "floors": {"s:0": 7}}') == TaskMark(3, {"s:0": 7}, 0)
+    with pytest.raises(StateError, match="malformed"):
+        TaskMark.decode(b'{"txid": 3, "floors": {}, "turn": "x"}')
+
+
+@given(st.permutations(list(range(40))), st.lists(st.integers(1, 8), min_size=1, max_size=10),
+       st.lists(st.integers(0, 45), min_size=1, max_size=10))
+def test_applied_sources_know_every_applied_message_whatever_the_order(
+        order: list[int], sizes: list[int], probes: list[int]) -> None:
+    """Batches apply messages in any order (replays come back below newer ones); asked
+    between batches, the merged view (kept up to date, not rebuilt) knows each of them."""
+    a, done, at = AppliedSources(), set(), 0
+    for txid, n in enumerate(sizes, 1):
+        offs = order[at:at + n]
+        at += n
+        a.applied(txid, {"s:0": np.asarray(offs, np.int64)})
+        done |= set(offs)
+        fresh = a.fresh("s:0", np.asarray(probes, np.int64)).tolist()
+        assert fresh == [p not in done for p in probes]
+
+
 def test_applied_sources_skip_earlier_batches_and_forget_on_rerun_and_commit() -> None:
     a = AppliedSources()
     a.applied(5, {"t:0": np.array([10, 11, 12])})
@@ -195,10 +230,14 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
     txids "batch_id": the caller's (Spark's batch id, the same on a re-run); "counter": the
     task's own (a re-run gets a new one, as a fused aggregate's does), so only the applied
     records and the floors (the spout's committed offsets, given to some runs only, as a
-    worker with an old view would) keep a re-run from counting twice."""
+    worker with an old view would) keep a re-run from counting twice.
+
+    Each task runs in two workers (Spark's Python workers), the event choosing which: a
+    worker knows the applied records only as long as no other ran the task since."""
     store = [MemoryBackingMap[Any]() for _ in range(N_TASKS)]
     make = TransactionalMap if kind == "transactional" else OpaqueMap
-    tasks = [PersistentAggregate(make(s), s, Count()) for s in store]
+    workers = [[PersistentAggregate(make(s), s, Count()) for _ in range(2)] for s in store]
+    worker = [0]
     # Queued tuples: (source offset, the edge record they arrive in, word).
     queues: list[list[tuple[int, int, str]]] = [[] for _ in range(N_TASKS)]
     txid = [0] * N_TASKS
@@ -222,16 +261,17 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
         # A re-run's tuples were applied and acked by its first run: they may be committed.
         seen = {"src:0": committed([] if rerun else batch)} \
             if txids == "counter" and tx % 2 else None
-        tasks[t].run(tx if txids == "batch_id" else None,
-                     BatchInput([(w,) for _, _, w in batch], [(w,) for _, _, w in batch],
-                                ["src:0"] * len(batch),
-                                np.array([o for o, _, _ in batch], np.int64),
-                                np.array([r for _, r, _ in batch], np.int64)), seen)
+        workers[t][worker[0]].run(
+            tx if txids == "batch_id" else None,
+            BatchInput([(w,) for _, _, w in batch], [(w,) for _, _, w in batch],
+                       ["src:0"] * len(batch), np.array([o for o, _, _ in batch], np.int64),
+                       np.array([r for _, r, _ in batch], np.int64)), seen)
 
     for off in range(len(messages)):
         emit(off)
     for ev, n in events:
         t = n % N_TASKS
+        worker[0] = n // N_TASKS % 2
         if ev == "deliver" and queues[t]:
             take = 1 + n % len(queues[t])
             # A message's tuples for a task arrive together (one edge record).
@@ -319,6 +359,25 @@ def test_a_replay_in_the_same_record_as_its_first_emission_counts_once() -> None
                           np.full(2 * n, 4, np.int64), np.zeros(2 * n, np.int64),
                           np.repeat(np.array([11, 12], np.uint64), n)))
     assert {k: v.curr for k, v in db.committed.items()} == {("the",): 2, ("cow",): 1}
+
+
+def test_a_worker_reads_the_records_again_once_another_ran_the_task() -> None:
+    """A worker keeps the applied records its last batch left while the stored mark is the
+    one it wrote. Another worker's run of the same txid (with other tuples) writes a mark of
+    a new turn: the first worker then reads the records, and skips what the other applied."""
+    db: MemoryBackingMap[Any] = MemoryBackingMap()
+    a, b = (PersistentAggregate(OpaqueMap(db), db, Count()) for _ in range(2))
+
+    def words(offsets: list[int]) -> BatchInput:
+        return BatchInput([("w",)] * len(offsets), [()] * len(offsets),
+                          ["src:0"] * len(offsets), np.array(offsets, np.int64),
+                          np.zeros(len(offsets), np.int64))
+
+    a.run(5, words([0]))
+    b.run(5, words([0, 1]))  # the same txid: its mark's txid and floors are a's
+    assert db.load_task().turn == 2
+    a.run(6, words([1, 2]))  # message 1 was applied by b
+    assert db.committed[("w",)].curr == 3
 
 
 class _Tally:

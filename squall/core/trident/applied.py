@@ -73,16 +73,20 @@ class TaskMark:
 
     txid: int = 0
     floors: Mapping[str, int] = field(default_factory=dict)
+    #: how many batches the task has committed: a worker that wrote the mark with this
+    #: turn knows the records as they are (a txid repeats when Spark runs a batch again)
+    turn: int = 0
 
     def encode(self) -> bytes:
-        return json.dumps({"txid": self.txid, "floors": dict(sorted(self.floors.items()))}
-                          ).encode()
+        return json.dumps({"txid": self.txid, "floors": dict(sorted(self.floors.items())),
+                           "turn": self.turn}).encode()
 
     @classmethod
     def decode(cls, raw: bytes) -> TaskMark:
         try:
             doc = json.loads(raw)
-            return cls(int(doc["txid"]), {str(s): int(o) for s, o in doc["floors"].items()})
+            return cls(int(doc["txid"]), {str(s): int(o) for s, o in doc["floors"].items()},
+                       int(doc.get("turn", 0)))  # marks written before turns: 0
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise StateError(f"a stored task mark is malformed ({e}): {raw[:80]!r}") from None
 
@@ -91,7 +95,7 @@ class TaskMark:
         floors = dict(self.floors)
         for s, o in committed.items():
             floors[s] = max(floors.get(s, o), o)
-        return TaskMark(txid, floors)
+        return TaskMark(txid, floors, self.turn + 1)
 
 
 class AppliedSources:
@@ -125,7 +129,12 @@ class AppliedSources:
                              "begin(txid) first")
         rec = BatchRecord(txid, {s: np.unique(o) for s, o in offsets.items() if o.size})
         self.records[txid] = rec
-        self._merged = None
+        if self._merged is not None:  # merged in, not rebuilt: a batch adds to many
+            for s, o in rec.offsets.items():
+                old = self._merged.get(s)
+                both = o if old is None else np.concatenate([old, o])
+                # a source's new offsets are above its earlier ones, but for replays
+                self._merged[s] = both if old is None or o[0] > old[-1] else np.sort(both)
         return rec
 
     def prune(self, committed: Mapping[str, int]) -> list[int]:

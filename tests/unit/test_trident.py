@@ -131,7 +131,11 @@ def test_reducer_folds_a_key_s_tuples_in_order() -> None:
 
 
 @given(st.integers(0, 1 << 40), st.dictionaries(
-    st.text(min_size=1, max_size=8), st.lists(st.integers(0, 1 << 40), max_size=30),
+    st.text(min_size=1, max_size=8),
+    # sparse (runs) or many near each other, as a shuffled task's are (a bitmap)
+    st.lists(st.integers(0, 1 << 40), max_size=30) | st.builds(
+        lambda base, offs: [base + o for o in offs], st.integers(0, 1 << 40),
+        st.lists(st.integers(0, 300), max_size=200)),
     max_size=4))
 def test_batch_records_round_trip(txid: int, offsets: dict[str, list[int]]) -> None:
     rec = BatchRecord(txid, {s: np.unique(np.asarray(o, np.int64)) for s, o in offsets.items()
@@ -142,7 +146,10 @@ def test_batch_records_round_trip(txid: int, offsets: dict[str, list[int]]) -> N
         s: o.tolist() for s, o in rec.offsets.items()}
 
 
-@pytest.mark.parametrize("raw", [b"", b"{}", b'{"txid": 1, "runs": {"s": [1]}}', b"[1]"])
+@pytest.mark.parametrize("raw", [b"", b"{}", b'{"txid": 1, "runs": {"s": [1]}}', b"[1]",
+                                 b'{"txid": 1, "runs": {}, "bits": {"s": [1, "%%"]}}',
+                                 b'{"txid": 1, "runs": {}, "bits": {"s": ["1", "AA=="]}}',
+                                 b'{"txid": 1, "runs": {}, "bits": {"s": [1]}}'])
 def test_a_malformed_record_is_a_state_error(raw: bytes) -> None:
     with pytest.raises(StateError, match="malformed"):
         BatchRecord.decode(raw)

@@ -32,6 +32,7 @@ from squall.core.executor import ExecResult
 from squall.core.grouping import Edge, Router
 from squall.core.records import AckerBatch, RecordKind
 from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.trident.aggregators import CodedKeys
 from squall.core.trident.cached import CachedMap
 from squall.core.trident.maps import map_state
 from squall.core.trident.persist import (
@@ -103,9 +104,11 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> B
     offsets: list[np.ndarray] = []
     emissions: list[np.ndarray] = []
     roots: list[np.ndarray] = []
+    coded = _coded_keys(batches, agg.group_by)
     for record, b in enumerate(batches):  # one batch per edge record
         n = len(b)
-        keys += _rows(b, agg.group_by)
+        if coded is None:
+            keys += _rows(b, agg.group_by)
         values += _rows(b, agg.fields)
         o = b.origins()
         if o is None:  # no source message known: only the txid guards these
@@ -118,11 +121,26 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> B
         # and the root tell emissions apart (a batch bolt's one record holds replays too).
         emissions.append(np.full(n, record, np.int64))
         roots.append(b.first_roots())
-    return BatchInput(keys, values,
+    return BatchInput(keys if coded is None else coded, values,
                       np.concatenate(sources) if sources else np.zeros(0, object),
                       np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
                       np.concatenate(emissions) if emissions else np.zeros(0, np.int64),
                       np.concatenate(roots) if roots else np.zeros(0, np.uint64))
+
+
+def _coded_keys(batches: Sequence[TupleBatch], group_by: tuple[str, ...]) -> CodedKeys | None:
+    """One group-by field: the keys as codes into the distinct ones, through Arrow (no
+    Python object per tuple; the counts then need none either). None: several fields, or
+    the records' columns of different types (each tuple's key made in Python then)."""
+    if len(group_by) != 1 or not batches:
+        return None
+    try:
+        col = pa.chunked_array([b.data.column(group_by[0]) for b in batches]).combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return CodedKeys(codes, [(x,) for x in enc.dictionary.to_pylist()])
 
 
 def _rows(b: TupleBatch, fields: tuple[str, ...]) -> list[tuple[Any, ...]]:

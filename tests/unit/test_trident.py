@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import StateError
-from squall.core.trident.aggregators import Count, Sum, batch_updates
+from squall.core.trident.aggregators import (
+    CodedKeys,
+    CombinerUpdates,
+    Count,
+    Sum,
+    batch_updates,
+)
 from squall.core.trident.applied import AppliedSources, BatchRecord, TaskMark
 from squall.core.trident.cached import CachedMap
 from squall.core.trident.maps import (
@@ -222,10 +229,11 @@ def _task_of(word: str) -> int:
     st.lists(st.tuples(st.sampled_from(["deliver", "lose", "crash", "spark_rerun", "replay",
                                         "dup"]),
                        st.integers(0, 1000)), max_size=40),
-    st.sampled_from(["transactional", "opaque"]), st.sampled_from(["batch_id", "counter"]))
+    st.sampled_from(["transactional", "opaque"]), st.sampled_from(["batch_id", "counter"]),
+    st.booleans())
 def test_any_interleaving_of_replays_leaves_exact_counts(
-        messages: list[list[str]], events: list[tuple[str, int]], kind: str, txids: str
-        ) -> None:
+        messages: list[list[str]], events: list[tuple[str, int]], kind: str, txids: str,
+        coded: bool) -> None:
     """Messages (sentences) are split into words for two tasks. Events, in any order:
     deliver (a batch), lose (a message's tuples for one task never arrive: its tree fails),
     crash (a batch fails before its commit), spark_rerun (a committed batch is run again
@@ -240,7 +248,8 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
     worker with an old view would) keep a re-run from counting twice.
 
     Each task runs in two workers (Spark's Python workers), the event choosing which: a
-    worker knows the applied records only as long as no other ran the task since."""
+    worker knows the applied records only as long as no other ran the task since. The keys
+    come as tuples or coded (as a columnar input gives them)."""
     store = [MemoryBackingMap[Any]() for _ in range(N_TASKS)]
     make = TransactionalMap if kind == "transactional" else OpaqueMap
     workers = [[PersistentAggregate(make(s), s, Count()) for _ in range(2)] for s in store]
@@ -270,7 +279,7 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
             if txids == "counter" and tx % 2 else None
         workers[t][worker[0]].run(
             tx if txids == "batch_id" else None,
-            BatchInput([(w,) for _, _, w in batch], [(w,) for _, _, w in batch],
+            BatchInput(_keys([w for _, _, w in batch], coded), [(w,) for _, _, w in batch],
                        ["src:0"] * len(batch), np.array([o for o, _, _ in batch], np.int64),
                        np.array([r for _, r, _ in batch], np.int64)), seen)
 
@@ -326,6 +335,30 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
         for (w,), v in s.committed.items():
             got[w] = v.val if kind == "transactional" else v.curr
     assert got == dict(truth)
+
+
+def _coded(words: list[str]) -> CodedKeys:
+    uniq = list(dict.fromkeys(words))
+    return CodedKeys(np.array([uniq.index(w) for w in words], np.int64), [(w,) for w in uniq])
+
+
+def _keys(words: list[str], coded: bool) -> Sequence[tuple[Any, ...]]:
+    return _coded(words) if coded else [(w,) for w in words]
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=30), st.data())
+def test_coded_keys_count_as_their_tuples_do(words: list[str], data: st.DataObject) -> None:
+    """Counted from codes or from tuples, a batch gives the same keys in the same order (first
+    seen) with the same counts, whole or a subset of it."""
+    keep = np.array(sorted(data.draw(st.sets(st.integers(0, max(0, len(words) - 1))))),
+                    np.int64) if words else np.zeros(0, np.int64)
+    for coded, plain in ((_coded(words), [(w,) for w in words]),
+                         (_coded(words).take(keep), [(words[i],) for i in keep.tolist()])):
+        assert list(coded) == plain
+        cu, cn = batch_updates(coded, [()] * len(plain), Count())
+        pu, pn = batch_updates(plain, [()] * len(plain), Count())
+        assert isinstance(cn, CombinerUpdates) and isinstance(pn, CombinerUpdates)
+        assert cu == pu and cn.apply([None] * len(cu)) == pn.apply([None] * len(pu))
 
 
 def test_tuples_of_unknown_source_are_guarded_by_the_txid_alone() -> None:

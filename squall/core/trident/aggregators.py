@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, overload, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from squall.core.trident.state import Key, ValueUpdater
 
@@ -60,6 +63,39 @@ class Sum:
         return 0
 
 
+class CodedKeys(Sequence[Key]):
+    """A batch's keys as codes into its distinct keys (``uniq[codes[i]]`` is tuple ``i``'s),
+    as a columnar input gives them: counted without a Python call per tuple."""
+
+    def __init__(self, codes: npt.NDArray[np.int64], uniq: Sequence[Key]) -> None:
+        self.codes = codes
+        self.uniq = uniq
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+    @overload
+    def __getitem__(self, i: int) -> Key: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Key]: ...
+
+    def __getitem__(self, i: int | slice) -> Key | Sequence[Key]:
+        if isinstance(i, slice):
+            return CodedKeys(self.codes[i], self.uniq)
+        return self.uniq[int(self.codes[i])]
+
+    def take(self, idx: npt.NDArray[np.int64]) -> CodedKeys:
+        return CodedKeys(self.codes[idx], self.uniq)
+
+    def counts(self) -> tuple[list[Key], list[int]]:
+        """Each key present once, in the order first seen, with its number of tuples."""
+        n = np.bincount(self.codes, minlength=len(self.uniq))
+        present, first = np.unique(self.codes, return_index=True)
+        order = present[np.argsort(first)]
+        return [self.uniq[c] for c in order.tolist()], n[order].tolist()
+
+
 def batch_updates(keys: Sequence[Key], values: Sequence[Values],
                   agg: CombinerAggregator[T] | ReducerAggregator[T]
                   ) -> tuple[list[Key], Sequence[ValueUpdater[T]]]:
@@ -68,6 +104,9 @@ def batch_updates(keys: Sequence[Key], values: Sequence[Values],
     if isinstance(agg, CombinerAggregator):
         partial: dict[Key, Any]
         kind: type = type(agg)
+        if kind is Count and isinstance(keys, CodedKeys):
+            uniq, n = keys.counts()
+            return uniq, CombinerUpdates(agg, cast(list[T], n))
         if kind is Count:  # the common cases without a Python call per tuple
             partial = Counter(keys)
         elif kind is Sum:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from squall.core.trident.aggregators import (
+    CodedKeys,
     CombinerAggregator,
     ReducerAggregator,
     Values,
@@ -166,11 +167,13 @@ class _ExactBatches(Generic[T]):
                     _one_emission(offs, b.emissions[at], None if b.roots is None else b.roots[at])
         if keep.all():  # the common case: nothing applied before
             n_kept = len(b.keys)
-            rows = self._apply(list(b.keys), list(b.values))
+            rows = self._apply(b.keys, b.values)
         else:
-            idx = np.flatnonzero(keep).tolist()
+            at = np.flatnonzero(keep)
+            idx = at.tolist()
             n_kept = len(idx)
-            rows = self._apply([b.keys[i] for i in idx], [b.values[i] for i in idx])
+            rows = self._apply(b.keys.take(at) if isinstance(b.keys, CodedKeys) else
+                               [b.keys[i] for i in idx], [b.values[i] for i in idx])
         if applied is not None:
             by_source = {s: b.offsets[keep & (srcs == s)] for s in sources}
             self.store.put_applied(applied.applied(txid, by_source))
@@ -178,7 +181,7 @@ class _ExactBatches(Generic[T]):
         self.store.put_task(mark)
         return NewValues(rows, len(b.keys) - n_kept, txid)
 
-    def _apply(self, keys: list[Key], values: list[Values]
+    def _apply(self, keys: Sequence[Key], values: Sequence[Values]
                ) -> Callable[[], list[tuple[Any, ...]]]:
         raise NotImplementedError
 
@@ -191,7 +194,7 @@ class PersistentAggregate(_ExactBatches[T]):
         super().__init__(state, store)
         self.aggregator = aggregator
 
-    def _apply(self, keys: list[Key], values: list[Values]
+    def _apply(self, keys: Sequence[Key], values: Sequence[Values]
                ) -> Callable[[], list[tuple[Any, ...]]]:
         uniq, ups = batch_updates(keys, values, self.aggregator)
         news = self.state.multi_update(uniq, ups) if uniq else []
@@ -206,7 +209,7 @@ class PartitionPersist(_ExactBatches[T]):
         super().__init__(state, store)
         self.updater = updater
 
-    def _apply(self, keys: list[Key], values: list[Values]
+    def _apply(self, keys: Sequence[Key], values: Sequence[Values]
                ) -> Callable[[], list[tuple[Any, ...]]]:
         out = Collector()
         if values:

@@ -172,8 +172,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             for i, comp in enumerate(chain):
                 fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
                 inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                        bootstrap, producer, reports[i], turns, producing,
-                                        head_task=task)
+                                        bootstrap, producer, reports[i], turns, producing)
                 if not inputs:
                     break
         t_prod = time.perf_counter()
@@ -196,18 +195,18 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str,
                    bootstrap: str, producer: Any, report: BatchReport,
-                   turns: contextlib.ExitStack, producing: Callable[[], None],
-                   head_task: int = 0) -> dict[int, list[TupleBatch]]:
+                   turns: contextlib.ExitStack, producing: Callable[[], None]
+                   ) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks
     (calling ``producing`` first); what goes to the fused bolt (``fused_topic``) is
-    returned by its task instead. A fused bolt's tasks run from the head's task number
-    on, round: head tasks running at once then start on different tasks, not all in the
-    queue for the first one's lock."""
+    returned by its task instead. Tasks run in their order: a stateful bolt's task lock
+    is held until the chain ends (``turns``), so every head task takes them in one order
+    (head tasks starting on different tasks deadlocked)."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
     run_s = prod_s = 0.0
-    for task in sorted(inputs, key=lambda t: (t - head_task) % bolt.parallelism):
+    for task in sorted(inputs):
         t0 = time.perf_counter()
         if bolt.cls in STATEFUL:
             res = _aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])

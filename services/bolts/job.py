@@ -112,7 +112,9 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(head.name)))
               .option("tasks", ",".join(str(t) for t in range(head.parallelism)))
-              .option("max_rows", str(s.max_rows_per_batch)).load())
+              .option("max_rows", str(s.max_rows_per_batch))
+              .option("quiet_ms", str(s.quiet_ms)).option("linger_ms", str(s.linger_ms))
+              .load())
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
     # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).

@@ -66,7 +66,11 @@ class BoltSettings(SparkSettings):
 
     checkpoint_dir: Path = Path(".squall/checkpoints")
     max_rows_per_batch: int = Field(2_000, ge=1)
-    trigger_ms: int = Field(200, ge=0)
+    trigger_ms: int = Field(50, ge=0)
+    # After an idle spell a micro-batch waits for its burst to land: until the edges stood
+    # still for quiet_ms, at most linger_ms (0: never waits); squall/core/linger.py.
+    quiet_ms: int = Field(20, ge=0)
+    linger_ms: int = Field(100, ge=0)
     # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
     # straight back to this process), or the Python data source writer ("writer").
     sink: Literal["foreach_batch", "writer"] = "foreach_batch"
@@ -122,7 +126,11 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--checkpoint-dir", help="Spark's checkpoints and the default state "
                    "database (shared storage on a cluster)")
     p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
-    p.add_argument("--trigger-ms", type=int, help="micro-batch interval")
+    p.add_argument("--trigger-ms", type=int, help="micro-batch interval (default 50)")
+    p.add_argument("--quiet-ms", type=int, help="after an idle spell, a micro-batch starts "
+                   "once its input stood still this long (default 20)")
+    p.add_argument("--linger-ms", type=int, help="... or this long after its first record "
+                   "was seen, whichever is first (default 100; 0: no waiting)")
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
                    help="foreachBatch + mapInArrow (default) or the data source writer")
     p.add_argument("--standby", action="store_true", default=None,

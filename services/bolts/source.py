@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from services.bolts import clients
 from squall.core.contiguity import Contiguity
+from squall.core.linger import Linger
 from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue
 
 SCHEMA = "task int, topic string, partition int, start long, end long"
@@ -40,6 +41,8 @@ ARROW_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()),
 #: A range read that brings nothing for this long is retried: re-positioned, with backoff.
 STALL_S = 1.0
 MAX_BACKOFF_S = 5.0
+#: How often a lingering offer looks at the edges' ends again.
+LINGER_POLL_S = 0.005
 
 log = logging.getLogger("squall.bolts.source")
 
@@ -98,6 +101,8 @@ class EdgeReader(DataSourceStreamReader):
         self.topics = [t for t in options["topics"].split(",") if t]
         self.tasks = [int(t) for t in options["tasks"].split(",") if t]
         self.max_rows = int(options.get("max_rows", "2000"))
+        self._linger = Linger(int(options.get("quiet_ms", "20")),
+                              int(options.get("linger_ms", "100")))
         self._ends: EdgeEnds | None = None
 
     def initialOffset(self) -> dict[str, int]:
@@ -108,8 +113,15 @@ class EdgeReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_rows)
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        return next_offsets(start, self._high_watermarks(),
-                            limit.max_rows if isinstance(limit, ReadMaxRows) else None)
+        budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        ends = self._high_watermarks()
+        # After an idle spell, wait for the burst to land (squall/core/linger.py).
+        while not self._linger.ready(int(time.monotonic() * 1000), start, ends, budget):
+            time.sleep(LINGER_POLL_S)
+            ends = self._high_watermarks()
+        end = next_offsets(start, ends, budget)
+        self._linger.offered(start, end)
+        return end
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[TaskPartition]:
         return plan_partitions(self.topics, self.tasks, start, end)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import threading
+import time
 import uuid
 
 import pytest
+from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from services.bolts import clients
-from services.bolts.source import EdgeEnds, read_range
+from services.bolts.source import EdgeEnds, EdgeReader, read_range
 from squall.kafka import ensure_topics
 from tests.integration.helpers import produce_source, wait_for
 
@@ -52,3 +55,35 @@ def test_edge_ends_follow_the_partitions(bootstrap: str, hold: bool) -> None:
 
 def _ends_are(ends: EdgeEnds, want: dict[str, int]) -> bool:
     return ends.poll() == want
+
+
+def test_an_offer_after_an_idle_spell_waits_for_the_whole_burst(bootstrap: str) -> None:
+    """A burst produced in five pieces is offered as one micro-batch, not its front: the
+    offer waits until the edges stood still (``quiet_ms``, long here: a loaded machine may
+    pause the producer between pieces)."""
+    topic = f"edge-linger-{uuid.uuid4().hex[:8]}"
+    ensure_topics(bootstrap, {topic: 2}, 30)
+    reader = EdgeReader({"bootstrap": bootstrap, "topics": topic, "tasks": "0,1",
+                         "quiet_ms": "1500", "linger_ms": "60000"})
+    limit = ReadMaxRows(10_000)
+    start = reader.initialOffset()
+    try:
+        assert reader.latestOffset(start, limit) == start  # nothing yet: no batch, at once
+        first = threading.Event()
+
+        def burst() -> None:
+            for _ in range(5):
+                produce_source(bootstrap, topic, [b"x"] * 10, partitions=2)
+                first.set()
+                threading.Event().wait(0.05)
+
+        feeder = threading.Thread(target=burst)
+        feeder.start()
+        assert first.wait(30)
+        offer, deadline = start, time.monotonic() + 30
+        while offer == start and time.monotonic() < deadline:  # as Spark's triggers do
+            offer = reader.latestOffset(start, limit)
+        feeder.join()
+        assert offer == {f"{topic}:0": 25, f"{topic}:1": 25}
+    finally:
+        reader.stop()

@@ -92,6 +92,11 @@ def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
     ensure_topics(bootstrap, topics, 30)
 
 
+def query_name(spec: TopologySpec, chain: Sequence[str]) -> str:
+    """The Spark query of a chain of bolts: ``<topology>.<head bolt>``."""
+    return f"{spec.name}.{chain[0]}"
+
+
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
                metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
     """One query for a chain of bolts (``squall.core.chains``): it reads the head's inputs."""
@@ -107,7 +112,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     from services.bolts.sink import BoltSink
     from services.bolts.source import EdgeSource
 
-    query = f"{spec.name}.{head.name}"
+    query = query_name(spec, chain)
     reader = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(head.name)))
@@ -259,6 +264,11 @@ class BoltJob:
         if lock is None:  # stopped while standing by
             spark.stop()
             return
+        # Every micro-batch's progress counted as Spark reports it (services/bolts/metrics.py).
+        listener = self.metrics.listener({query_name(self.spec, c): c for c in plan}) \
+            if self.metrics else None
+        if listener is not None:
+            spark.streams.addListener(listener)
         try:
             queries = [w.start() for w in writers]
             mark_running(lock)
@@ -292,17 +302,15 @@ class BoltJob:
         try:
             while not stop.wait(0.5):
                 progress = {}
-                for chain, q in zip(plan, queries, strict=True):
+                for q in queries:
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
-                    progress[q.name] = last = q.lastProgress
+                    progress[q.name] = q.lastProgress
                     for p in q.recentProgress if len(shown) < FIRST_BATCHES_LOGGED else ():
                         if p["batchId"] not in shown:
                             shown.add(p["batchId"])
                             log.info("query %s, micro-batch %d: Spark's milliseconds %s",
                                      q.name, p["batchId"], p.get("durationMs"))
-                    if m:
-                        m.progress(chain, last)
                 marks.step(int(time.time() * 1000), progress)
         finally:
             marks.close()

@@ -2,13 +2,15 @@
 
 Per-tuple counts happen on the executors, in Spark's Python workers, which have
 no /metrics of their own; the driver sees every micro-batch's rows and
-duration through ``StreamingQuery.lastProgress``.
+duration through a ``StreamingQueryListener`` (:func:`progress_listener`): sampling
+``StreamingQuery.lastProgress`` every 0.5 s counted one micro-batch in three when they
+ran every ~150 ms.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -105,6 +107,31 @@ class BoltMetrics:
             self.duration.labels(*lab).observe(float(ms) / 1000)
         for phase, v in phases.items():
             self.phases.labels(*lab, phase).inc(float(v) / 1000)
+
+    def listener(self, chains: Mapping[str, Sequence[str]]) -> Any:
+        """A ``StreamingQueryListener`` that counts every progress report of the queries
+        named in ``chains`` (query name -> its chain of bolts); for
+        ``spark.streams.addListener``. Called on Spark's listener thread."""
+        from pyspark.sql.streaming.listener import StreamingQueryListener
+
+        metrics = self
+
+        class Progress(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                chain = chains.get(event.progress.name)
+                if chain:
+                    metrics.progress(chain, event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        return Progress()
 
     def report(self, rep: BatchReport) -> None:
         """A bolt's report of one micro-batch (services/bolts/report.py)."""

@@ -31,7 +31,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -279,8 +279,10 @@ class Pipeline:
 
 
 def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch",
-           trigger_ms: int = 50, exact: bool = False, pending: int = 50_000) -> Pipeline:
-    """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout."""
+           trigger_ms: int = 50, exact: bool = False, pending: int = 50_000,
+           bolt_flags: Sequence[str] = ()) -> Pipeline:
+    """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout;
+    ``bolt_flags``: more flags of the bolts job."""
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = topology(name=name, source=src, vectorized=True, exact=exact)
@@ -303,7 +305,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                     "--master", "local[2]", "--trigger-ms", str(trigger_ms),
                     "--max-rows-per-batch", str(max_rows), "--sink", sink,
                     "--metrics-port", str(bolts_port),
-                    "--state-url", f"sqlite://{tmp / f'{name}-state.db'}"])
+                    "--state-url", f"sqlite://{tmp / f'{name}-state.db'}", *bolt_flags])
     edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]
     start("spout", ["services.spout", "--topology", name, "--component", "sentences",
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",

@@ -265,10 +265,8 @@ class BoltJob:
             spark.stop()
             return
         # Every micro-batch's progress counted as Spark reports it (services/bolts/metrics.py).
-        listener = self.metrics.listener({query_name(self.spec, c): c for c in plan}) \
-            if self.metrics else None
-        if listener is not None:
-            spark.streams.addListener(listener)
+        if self.metrics:
+            self.metrics.listen(spark, {query_name(self.spec, c): c for c in plan})
         try:
             queries = [w.start() for w in writers]
             mark_running(lock)

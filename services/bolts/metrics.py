@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -108,30 +108,45 @@ class BoltMetrics:
         for phase, v in phases.items():
             self.phases.labels(*lab, phase).inc(float(v) / 1000)
 
-    def listener(self, chains: Mapping[str, Sequence[str]]) -> Any:
-        """A ``StreamingQueryListener`` that counts every progress report of the queries
-        named in ``chains`` (query name -> its chain of bolts); for
-        ``spark.streams.addListener``. Called on Spark's listener thread."""
-        from pyspark.sql.streaming.listener import StreamingQueryListener
+    def listen(self, spark: Any, chains: Mapping[str, Sequence[str]]) -> Any:
+        """Count every progress report of the queries named in ``chains`` (query name ->
+        its chain of bolts) as Spark posts it; the listener, for ``removeListener``.
+
+        Spark's Python listener interface, implemented directly: PySpark's
+        ``StreamingQueryListener`` converts each event field by field, dozens of calls
+        into the JVM per micro-batch, and with it the word count's complete latency at half
+        rate went from 0.32 to 0.45 s (p50; docs/performance.md, session 15). Here: the
+        progress as JSON, two calls. Called on Spark's listener thread.
+        """
+        from pyspark.java_gateway import ensure_callback_server_started
 
         metrics = self
 
-        class Progress(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None:
+        class Progress:
+            def onQueryStarted(self, jevent: Any) -> None:
                 pass
 
-            def onQueryProgress(self, event: Any) -> None:
-                chain = chains.get(event.progress.name)
+            def onQueryProgress(self, jevent: Any) -> None:
+                p = json.loads(jevent.progress().json())
+                chain = chains.get(p.get("name"))
                 if chain:
-                    metrics.progress(chain, event.progress)
+                    metrics.progress(chain, p)
 
-            def onQueryIdle(self, event: Any) -> None:
+            def onQueryIdle(self, jevent: Any) -> None:
                 pass
 
-            def onQueryTerminated(self, event: Any) -> None:
+            def onQueryTerminated(self, jevent: Any) -> None:
                 pass
 
-        return Progress()
+            class Java:
+                implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+        sc = spark.sparkContext
+        cast(Any, ensure_callback_server_started)(sc._gateway)  # untyped in PySpark
+        listener = sc._jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(
+            Progress())
+        spark._jsparkSession.streams().addListener(listener)
+        return listener
 
     def report(self, rep: BatchReport) -> None:
         """A bolt's report of one micro-batch (services/bolts/report.py)."""

@@ -110,8 +110,7 @@ def test_the_progress_listener_counts_every_micro_batch(spark: Any, tmp_path: Pa
 
     registry = CollectorRegistry()
     metrics = BoltMetrics(registry, "topo")
-    listener = metrics.listener({"topo.head": ("head", "fused")})
-    spark.streams.addListener(listener)
+    listener = metrics.listen(spark, {"topo.head": ("head", "fused")})
     try:
         q = (spark.readStream.format("rate").option("rowsPerSecond", 100).load()
              .writeStream.foreachBatch(lambda df, i: None).queryName("topo.head")
@@ -135,4 +134,4 @@ def test_the_progress_listener_counts_every_micro_batch(spark: Any, tmp_path: Pa
         assert registry.get_sample_value("squall_bolt_batch_duration_seconds_count", {
             "topology": "topo", "component": "head"}) == batches
     finally:
-        spark.streams.removeListener(listener)
+        spark._jsparkSession.streams().removeListener(listener)

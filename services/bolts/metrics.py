@@ -2,7 +2,7 @@
 
 Per-tuple counts happen on the executors, in Spark's Python workers, which have
 no /metrics of their own; the driver sees every micro-batch's rows and
-duration through a ``StreamingQueryListener`` (:func:`progress_listener`): sampling
+duration through a streaming query listener (:meth:`BoltMetrics.listen`): sampling
 ``StreamingQuery.lastProgress`` every 0.5 s counted one micro-batch in three when they
 ran every ~150 ms.
 """

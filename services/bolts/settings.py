@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
 from squall.core.errors import ConfigError
+from squall.core.linger import Linger
 from squall.core.topology import TopologySpec
 
 #: C1 only: Spark plans every micro-batch anew, and C2 kept compiling what that planning
@@ -69,8 +70,8 @@ class BoltSettings(SparkSettings):
     trigger_ms: int = Field(50, ge=0)
     # After an idle spell a micro-batch waits for its burst to land: until the edges stood
     # still for quiet_ms, at most linger_ms (0: never waits); squall/core/linger.py.
-    quiet_ms: int = Field(20, ge=0)
-    linger_ms: int = Field(100, ge=0)
+    quiet_ms: int = Field(Linger.quiet_ms, ge=0)
+    linger_ms: int = Field(Linger.linger_ms, ge=0)
     # How a micro-batch reaches the bolt tasks: foreachBatch + mapInArrow (the reports come
     # straight back to this process), or the Python data source writer ("writer").
     sink: Literal["foreach_batch", "writer"] = "foreach_batch"
@@ -128,9 +129,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
     p.add_argument("--trigger-ms", type=int, help="micro-batch interval (default 50)")
     p.add_argument("--quiet-ms", type=int, help="after an idle spell, a micro-batch starts "
-                   "once its input stood still this long (default 20)")
+                   f"once its input stood still this long (default {Linger.quiet_ms})")
     p.add_argument("--linger-ms", type=int, help="... or this long after its first record "
-                   "was seen, whichever is first (default 100; 0: no waiting)")
+                   f"was seen, whichever is first (default {Linger.linger_ms}; 0: no waiting)")
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
                    help="foreachBatch + mapInArrow (default) or the data source writer")
     p.add_argument("--standby", action="store_true", default=None,

@@ -101,8 +101,8 @@ class EdgeReader(DataSourceStreamReader):
         self.topics = [t for t in options["topics"].split(",") if t]
         self.tasks = [int(t) for t in options["tasks"].split(",") if t]
         self.max_rows = int(options.get("max_rows", "2000"))
-        self._linger = Linger(int(options.get("quiet_ms", "20")),
-                              int(options.get("linger_ms", "100")))
+        self._linger = Linger(**{k: int(options[k]) for k in ("quiet_ms", "linger_ms")
+                                 if k in options})
         self._ends: EdgeEnds | None = None
 
     def initialOffset(self) -> dict[str, int]:

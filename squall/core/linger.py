@@ -25,10 +25,10 @@ class Linger:
     quiet_ms: int = 20
     linger_ms: int = 100
     #: the last offer was empty (or none was made yet): the next one lingers
-    idle: bool = True
-    _first: int | None = field(default=None, repr=False)
-    _moved: int = field(default=0, repr=False)
-    _ends: dict[str, int] = field(default_factory=dict, repr=False)
+    idle: bool = field(default=True, init=False)
+    _first: int | None = field(default=None, init=False, repr=False)
+    _moved: int = field(default=0, init=False, repr=False)
+    _ends: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def ready(self, now_ms: int, start: Mapping[str, int], ends: Mapping[str, int],
               budget: int | None) -> bool:

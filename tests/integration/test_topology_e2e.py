@@ -99,6 +99,11 @@ class Run:
             self.bootstrap, f"squall.{self.spec.name}.sentences", self.source, SOURCE_PARTS))
 
 
+def _all_counted(bolts: ServiceProcess, lab: str, commits: Path) -> bool:
+    done = len([f for f in commits.iterdir() if f.name.isdigit()])
+    return done > 0 and bolts.metrics().get(f"squall_bolt_batches_total{{{lab}}}", 0) == done
+
+
 def sentences(n: int) -> list[bytes]:
     return [f"the quick brown fox {i % 7} jumps over the lazy dog {i}".encode() for i in range(n)]
 
@@ -153,6 +158,13 @@ def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: s
         assert all(v > 0 for v in phases.values()), phases
         total = bm[f"squall_bolt_execute_seconds_total{{{split}}}"]
         assert sum(phases.values()) == pytest.approx(total, rel=0.01)
+        # Every micro-batch of each query counted (its commit log has one file a batch):
+        # the listener is told of each, however close they come.
+        for head in ("split", "count") if mode == "unfused" else ("split",):
+            commits = run.tmp / "ckpt" / run.spec.name / head / "commits"
+            lab = f"component={head},topology={run.spec.name}"
+            wait_for(functools.partial(_all_counted, bolts, lab, commits), 30,
+                     f"{head}'s micro-batches counted as its commit log has them")
     # Every way of running the tasks marks the micro-batches they finished (a re-run after
     # a crash is skipped, or its roots failed: services/bolts/batch_marks.py).
     marks = run.tmp / "ckpt" / run.spec.name / "split" / DIRECTORY

@@ -23,18 +23,15 @@ def test_ranges_are_read_exactly_one_after_another(bootstrap: str) -> None:
     ensure_topics(bootstrap, {topic: 1}, 30)
     produce_source(bootstrap, topic, [f"m{i}".encode() for i in range(300)], partitions=1)
     c = clients.edge_consumer(bootstrap)
-    try:
-        got = []
-        for s, e in ((0, 1), (1, 120), (120, 300)):
-            r = read_range(c, topic, 0, s, e)
-            assert r.offsets == list(range(s, e)) and r.lost == 0
-            got += r.values
-        assert got == [f"m{i}".encode() for i in range(300)]
-        # More data later, read from where the last range ended (a fresh fetch, same consumer).
-        produce_source(bootstrap, topic, [b"late"], partitions=1)
-        assert read_range(c, topic, 0, 300, 301).values == [b"late"]
-    finally:
-        c.close()
+    got = []
+    for s, e in ((0, 1), (1, 120), (120, 300)):
+        r = read_range(c, topic, 0, s, e)
+        assert r.offsets == list(range(s, e)) and r.lost == 0
+        got += r.values
+    assert got == [f"m{i}".encode() for i in range(300)]
+    # More data later, read from where the last range ended (a fresh fetch on the same consumer).
+    produce_source(bootstrap, topic, [b"late"], partitions=1)
+    assert read_range(c, topic, 0, 300, 301).values == [b"late"]
 
 
 @pytest.mark.parametrize("hold", [True, False])

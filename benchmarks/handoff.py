@@ -8,6 +8,9 @@ last task's end until ``collect()`` returns. Over TCP the second part waited ~40
 (``spark.python.unix.domain.socket.enabled``). Both sessions run in this process, one
 after the other (the baseline first), with the bolts job's other settings.
 
+Then the same job collected as Arrow (``to_arrow``), and an RDD job (``rdd_floor``:
+PySpark's ``count``, Python workers without Spark SQL's plan or Arrow).
+
 Last line: one JSON object, each figure a median in milliseconds, ``unix_*`` and ``tcp_*``.
 """
 
@@ -58,6 +61,16 @@ def measure(unix: bool, jobs: int, warm: int) -> dict[str, float]:
             print(f"\r{'unix' if unix else 'tcp '} job {i + 1}/{jobs}", end="",
                   file=sys.stderr, flush=True)
         print(file=sys.stderr)
+        # The same job's results as Arrow instead of pickled rows; and an RDD job (PySpark's
+        # count: Python workers, no SQL plan, no Arrow), what is left without Spark SQL.
+        for name, job in (("to_arrow", df.toArrow),
+                          ("rdd_floor", spark.sparkContext.parallelize([0, 1], 2).count)):
+            for _ in range(warm):
+                job()
+            for _ in range(jobs):
+                t0 = time.time()
+                job()
+                parts.setdefault(name, []).append(time.time() - t0)
         return {k: round(statistics.median(v) * 1000, 1) for k, v in parts.items()}
     finally:
         spark.stop()

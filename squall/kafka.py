@@ -48,6 +48,22 @@ def produce(producer: Any, topic: str, value: bytes | None,
             producer.poll(0.05)
 
 
+def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[Any]:
+    """Up to ``max_messages`` the consumer holds already; with none, waits up to
+    ``timeout_s`` for the first and returns it with those that came along.
+
+    ``Consumer.consume(n, timeout)`` returns only once it has ``n`` messages or the
+    timeout passed: a loop that asked for 500 waited its whole 50 ms on every pass at
+    half rate, ~40 ms of each tree's round trip (docs/performance.md, session 16)."""
+    got: list[Any] = consumer.consume(max_messages, 0)
+    if got or timeout_s <= 0:
+        return got
+    first = consumer.poll(timeout_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(max_messages - 1, 0)] if max_messages > 1 else [first]
+
+
 #: How long a gap in a Squall topic's offsets is fetched again before it is taken for real.
 #: Squall's own topics (edges, acker, results) never have gaps (no compaction, no
 #: transactions): one is a record the broker has not shown yet (squall/core/contiguity.py).

@@ -25,7 +25,7 @@ from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire import encode_results
-from squall.kafka import GAP_HOLD_MS, contiguous, ensure_topics, produce
+from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, ensure_topics, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
@@ -81,7 +81,7 @@ class AckerService:
         last_commit = last_beat = now
         try:
             while not stop.is_set():
-                got = consumer.consume(s.max_poll_messages, 0.05)
+                got = consume_ready(consumer, s.max_poll_messages, 0.05)
                 now = self.clock.now_ms()
                 msgs = contiguous(consumer, gaps, got, now)
                 by_part: dict[int, list[Message]] = defaultdict(list)

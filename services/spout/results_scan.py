@@ -16,7 +16,7 @@ from squall.core.contiguity import Contiguity
 from squall.core.errors import WireFormatError
 from squall.core.records import Outcome
 from squall.core.wire import decode_letter_marker, decode_results, decode_salt_marker
-from squall.kafka import GAP_HOLD_MS, contiguous
+from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous
 
 log = logging.getLogger("squall.spout")
 #: Salts older than the newest few cannot have trees left in flight.
@@ -50,7 +50,8 @@ def scan_results(bootstrap: str, topic: str, task_id: int, start: int,
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            for m in contiguous(c, gaps, c.consume(1000, 1.0), int(time.monotonic() * 1000)):
+            for m in contiguous(c, gaps, consume_ready(c, 1000, 1.0),
+                                int(time.monotonic() * 1000)):
                 err = m.error()
                 if err is not None:
                     # The end, unless a gap before it is being fetched again.

@@ -43,11 +43,15 @@ from squall.core.wire import (
     encode_salt_marker,
     results_clock,
 )
-from squall.kafka import GAP_HOLD_MS, contiguous, ensure_topics, produce
+from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, ensure_topics, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
 TP = tuple[str, int]
+#: How long a pass waits for source records: briefly while trees are in flight, whose
+#: results come on the other consumer and wait for the next pass (20 ms passes were
+#: ~20 ms of each tree's round trip at half rate; docs/performance.md, session 16).
+SOURCE_WAIT_S, SOURCE_WAIT_IN_FLIGHT_S = 0.02, 0.002
 
 
 @dataclass
@@ -186,7 +190,7 @@ class SpoutService:
     def _step(self, consumer: Any, emit: bool) -> None:
         # Wait on the sources while they may be read, else on the results.
         reading = emit and len(self._paused) < len(self._route)
-        got = self.results_consumer.consume(1000, 0 if reading else 0.05)
+        got = consume_ready(self.results_consumer, 1000, 0 if reading else 0.05)
         for m in contiguous(self.results_consumer, self._result_gaps, got,
                             self.clock.now_ms()):
             if m.error():
@@ -197,7 +201,8 @@ class SpoutService:
         now = self.clock.now_ms()
         if emit:
             self._retry(now)
-        msgs = consumer.consume(self.s.max_poll_records, 0.02) if reading else []
+        wait = SOURCE_WAIT_IN_FLIGHT_S if self._in_flight() else SOURCE_WAIT_S
+        msgs = consume_ready(consumer, self.s.max_poll_records, wait) if reading else []
         now = self.clock.now_ms()
         msgs = contiguous(consumer, self._gaps, msgs, now)
         batches: dict[TP, list[Any]] = defaultdict(list)
@@ -229,6 +234,9 @@ class SpoutService:
                 msgs = [task.offsets[src].payload(o) for o in offs]
                 self._emitted(task, task.on_records(
                     src, offs, [m.value() for m in msgs], msgs, now, rewind=False))
+
+    def _in_flight(self) -> bool:
+        return any(io.task.pending for io in self.io.values())
 
     def _caught_up(self) -> bool:
         """Nothing in flight and a commit point moved: commit now, not at the next interval

@@ -8,8 +8,9 @@ last task's end until ``collect()`` returns. Over TCP the second part waited ~40
 (``spark.python.unix.domain.socket.enabled``). Both sessions run in this process, one
 after the other (the baseline first), with the bolts job's other settings.
 
-Then the same job collected as Arrow (``to_arrow``), and an RDD job (``rdd_floor``:
-PySpark's ``count``, Python workers without Spark SQL's plan or Arrow).
+Then the same job collected as Arrow (``to_arrow``), an RDD job (``rdd_floor``:
+PySpark's ``count``, Python workers without Spark SQL's plan or Arrow), and an RDD job
+planned once that reads a local property and collects a row per task (``rdd_collect``).
 
 Last line: one JSON object, each figure a median in milliseconds, ``unix_*`` and ``tcp_*``.
 """
@@ -39,6 +40,16 @@ def _each(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                                           "ended": [time.time()]})
 
 
+def _each_row(part: Iterator[int]) -> Iterator[dict[str, Any]]:
+    """The RDD job's task: what the bolts' tasks return, a report per task."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    batch = ctx.getLocalProperty("squall.batch") if ctx is not None else None
+    for i in part:
+        yield {"task": i, "batch": batch, "started": time.time()}
+
+
 def measure(unix: bool, jobs: int, warm: int) -> dict[str, float]:
     from services.bolts.job import spark_session
 
@@ -63,8 +74,14 @@ def measure(unix: bool, jobs: int, warm: int) -> dict[str, float]:
         print(file=sys.stderr)
         # The same job's results as Arrow instead of pickled rows; and an RDD job (PySpark's
         # count: Python workers, no SQL plan, no Arrow), what is left without Spark SQL.
+        # And an RDD job planned once, told its batch by a local property and collecting a
+        # report per task, as the bolts' micro-batch job could run (``rdd_collect``).
+        sc = spark.sparkContext
+        rdd = sc.parallelize([0, 1], 2).mapPartitions(_each_row)
+        sc.setLocalProperty("squall.batch", "1")
         for name, job in (("to_arrow", df.toArrow),
-                          ("rdd_floor", spark.sparkContext.parallelize([0, 1], 2).count)):
+                          ("rdd_floor", sc.parallelize([0, 1], 2).count),
+                          ("rdd_collect", rdd.collect)):
             for _ in range(warm):
                 job()
             for _ in range(jobs):

@@ -30,7 +30,7 @@ from squall.core.chains import chains
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.kafka import ensure_topics
+from squall.kafka import consume_ready, ensure_topics
 
 log = logging.getLogger("squall.bolts")
 #: Micro-batches whose time is logged phase by phase: the first, where start-up shows.
@@ -148,16 +148,18 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                   metrics: BoltMetrics | None, state_urls: Mapping[str, str],
                   checkpoint: Path, topics: Sequence[str], tasks: int,
                   executors: int) -> Any:
-    """foreachBatch: the chain's tasks run on the executors (``mapInArrow``, one partition
-    per head task); their reports come back to this process, which counts them and logs
-    errors. A batch a task finished before (a re-run after a crash) is skipped.
+    """foreachBatch: the chain's tasks run on the executors (one Spark task per executor);
+    their reports come back to this process, which counts them and logs errors. A batch a
+    task finished before (a re-run after a crash) is skipped.
 
-    The tasks plan their ranges from Spark's offset log and run over ``spark.range``, one
-    job planned once and run for every batch (the batch id goes to the tasks as a local
-    property): reading the ranges through the edge source cost a Python worker's round
-    trip per task and batch (~80 ms of a ~250 ms micro-batch), and planning a new job per
-    batch ~20 ms more. The source stays the record of progress (Spark asks it for offsets
-    and checkpoints them), and its read is the fallback when the log cannot be read here."""
+    The tasks plan their ranges from Spark's offset log and run as one RDD job, planned
+    once and run for every batch (the batch id goes to the tasks as a local property):
+    reading the ranges through the edge source cost a Python worker's round trip per task
+    and batch (~80 ms of a ~250 ms micro-batch), planning a new job per batch ~20 ms more,
+    and a Spark SQL job (``mapInArrow``) ~14 ms more than the RDD job
+    (``benchmarks/handoff.py``). The source stays the record of progress (Spark asks it
+    for offsets and checkpoints them), and its read is the fallback when the log cannot be
+    read here."""
     from services.bolts.report import SPARK_SCHEMA, BatchReport
     from services.bolts.sink import BATCH_PROPERTY, logged_runner, task_runner
     from services.bolts.source import logged_partitions
@@ -171,23 +173,23 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     def batch(df: Any, batch_id: int) -> None:
         t0 = time.monotonic()
         parts = logged_partitions(checkpoint, batch_id, topics, task_ids)
+        reports: list[BatchReport]
         if parts is None:  # the log is not readable here: through the source
             run = task_runner(spec_json, chain, bootstrap, state_urls, marks_dir, batch_id)
             rows = df.mapInArrow(run, SPARK_SCHEMA).toArrow().to_pylist()
+            reports = [BatchReport.from_row(r) for r in rows]
         elif parts:
-            spark = df.sparkSession
+            sc = df.sparkSession.sparkContext
             if not planned:
-                planned.append(spark.range(0, executors, numPartitions=executors).mapInArrow(
+                planned.append(sc.parallelize(range(executors), executors).mapPartitions(
                     logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint),
-                                  topics, tasks, executors), SPARK_SCHEMA))
-            spark.sparkContext.setLocalProperty(BATCH_PROPERTY, str(batch_id))
-            # As Arrow, not pickled rows: ~6 ms less a micro-batch (benchmarks/handoff.py).
-            rows = planned[0].toArrow().to_pylist()
+                                  topics, tasks, executors)))
+            sc.setLocalProperty(BATCH_PROPERTY, str(batch_id))
+            reports = planned[0].collect()
         else:
-            rows = []
+            reports = []
         for component in chain:
-            mine = [BatchReport.from_row(r) for r in rows
-                    if r["component"] == component]
+            mine = [r for r in reports if r.component == component]
             rep = BatchReport.merged(component, mine)
             if told[0] < FIRST_BATCHES_LOGGED and rep.executed:
                 log.info("micro-batch %d, bolt %s: %d tuples, %.2f s in all; its tasks' "
@@ -198,7 +200,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                             rep.error_count, rep.errors[-1] if rep.errors else "?")
             if metrics and mine:
                 metrics.report(rep)
-        if rows:
+        if reports:
             told[0] += 1
 
     return batch
@@ -343,7 +345,7 @@ class BoltJob:
         mine = {b.name for b in self.bolts}
         try:
             while not stop.is_set():
-                for m in c.consume(100, 0.5):
+                for m in consume_ready(c, 100, 0.5):
                     if m.error():
                         continue
                     try:

@@ -1,9 +1,10 @@
 """A bolt's report of one micro-batch: the one schema of what the tasks did.
 
 The tasks run in Spark's Python workers, which serve no /metrics; their numbers reach the
-bolts job's driver in two ways: as rows of ``mapInArrow`` (the foreachBatch path) and as
-JSON on the topology's reports topic (the writer sink's commit). Both are written and
-read here; the driver's metrics take a :class:`BatchReport`.
+bolts job's driver in two ways: as what the micro-batch's job collects (the foreachBatch
+path: the reports themselves, or rows of ``mapInArrow`` where the batch is read through
+the edge source) and as JSON on the topology's reports topic (the writer sink's commit).
+Both are written and read here; the driver's metrics take a :class:`BatchReport`.
 """
 
 from __future__ import annotations

@@ -295,14 +295,15 @@ SPARK_BATCH_PROPERTY = "streaming.sql.batchId"
 def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
                   state_urls: Mapping[str, str], checkpoint: str, topics: Sequence[str],
                   tasks: int, executors: int
-                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """For ``mapInArrow`` over ``spark.range(executors)``, one plan for every micro-batch:
-    Spark task ``i`` learns its micro-batch from :data:`BATCH_PROPERTY`, plans the ranges
-    of the bolt tasks it runs (those ``t % executors == i``, in turn, as a Storm executor
-    runs its tasks) from Spark's offset log
-    (:func:`services.bolts.source.logged_partitions`) and runs them. Nothing of the batch
-    is in the function, so the driver plans the job once, not per batch."""
-    def each(iterator: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                  ) -> Callable[[Iterable[int]], Iterator[BatchReport]]:
+    """For ``mapPartitions`` over ``parallelize(range(executors), executors)``, one RDD
+    for every micro-batch: Spark task ``i`` learns its micro-batch from
+    :data:`BATCH_PROPERTY`, plans the ranges of the bolt tasks it runs (those
+    ``t % executors == i``, in turn, as a Storm executor runs its tasks) from Spark's
+    offset log (:func:`services.bolts.source.logged_partitions`), runs them and returns
+    their reports. Nothing of the batch is in the function, so the driver plans the job
+    once, not per batch."""
+    def each(executor_ids: Iterable[int]) -> Iterator[BatchReport]:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -311,16 +312,16 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
             raise RuntimeError(f"the task was not told its micro-batch ({BATCH_PROPERTY})")
         bid = int(prop)
         marks = batch_marks.beside(Path(checkpoint))
-        run = task_runner(spec_json, chain, bootstrap, state_urls, marks, bid)
-        for rb in iterator:
-            for i in rb.column(0).to_pylist():
-                mine = [t for t in range(tasks) if t % executors == int(i)]
-                parts = logged_partitions(Path(checkpoint), bid, topics, mine)
-                if parts is None:
-                    raise RuntimeError(f"micro-batch {bid}: Spark's offset log in {checkpoint} "
-                                       "cannot be read by this task")
-                for p in parts:
-                    yield from run(iter([range_batch(p.task, p.ranges)]))
+        urls = dict(state_urls)
+        for i in executor_ids:
+            mine = [t for t in range(tasks) if t % executors == i]
+            parts = logged_partitions(Path(checkpoint), bid, topics, mine)
+            if parts is None:
+                raise RuntimeError(f"micro-batch {bid}: Spark's offset log in {checkpoint} "
+                                   "cannot be read by this task")
+            for p in parts:
+                yield from run_chain(spec_json, chain, bootstrap,
+                                     [range_batch(p.task, p.ranges)], urls, marks, bid)
 
     return each
 

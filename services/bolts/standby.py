@@ -23,11 +23,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
-
-import pyarrow as pa
 
 from squall.core.errors import ConfigError
 
@@ -125,7 +123,7 @@ def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
     wait for."""
     mods = tuple(sorted({"services.bolts.sink", "squall.core.executor", *modules}))
 
-    def imports(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def imports(part: Iterable[int]) -> Iterator[int]:
         for m in mods:
             importlib.import_module(m)
         if bootstrap:
@@ -133,10 +131,12 @@ def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
 
             clients.producer(bootstrap)
             clients.edge_consumer(bootstrap)
-        yield from batches
+        yield from part
 
-    cores = max(1, spark.sparkContext.defaultParallelism)
-    spark.range(0, cores, numPartitions=cores).mapInArrow(imports, "id long").collect()
+    # As the micro-batches run their tasks: an RDD job (services/bolts/job.py).
+    sc = spark.sparkContext
+    cores = max(1, sc.defaultParallelism)
+    sc.parallelize(range(cores), cores).mapPartitions(imports).collect()
 
 
 def warm_planning(spark: Any, checkpoint: Path | None = None) -> None:

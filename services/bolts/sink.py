@@ -271,7 +271,8 @@ def task_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
                 state_urls: Mapping[str, str] | None = None, marks_dir: str = "",
                 batch_id: int | None = None
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """For ``mapInArrow``: run the partition's chain task, yield a report row per bolt.
+    """For ``mapInArrow`` over the edge source's partitions (a micro-batch the driver cannot
+    plan from the offset log): run the partition's chain task, yield a report row per bolt.
 
     With ``marks_dir`` and ``batch_id``, a batch the task finished already is skipped
     (services/bolts/batch_marks.py)."""

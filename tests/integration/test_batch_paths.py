@@ -1,0 +1,119 @@
+"""A micro-batch reaches its bolt tasks one of two ways (services/bolts/job.py): planned
+from Spark's offset log and run as one RDD job, or, where the driver cannot read that log
+(a checkpoint on another file system), read through the edge source with ``mapInArrow``.
+On the real broker and real Spark both run every tuple once, emit the same words and ack
+every input."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from prometheus_client import CollectorRegistry
+
+from services.bolts.job import _batch_runner, ensure_bolt_topics, register_for_query
+from services.bolts.metrics import BoltMetrics
+from services.bolts.source import EdgeSource, logged_partitions
+from squall.core.ids import IdBatcher
+from squall.core.topics import edge_topic
+from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
+from squall.core.tuples import Tuple
+from squall.kafka import consume_ready
+from tests.integration.helpers import produce_source, wait_for
+
+pytestmark = pytest.mark.integration
+
+SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor away",
+             "four score and seven years ago"] * 20
+WORDS = Counter(w for s in SENTENCES for w in s.split())
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from services.bolts.job import spark_session
+
+    session = spark_session("local[2]", "squall-batch-paths-test", java_options="-Xss4m")
+    yield session
+    session.stop()
+
+
+def _topology() -> TopologySpec:
+    b = TopologyBuilder()
+    b.set_spout("sentences", "sentences", 1)
+    b.set_bolt("split", "examples.wordcount:SplitSentence", 2,
+               outputs={"default": ["word"]}).shuffle_grouping("sentences")
+    b.set_bolt("count", "examples.wordcount:WordCount", 2).fields_grouping("split", ["word"])
+    return b.build(f"paths{uuid.uuid4().hex[:6]}", ackers=1)
+
+
+def _feed(bootstrap: str, spec: TopologySpec) -> None:
+    """The sentences as the spout sends them: one tuple batch per split task."""
+    ids = [int(i) for i in IdBatcher(seed=5).ids(len(SENTENCES))]
+    batches = []
+    for task in (0, 1):  # partition i % 2: task i's
+        tuples = [Tuple([s], ("str",), {i: i})
+                  for s, i in zip(SENTENCES[task::2], ids[task::2], strict=True)]
+        batches.append(encode_tuples(TupleBatch.from_tuples(tuples, ("str",))))
+    produce_source(bootstrap, spec.input_topics("split")[0], batches, 2)
+
+
+def _words(bootstrap: str, topic: str) -> Counter[str]:
+    """Every word tuple on the split -> count edge, to its end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                  "enable.auto.commit": False})
+    got: Counter[str] = Counter()
+    try:
+        for part in (0, 1):
+            _, high = c.get_watermark_offsets(TopicPartition(topic, part), timeout=10)
+            c.assign([TopicPartition(topic, part, 0)])
+            seen = 0
+            while seen < high:
+                for m in consume_ready(c, 1000, 1.0):
+                    if m.error() is None:
+                        seen = (m.offset() or 0) + 1
+                        got.update(str(t[0]) for t in decode_tuples(m.value()).tuples())
+    finally:
+        c.close()
+    return got
+
+
+@pytest.mark.parametrize("planned", [True, False], ids=["rdd-job", "through-the-source"])
+def test_both_ways_run_every_tuple_once(spark: Any, bootstrap: str, tmp_path: Path,
+                                        planned: bool) -> None:
+    spec = _topology()
+    ensure_bolt_topics(spec, bootstrap)
+    _feed(bootstrap, spec)
+    checkpoint = tmp_path / "ckpt"
+    # Where the driver looks for the offset log: the query's own, or one it cannot read.
+    log_at = checkpoint if planned else tmp_path / "elsewhere"
+    topics = spec.input_topics("split")
+    registry = CollectorRegistry()
+    metrics = BoltMetrics(registry, spec.name)
+    query = f"{spec.name}.split"
+    q = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
+         .option("bootstrap", bootstrap).option("topics", ",".join(topics))
+         .option("tasks", "0,1").option("max_rows", "100000").load()
+         .writeStream.foreachBatch(_batch_runner(spec.to_json(), ("split",), bootstrap, metrics,
+                                                 {}, log_at, topics, 2, 2))
+         .option("checkpointLocation", str(checkpoint))
+         .trigger(processingTime="50 milliseconds").queryName(query).start())
+    labels = {"topology": spec.name, "component": "split"}
+
+    def executed() -> float:
+        return registry.get_sample_value("squall_bolt_executed_total", labels) or 0.0
+
+    try:
+        wait_for(lambda: executed() >= len(SENTENCES), 120, "every sentence executed")
+    finally:
+        q.stop()
+    assert (logged_partitions(log_at, 0, topics, [0, 1]) is None) is not planned
+    assert executed() == len(SENTENCES)
+    assert registry.get_sample_value("squall_bolt_acked_total", labels) == len(SENTENCES)
+    assert registry.get_sample_value("squall_bolt_emitted_total", labels) == sum(WORDS.values())
+    assert _words(bootstrap, edge_topic(spec.name, "split", "default", "count")) == WORDS

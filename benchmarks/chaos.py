@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = cl.info.bootstrap_servers
         ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
         split = "examples.faults:SplitOrRaise" if a.poison else \
-            "examples.wordcount:SplitSentenceBatch"
+            "examples.wordcount:SplitSentenceArrow"
         spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact)
         cl.client.submit(spec.to_json())
         say("submitted; waiting for the bolt queries")

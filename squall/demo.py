@@ -52,7 +52,7 @@ class DemoSettings:
     timeout_s: float
 
 
-def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceBatch",
+def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceArrow",
                   message_timeout_s: float = 60, exact: bool = True) -> TopologySpec:
     """Sentences -> split -> count. ``exact``: the counts are a persistent aggregate
     (Trident state, read with :func:`state_counts`); else a counting bolt whose counts a
@@ -66,7 +66,7 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
                                ).fields_grouping("split", ["word"])
         return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
                        max_spout_pending=20_000)
-    b.set_bolt("count", "examples.wordcount:WordCountBatch", 2,
+    b.set_bolt("count", "examples.wordcount:WordCountArrow", 2,
                outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
     b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
                config={"topic": COUNTS, "bootstrap_servers": bootstrap}

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from examples.join import BatchTotal
-from examples.wordcount import SplitSentence, SplitSentenceBatch, WordCount, WordCountBatch
+from examples.wordcount import (
+    SplitSentence,
+    SplitSentenceArrow,
+    SplitSentenceBatch,
+    WordCount,
+    WordCountArrow,
+    WordCountBatch,
+)
 from squall.core.bolt import PARENT, BasicBolt, Bolt, TaskContext
 from squall.core.clock import ManualClock
 from squall.core.executor import BoltExecutor, ExecResult
@@ -66,7 +73,8 @@ def through(batches: list[TupleBatch]) -> list[TupleBatch]:
 
 
 @pytest.mark.parametrize(("split_cls", "count_cls"), [(SplitSentence, WordCount),
-                                                      (SplitSentenceBatch, WordCountBatch)])
+                                                      (SplitSentenceBatch, WordCountBatch),
+                                                      (SplitSentenceArrow, WordCountArrow)])
 def test_word_count_trees_complete_and_words_land_on_their_partition(
         split_cls: type, count_cls: type) -> None:
     h = Harness()
@@ -232,8 +240,8 @@ def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
     import pandas as pd
     import pyarrow as pa
 
+    from squall.core.batch_io import input_frame as _frame
     from squall.core.bolt import PARENT, BatchBolt
-    from squall.core.executor import _frame
 
     a = TupleBatch.single_anchored({"word": pa.array(["x", "y"])}, None, None, source="s1")
     b = TupleBatch.single_anchored({"word": pa.array(["z"]), "n": pa.array([7])}, None, None,
@@ -332,7 +340,7 @@ def test_an_emitted_value_that_cannot_share_its_column_fails_only_its_tree() -> 
     assert h.decided == {roots[2]: Outcome.FAILED}  # the others wait for their children
 
 
-@pytest.mark.parametrize("split_cls", [SplitSentence, SplitSentenceBatch])
+@pytest.mark.parametrize("split_cls", [SplitSentence, SplitSentenceBatch, SplitSentenceArrow])
 def test_every_word_carries_its_sentence_s_source_message(split_cls: type) -> None:
     """Exact state keys on the source message a tuple descends from: both executor paths
     pass it from the input to each child, across the wire."""

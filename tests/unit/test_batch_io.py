@@ -131,3 +131,23 @@ def test_malformed_arrow_outputs_fail_the_inputs_and_say_why() -> None:
 def test_a_pandas_bolt_is_not_called_over_arrow() -> None:
     assert not arrow_native(SplitSentenceBatch())
     assert arrow_native(SplitSentenceArrow())
+
+
+def test_inputs_with_several_anchors_take_the_same_words_both_ways() -> None:
+    """Tuples anchored to two trees go through the executor's per-tuple path (not the
+    vectorized one): the Arrow bolt is called there too, with the same result."""
+    rng = random.Random(9)
+    anch = Anchoring(lambda: rng.getrandbits(63) + 1)
+    tuples = []
+    for s in ["the cow  jumped", "", "a b a"]:
+        a, b = anch.spout_emit(0, 1), anch.spout_emit(0, 1)
+        tuples.append(Tuple([s], ("str",), {**a.anchors[0], **b.anchors[0]}))
+    batch = TupleBatch.from_tuples(tuples, ("str",), source="sentences")
+    seen = []
+    for cls in (SplitSentenceBatch, SplitSentenceArrow):
+        res = _executor(cls(), "split", [SPLIT_TO_COUNT], 4).run(_wire([batch]))
+        assert res.errors == [] and res.acked == 3
+        seen.append(_seen(res))
+    assert seen[0] == seen[1]
+    words = sorted(w for _, rows, _ in seen[1][0] for w in (r["word"] for r in rows))
+    assert words == sorted(["the", "cow", "jumped", "a", "b", "a"])

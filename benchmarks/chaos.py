@@ -107,16 +107,31 @@ def resent_batches(workdir: Path) -> int:
 
 
 def pids(pattern: str) -> list[int]:
-    """Processes whose command line contains ``pattern`` (this machine's, from /proc)."""
+    """This run's processes (descendants of this one) whose command line contains
+    ``pattern``: another Squall on the machine (a benchmark, a second run) is not ours to
+    kill, and a kill of its spout once passed for this run's."""
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
         with contextlib.suppress(OSError):
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if pattern in cmd:
+            if pattern in cmd and _descends(int(d.name), os.getpid()):
                 out.append(int(d.name))
     return sorted(out)
+
+
+def _descends(pid: int, root: int) -> bool:
+    """Whether ``root`` is among ``pid``'s ancestors (from /proc's parent links)."""
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rpartition(")")[2].split()[1])  # after the command's parentheses
+        if pid == root:
+            return True
+    return False
 
 
 class Feeder(threading.Thread):

@@ -43,8 +43,9 @@ def emitted(port: int) -> float | None:
 
 
 def await_emitted(port: int, n: int, timeout_s: float = 60) -> None:
+    """Until the spout's metrics are up and it emitted at least ``n`` (0: only up)."""
     deadline = time.monotonic() + timeout_s
-    while (emitted(port) or 0) < n if n else emitted(port) is None:
+    while (got := emitted(port)) is None or got < n:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the spout did not emit {n} sentences in {timeout_s} s")
         time.sleep(0.1)

@@ -16,8 +16,9 @@ from squall.core.bolt import PARENT, BatchBolt
 from squall.core.errors import TopologyError
 from squall.core.tuple_batch import RESERVED, TupleBatch
 
-#: The output column that names each row's stream (the default stream without it).
-STREAM_COL = "__stream"
+#: The output column that names each row's stream (the default stream without it); in
+#: the input, each row's stream, beside its source component's name.
+STREAM_COL, SOURCE_COL = "__stream", "__source"
 
 
 def arrow_native(bolt: BatchBolt) -> bool:
@@ -45,7 +46,7 @@ def input_frame(batches: Sequence[TupleBatch]) -> pd.DataFrame:
         df = pd.concat([f.to_pandas() for f in fields], ignore_index=True)
     sizes = [len(b) for b in batches]
     df[STREAM_COL] = np.repeat(np.array([b.stream for b in batches], dtype=object), sizes)
-    df["__source"] = np.repeat(np.array([b.source for b in batches], dtype=object), sizes)
+    df[SOURCE_COL] = np.repeat(np.array([b.source for b in batches], dtype=object), sizes)
     return df
 
 
@@ -61,7 +62,7 @@ def input_table(batches: Sequence[TupleBatch]) -> pa.Table:
     which = pa.array(np.repeat(np.arange(len(batches), dtype=np.int32),
                                [len(b) for b in batches]))
     for name, values in ((STREAM_COL, [b.stream for b in batches]),
-                         ("__source", [b.source for b in batches])):
+                         (SOURCE_COL, [b.source for b in batches])):
         table = table.append_column(name, pa.DictionaryArray.from_arrays(
             which, pa.array(values, pa.string())))
     return table

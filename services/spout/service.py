@@ -80,6 +80,8 @@ class SpoutService:
         # Offsets taken in order: a gap is fetched again before it is moved past.
         self._gaps = Contiguity[TP](settings.source_gap_hold_ms)
         self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
+        # The last commit failed: the next waits for the interval, not for a step.
+        self._commit_failed = False
 
     # ----- start-up -----------------------------------------------------
 
@@ -201,7 +203,7 @@ class SpoutService:
         now = self.clock.now_ms()
         if emit:
             self._retry(now)
-        wait = SOURCE_WAIT_IN_FLIGHT_S if self._in_flight() else SOURCE_WAIT_S
+        wait = self._source_wait()
         msgs = consume_ready(consumer, self.s.max_poll_records, wait) if reading else []
         now = self.clock.now_ms()
         msgs = contiguous(consumer, self._gaps, msgs, now)
@@ -235,6 +237,15 @@ class SpoutService:
                 self._emitted(task, task.on_records(
                     src, offs, [m.value() for m in msgs], msgs, now, rewind=False))
 
+    def _source_wait(self) -> float:
+        """How long a step waits for source records: not at all when the trees in flight
+        just settled (the loop commits next: a burst's end must not wait on an idle
+        source), briefly while trees are in flight (their results come on the other
+        consumer), else :data:`SOURCE_WAIT_S`."""
+        if self._caught_up():
+            return 0.0
+        return SOURCE_WAIT_IN_FLIGHT_S if self._in_flight() else SOURCE_WAIT_S
+
     def _in_flight(self) -> bool:
         return any(io.task.pending for io in self.io.values())
 
@@ -242,7 +253,8 @@ class SpoutService:
         """Nothing in flight and a commit point moved: commit now, not at the next interval
         (a burst's last offsets, and the lag a dashboard shows, need not wait)."""
         tasks = [io.task for io in self.io.values()]
-        return not any(t.pending for t in tasks) and any(t.commits() for t in tasks)
+        return (not self._commit_failed and not any(t.pending for t in tasks)
+                and any(t.commits() for t in tasks))
 
     def _drain(self, consumer: Any) -> None:
         """Deactivate: emit nothing more, let the trees in flight complete (bounded)."""
@@ -381,6 +393,7 @@ class SpoutService:
         left = self.producer.flush(10)
         if left:
             log.warning("%d messages not yet confirmed; commit postponed", left)
+            self._commit_failed = True
             return
         offsets, done = [], []
         for task in chosen:
@@ -397,7 +410,9 @@ class SpoutService:
             consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:
             log.warning("offset commit failed (will retry): %s", e)
+            self._commit_failed = True
             return
+        self._commit_failed = False
         for task, src, off in done:
             task.committed(src, off)
         # Every partition's gauges, committed or not this time: a stuck partition's lag must

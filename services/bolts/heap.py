@@ -15,6 +15,13 @@ Between those collections, the collector's own young-generation runs are made ra
 (:func:`tune`): a micro-batch allocates tens of thousands of short-lived objects, and with
 Python's default threshold (700) each batch ran dozens of collections that walked a
 stateful task's cache again and again (30 % of a persistent aggregate's time).
+
+Memory is kept and touched once (:data:`WORKER_ENV`, :func:`pretouch`): a worker that
+hands freed memory back to the system takes a page fault for every page its next task
+touches again, and on these virtual machines a fault on a page the kernel must find anew
+costs up to ~25 us when the two tasks fault at once. A word count task over 10,000
+sentences faulted ~1,450 times, 4-38 ms of system time against ~13 ms of its own work, the
+slowest task of the demo's one micro-batch paying the most (docs/performance.md, session 17).
 """
 
 from __future__ import annotations
@@ -24,6 +31,17 @@ import gc
 _pending = [True]  # a fresh worker: its modules are not frozen yet
 #: Young collections every 50,000 allocations; the older generations as Python's default.
 THRESHOLDS = (50_000, 10, 10)
+#: The Python workers' environment (Spark's ``spark.executorEnv.*``): Arrow allocates
+#: through the C library's malloc, not mimalloc, which hands freed pages back to the system
+#: within milliseconds; malloc keeps what it freed (trim threshold 1 GiB) and serves blocks
+#: up to 32 MiB (its largest) from its heap, not from mappings unmapped on free.
+WORKER_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system",
+              "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+              "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+#: What a warm worker touches once, so that its first large micro-batch takes no faults.
+PRETOUCH_BYTES = 64 << 20
+_PAGE = 4096
+_BLOCK = 4 << 20
 
 
 def tune() -> None:
@@ -43,3 +61,13 @@ def settle() -> None:
         gc.collect()
         gc.freeze()
         _pending[0] = False
+
+
+def pretouch(nbytes: int = PRETOUCH_BYTES) -> None:
+    """Touch ``nbytes`` of heap once and free it (kept, with :data:`WORKER_ENV`): the later
+    tasks' allocations find those pages mapped, as a JVM's heap is with ``AlwaysPreTouch``.
+    In blocks under malloc's mapping threshold, so that they come from its heap."""
+    blocks = [bytearray(_BLOCK) for _ in range(max(1, nbytes // _BLOCK))]
+    for b in blocks:
+        b[::_PAGE] = b"\1" * len(range(0, _BLOCK, _PAGE))
+    del blocks

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.bolts import batch_marks
+from services.bolts import batch_marks, heap
 from services.bolts.cds import with_archive
 from services.bolts.hadoop import no_fork_classes, spark_conf
 from services.bolts.marks import ProgressMarks
@@ -57,7 +57,9 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              # task's input waited ~40 ms (Nagle's algorithm against delayed ACKs), about
              # 40 % of a micro-batch's fixed cost (docs/performance.md, session 14).
              "spark.python.unix.domain.socket.enabled": "true",
-             "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+             # Memory the workers keep and touch once (services/bolts/heap.py).
+             **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()}}
     for k, v in (conf | dict(extra_conf or {})).items():
         builder = builder.config(k, v)
     spark = builder.master(master).appName(app).getOrCreate()

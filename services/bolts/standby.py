@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from services.bolts import heap
 from squall.core.errors import ConfigError
 
 log = logging.getLogger("squall.bolts.standby")
@@ -118,9 +119,9 @@ def take_lock(path: Path, stop: threading.Event, alive: Callable[[], bool] = lam
 
 def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
     """Start Spark's Python workers (one per core: a micro-batch's tasks run in one Python
-    stage, and Spark keeps the workers) and in each import what the bolt tasks will and
-    open their Kafka clients (``bootstrap``), which the first micro-batch would otherwise
-    wait for."""
+    stage, and Spark keeps the workers) and in each import what the bolt tasks will, open
+    their Kafka clients (``bootstrap``) and touch their heap (:func:`heap.pretouch`), which
+    the first micro-batch would otherwise wait for."""
     mods = tuple(sorted({"services.bolts.sink", "squall.core.executor", *modules}))
 
     def imports(part: Iterable[int]) -> Iterator[int]:
@@ -131,6 +132,7 @@ def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
 
             clients.producer(bootstrap)
             clients.edge_consumer(bootstrap)
+        heap.pretouch()
         yield from part
 
     # As the micro-batches run their tasks: an RDD job (services/bolts/job.py).

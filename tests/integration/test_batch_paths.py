@@ -117,3 +117,24 @@ def test_both_ways_run_every_tuple_once(spark: Any, bootstrap: str, tmp_path: Pa
     assert registry.get_sample_value("squall_bolt_acked_total", labels) == len(SENTENCES)
     assert registry.get_sample_value("squall_bolt_emitted_total", labels) == sum(WORDS.values())
     assert _words(bootstrap, edge_topic(spec.name, "split", "default", "count")) == WORDS
+
+
+def _worker_memory(_: Any) -> Iterator[tuple[dict[str, str | None], str]]:
+    import os
+
+    import pyarrow as pa
+
+    from services.bolts import heap
+
+    yield ({k: os.environ.get(k) for k in heap.WORKER_ENV},
+           pa.default_memory_pool().backend_name)
+
+
+def test_the_python_workers_keep_their_memory(spark: Any) -> None:
+    """The session gives its Python workers the memory settings that let a task's freed
+    memory be used again without page faults (services/bolts/heap.py)."""
+    from services.bolts import heap
+
+    sc = spark.sparkContext
+    got = sc.parallelize(range(2), 2).mapPartitions(_worker_memory).collect()
+    assert got == [(heap.WORKER_ENV, "system")] * 2

@@ -115,12 +115,12 @@ class AckerBatch:
             order, starts = root_runs(acks.roots)
             out.append(AckerBatch(
                 acks.roots[order][starts], np.bitwise_xor.reduceat(acks.values[order], starts),
-                acks.kinds[order][starts], acks.tasks[order][starts],
+                acks.kinds[order][starts], np.maximum.reduceat(acks.tasks[order], starts),
                 np.minimum.reduceat(acks.ts_ms[order], starts)))
         for kind in (RecordKind.FAIL, RecordKind.RESET):
             once = self.select(self.kinds == kind)
             if len(once):
-                order, starts = root_runs(once.roots)
+                order, starts = root_runs(once.roots, stable=True)  # the first of each
                 out.append(once.select(order[starts]))
         return AckerBatch.concat(out)
 
@@ -206,10 +206,14 @@ class Results:
         return {int(r): Outcome(int(o)) for r, o in zip(self.roots, self.outcomes, strict=True)}
 
 
-def root_runs(roots: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Records grouped by root: ``order`` sorts them by root (stably), ``starts`` are where
-    each root's run begins in that order (for ``np.ufunc.reduceat``)."""
-    order = np.argsort(roots, kind="stable")
+def root_runs(roots: npt.NDArray[np.uint64], stable: bool = False
+              ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Records grouped by root: ``order`` sorts them by root, ``starts`` are where each
+    root's run begins in that order (for ``np.ufunc.reduceat``). Within a run the records
+    keep their own order only if ``stable``: what picks one record of a run needs it, a
+    reduction over the run does not, and NumPy's default sort takes a fifth of the stable
+    one's time on random 64-bit roots (0.8 against 4.1 ms for 60,000)."""
+    order = np.argsort(roots, kind="stable" if stable else None)
     sorted_roots = roots[order]
     first = np.empty(sorted_roots.size, np.bool_)
     first[:1] = True

@@ -91,8 +91,11 @@ class CodedKeys(Sequence[Key]):
     def counts(self) -> tuple[list[Key], list[int]]:
         """Each key present once, in the order first seen, with its number of tuples."""
         n = np.bincount(self.codes, minlength=len(self.uniq))
-        present, first = np.unique(self.codes, return_index=True)
-        order = present[np.argsort(first)]
+        # Where each code first occurs, in one pass (np.unique would sort the codes).
+        first = np.full(len(self.uniq), len(self.codes), np.int64)
+        np.minimum.at(first, self.codes, np.arange(len(self.codes)))
+        present = np.flatnonzero(n)
+        order = present[np.argsort(first[present])]
         return [self.uniq[c] for c in order.tolist()], n[order].tolist()
 
 

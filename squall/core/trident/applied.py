@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from squall.core.errors import StateError
+from squall.core.unique import unique
 
 I64 = npt.NDArray[np.int64]
 
@@ -57,7 +58,7 @@ class BatchRecord:
         for s, o in sorted(self.offsets.items()):
             if not o.size:
                 continue
-            o = o if o.size < 2 or bool(np.all(o[1:] > o[:-1])) else np.unique(o)
+            o = unique(o)
             n_runs = int(np.count_nonzero(np.diff(o) != 1)) + 1
             span = int(o[-1]) - int(o[0]) + 1
             if n_runs * 2 * (len(str(int(o[-1]))) + 2) <= span // 6 + 8:
@@ -147,7 +148,7 @@ class AppliedSources:
         if self.records and max(self.records) >= txid:
             raise StateError(f"batch {txid} recorded after batch {max(self.records)}: "
                              "begin(txid) first")
-        rec = BatchRecord(txid, {s: np.unique(o) for s, o in offsets.items() if o.size})
+        rec = BatchRecord(txid, {s: unique(o) for s, o in offsets.items() if o.size})
         self.records[txid] = rec
         if self._merged is not None:  # merged in, not rebuilt: a batch adds to many
             for s, o in rec.offsets.items():

@@ -32,6 +32,7 @@ from squall.core.trident.aggregators import (
 from squall.core.trident.applied import AppliedSources, BatchRecord, TaskMark
 from squall.core.trident.maps import NonTransactionalMap
 from squall.core.trident.state import Key, MapState
+from squall.core.unique import unique_first_inverse
 
 T = TypeVar("T")
 I64 = npt.NDArray[np.int64]
@@ -224,7 +225,7 @@ def _one_emission(offsets: I64, records: I64, roots: npt.NDArray[np.uint64] | No
     tuples of the first emission only: those of its first tuple's record and root."""
     if not offsets.size:
         return np.ones(0, np.bool_)
-    _, first, inverse = np.unique(offsets, return_index=True, return_inverse=True)
+    _, first, inverse = unique_first_inverse(offsets)
     keep: npt.NDArray[np.bool_] = records == records[first][inverse]
     if roots is not None:
         keep &= roots == roots[first][inverse]

@@ -1,0 +1,47 @@
+"""``np.unique`` for arrays that are usually sorted already.
+
+A micro-batch's offsets of one source come in the order the spout read them, so the
+exactly-once bookkeeping's ``np.unique`` calls sorted what was sorted: ~1.3 ms for
+32,000 offsets, a tenth of a word count task's transaction, against ~0.14 ms for one pass
+that checks the order and drops repeats. Unsorted input (replays) takes ``np.unique``.
+Pure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+Positions = npt.NDArray[np.intp]
+
+
+def _run_starts(a: I64) -> npt.NDArray[np.bool_] | None:
+    """Where each run of equal values begins, if ``a`` is sorted (else None)."""
+    if a.size < 2:
+        return np.ones(a.size, np.bool_)
+    if not bool(np.all(a[1:] >= a[:-1])):
+        return None
+    new = np.empty(a.size, np.bool_)
+    new[0] = True
+    np.not_equal(a[1:], a[:-1], out=new[1:])
+    return new
+
+
+def unique(a: I64) -> I64:
+    """``np.unique(a)``."""
+    new = _run_starts(a)
+    out: I64 = np.unique(a) if new is None else a[new]
+    return out
+
+
+def unique_first_inverse(a: I64) -> tuple[I64, Positions, Positions]:
+    """``np.unique(a, return_index=True, return_inverse=True)``: the values, where each
+    first occurs, and each element's value as an index into them."""
+    new = _run_starts(a)
+    if new is None:
+        vals, first, inverse = np.unique(a, return_index=True, return_inverse=True)
+        return vals, first, inverse.reshape(-1)
+    first = np.flatnonzero(new)
+    inv: Positions = np.cumsum(new, dtype=np.intp) - 1
+    return a[first], first, inv

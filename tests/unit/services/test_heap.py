@@ -1,8 +1,12 @@
-"""services.bolts.heap: what lives long is frozen once, not after every task."""
+"""services.bolts.heap: what lives long is frozen once, not after every task; the memory a
+task frees is kept, and touched once, so that the next tasks take no page faults."""
 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -38,7 +42,6 @@ def test_a_frozen_heap_makes_the_collection_after_a_task_cheap() -> None:
     assert sum(gc.get_count()) < gc.get_freeze_count()
 
 
-
 _TASK = """
 import resource, sys
 import numpy as np
@@ -60,10 +63,6 @@ print(pa.default_memory_pool().backend_name, *faults)
 
 
 def _faults(mode: str, env: dict[str, str]) -> tuple[str, list[int]]:
-    import os
-    import subprocess
-    import sys
-
     base = {k: v for k, v in os.environ.items() if k not in heap.WORKER_ENV}
     out = subprocess.run([sys.executable, "-c", _TASK, mode], check=True, text=True,
                          capture_output=True, env={**base, **env}).stdout.split()

@@ -14,6 +14,8 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from squall.core.unique import run_starts
+
 #: Spout task ids share a 16-bit column with two flag bits in the ledger.
 MAX_TASK = (1 << 14) - 1
 
@@ -214,8 +216,4 @@ def root_runs(roots: npt.NDArray[np.uint64], stable: bool = False
     reduction over the run does not, and NumPy's default sort takes a fifth of the stable
     one's time on random 64-bit roots (0.8 against 4.1 ms for 60,000)."""
     order = np.argsort(roots, kind="stable" if stable else None)
-    sorted_roots = roots[order]
-    first = np.empty(sorted_roots.size, np.bool_)
-    first[:1] = True
-    np.not_equal(sorted_roots[1:], sorted_roots[:-1], out=first[1:])
-    return order, np.flatnonzero(first)
+    return order, np.flatnonzero(run_starts(roots[order]))

@@ -9,6 +9,8 @@ Pure.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -16,16 +18,19 @@ I64 = npt.NDArray[np.int64]
 Positions = npt.NDArray[np.intp]
 
 
-def _run_starts(a: I64) -> npt.NDArray[np.bool_] | None:
-    """Where each run of equal values begins, if ``a`` is sorted (else None)."""
-    if a.size < 2:
-        return np.ones(a.size, np.bool_)
-    if not bool(np.all(a[1:] >= a[:-1])):
-        return None
+def run_starts(a: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """Where each run of equal neighbours begins (in a sorted array: each value's first)."""
     new = np.empty(a.size, np.bool_)
-    new[0] = True
+    new[:1] = True
     np.not_equal(a[1:], a[:-1], out=new[1:])
     return new
+
+
+def _run_starts(a: I64) -> npt.NDArray[np.bool_] | None:
+    """:func:`run_starts`, if ``a`` is sorted (else None)."""
+    if a.size > 1 and not bool(np.all(a[1:] >= a[:-1])):
+        return None
+    return run_starts(a)
 
 
 def unique(a: I64) -> I64:

@@ -15,6 +15,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
+from services import heap_decay
 from squall.core.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
 
@@ -77,7 +78,8 @@ def serve_telemetry(host: str, port: int, registry: CollectorRegistry,
 def run_service(name: str, load: Callable[[], Any],
                 build: Callable[[Any, CollectorRegistry, ErrorReports], Runnable]) -> int:
     """Load settings, serve /metrics and /errors, run until SIGTERM / SIGINT (graceful), map
-    errors to 2."""
+    errors to 2. Free heap pages go back to the system as the service runs
+    (services/heap_decay.py)."""
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -90,6 +92,7 @@ def run_service(name: str, load: Callable[[], Any],
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+        heap_decay.start(stop)
         service.run(stop)
     except SquallError as e:
         print(f"squall {name}: error: {e}", file=sys.stderr)

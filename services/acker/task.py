@@ -21,6 +21,9 @@ from squall.core.wire import decode_acker_batch, decode_progress
 
 # Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
 _REBASE_AT = 1 << 31
+#: Records the ledger takes at once (see :meth:`AckerTask.apply`): a half-rate word count's
+#: polls hold a few thousand; a backlog's, hundreds of thousands.
+RECORDS_PER_APPLY = 16_384
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +54,11 @@ class AckerTask:
     """The ledger of acker partition ``task``, and where reading must resume."""
 
     def __init__(self, task: int, timeout_ms: int, start_offset: int, now_ms: int,
-                 rotation_ms: int | None = None, gated: bool = False) -> None:
+                 rotation_ms: int | None = None, gated: bool = False,
+                 records_per_apply: int = RECORDS_PER_APPLY) -> None:
         """``gated``: timeouts wait for the bolts' progress marks (squall/core/progress.py)."""
         self.task = task
+        self.records_per_apply = records_per_apply
         self.clock = TimeoutClock(gated)
         self.ledger = Ledger(timeout_ms, rotation_ms=rotation_ms, now_ms=now_ms)
         self._base = start_offset
@@ -77,12 +82,20 @@ class AckerTask:
         return self._next if low is None else self._base + low
 
     def apply(self, messages: Sequence[Message], now_ms: int) -> Applied:
-        """Decode and apply messages in offset order; bad payloads are reported, not raised."""
+        """Decode and apply messages in offset order; bad payloads are reported, not raised.
+
+        The ledger takes them ``records_per_apply`` records at a time (whole messages): one
+        poll of a backlog holds hundreds of thousands of records, and a ledger given them at
+        once sized its table and its sort's arrays for all of them (what a poll holds is not
+        the acker's to bound; what it works on at once is)."""
         if not messages:
             return Applied(Results.empty())
+        parts: list[Results] = []
         batches: list[AckerBatch] = []
         offsets: list[int] = []
+        held = 0
         bad: list[BadRecord] = []
+        kinds = np.zeros(5, np.int64)
         for m in messages:
             if m.payload is None:
                 bad.append(BadRecord(m.offset, "empty message (no value)"))
@@ -96,23 +109,33 @@ class AckerTask:
                 offsets.append(m.offset)
             except WireFormatError as e:
                 bad.append(BadRecord(m.offset, str(e)))
-        first = messages[0].offset
+                continue
+            held += len(batches[-1])
+            if held >= self.records_per_apply:
+                parts.append(self._apply(batches, offsets, kinds, now_ms))
+                batches, offsets, held = [], [], 0
+        parts.append(self._apply(batches, offsets, kinds, now_ms))
         self._next = messages[-1].offset + 1
+        return Applied(Results.concat(parts), bad, kinds)
+
+    def _apply(self, batches: list[AckerBatch], offsets: list[int], kinds: np.ndarray,
+               now_ms: int) -> Results:
+        """Messages' records (``offsets``: each message's) into the ledger; counts by kind
+        added to ``kinds``."""
         batch = AckerBatch.concat(batches)
-        kinds = np.bincount(batch.kinds, minlength=5).astype(np.int64)
         if not len(batch):
-            return Applied(Results.empty(), bad, kinds)
+            return Results.empty()
+        kinds += np.bincount(batch.kinds, minlength=5).astype(np.int64)
         self._event_ms = max(self._event_ms, int(batch.ts_ms.max()))
-        if first - self._base >= _REBASE_AT:
+        if offsets[0] - self._base >= _REBASE_AT:
             low = self.ledger.low_seq()
-            delta = first - self._base if low is None else low
+            delta = offsets[0] - self._base if low is None else low
             self.ledger.rebase_seq(delta)
             self._base += delta
         # Each record is tagged with its own message's offset, so the watermark
         # stays exact however many messages one poll returns.
         seq = np.repeat(np.asarray(offsets, np.int64) - self._base, [len(b) for b in batches])
-        results = self.ledger.apply(batch, now_ms, seq=seq)
-        return Applied(results, bad, kinds)
+        return self.ledger.apply(batch, now_ms, seq=seq)
 
     def timeout_now(self, now_ms: int) -> int | None:
         """The time trees are timed out at (None: not yet; see squall/core/progress.py)."""

@@ -1,6 +1,11 @@
-"""The acker task's pure logic: watermarks, bad payloads, seq rebasing."""
+"""The acker task's pure logic: watermarks, bad payloads, seq rebasing, bounded applies."""
 
 from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.acker.task import AckerTask, Message
 from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
@@ -88,3 +93,54 @@ def test_ungated_timeouts_run_on_the_acker_clock_as_in_storm() -> None:
     t = AckerTask(0, 1_000, 0, now_ms=0)
     t.apply([msg(0, init(1, 5), ts=100)], now_ms=100)
     assert [r.outcome for r in t.expire(1_500).results()] == [Outcome.TIMED_OUT]
+
+
+def test_a_large_poll_reaches_the_ledger_a_bounded_number_of_records_at_a_time() -> None:
+    t = AckerTask(0, 30_000, 0, 0, records_per_apply=4)
+    sizes: list[int] = []
+    apply = t.ledger.apply
+
+    def spy(batch: AckerBatch, now_ms: int, seq: object = 0) -> object:
+        sizes.append(len(batch))
+        return apply(batch, now_ms, seq=seq)  # type: ignore[arg-type]
+
+    t.ledger.apply = spy  # type: ignore[assignment,method-assign]
+    inits = [msg(i, init(100 + i, 7), init(200 + i, 8), init(300 + i, 9)) for i in range(5)]
+    t.apply(inits, 0)
+    assert sizes == [6, 6, 3]  # whole messages, until the bound is reached
+    assert t.watermark() == 0 and t.next_offset == 5
+
+
+# A tree: its init (the XOR of its edges: random 64-bit ids, as the spout and bolts draw them)
+# and one ack per edge, or a fail in place of the last.
+_trees = st.lists(st.tuples(st.integers(1, 4), st.booleans()), min_size=1, max_size=30)
+
+
+@given(_trees, st.integers(0, 2**32), st.integers(1, 12), st.integers(1, 6))
+@settings(max_examples=200, deadline=None)
+def test_records_applied_in_bounded_parts_decide_as_one_batch_does(
+        trees: list[tuple[int, bool]], seed: int, bound: int, per_msg: int) -> None:
+    rnd = random.Random(seed)  # not Hypothesis's: its ids would be shrunk to collide
+    records: list[AckerRecord] = []
+    for root, (n_edges, fails) in enumerate(trees, start=1):
+        edges = [rnd.getrandbits(64) for _ in range(n_edges)]
+        x = 0
+        for e in edges:
+            x ^= e
+        records.append(init(root, x))
+        records += [ack(root, e) for e in edges[:-1]]
+        records.append(AckerRecord(RecordKind.FAIL, root, 0) if fails else ack(root, edges[-1]))
+    rnd.shuffle(records)
+    msgs = [msg(i, *records[lo:lo + per_msg])
+            for i, lo in enumerate(range(0, len(records), per_msg))]
+    whole = AckerTask(0, 30_000, 0, 0, records_per_apply=1 << 30)
+    parts = AckerTask(0, 30_000, 0, 0, records_per_apply=bound)
+    a = whole.apply(msgs, 0).results.results()
+    b = parts.apply(msgs, 0).results.results()
+    assert sorted((r.root, r.outcome) for r in a) == sorted((r.root, r.outcome) for r in b)
+    assert len(a) == len(trees)
+    assert whole.watermark() == len(msgs)
+    if not any(fails for _, fails in trees):
+        assert parts.watermark() == len(msgs)
+    # else: a failed tree's acks in a later part are orphans, held until they expire, as
+    # with any poll that splits a tree's records

@@ -12,14 +12,18 @@ the acker's pending trees, say). The single samples are printed too (``*_point``
 at ``--settle-s`` and the one when the feed stopped). At the end, the feed stops and every
 sentence must be committed; the lag when it stopped says whether a queue grew.
 
+The broker's share of a core since the last sample is printed with each sample
+(``broker_cpu``): the embedded broker's cost grows with time (docs/decisions.md, session 5),
+and a pipeline that falls behind late in a run holds more in flight at its end.
+
 Targets (issue #17): RSS growth at most 5 % per process tree, no unbounded queue.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
 {...}, "rss_growth": {...}, "max_rss_growth", "rss_mb_start_point", "rss_mb_end_point",
-"rss_growth_points", "lag_at_stop", "lag_bound", "committed",
-"replayed", "timed_out", "samples": [{"t", "lag", <RSS per process>}, ...]}``: a lag that
-grew with no trees timed out or replayed was a slow pipeline; with them, trees that were
-lost on the way and waited out their timeout.
+"rss_growth_points", "lag_at_stop", "lag_bound", "committed", "replayed", "timed_out",
+"samples": [{"t", "lag", "broker_cpu", <RSS per process>}, ...]}``: a lag that grew with no
+trees timed out or replayed was a slow pipeline; with them, trees that were lost on the way
+and waited out their timeout.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from benchmarks.wordcount import (
     produce,
     sample_sums,
     say,
+    tree_cpu,
     tree_rss_mb,
     wait_committed,
 )
@@ -135,6 +140,9 @@ def main() -> int:
             t_start = time.monotonic()
             feed.start()
             samples: list[tuple[float, int, dict[str, float]]] = []
+            broker = next(p.pid for p in info.processes if p.name == "kafka")
+            cpu_at = (time.monotonic(), tree_cpu(broker))
+            broker_cpu: list[float] = []  # the broker's share of a core since the last sample
             while (elapsed := time.monotonic() - t_start) < a.minutes * 60:
                 if feed.error is not None:
                     raise RuntimeError(f"the feed failed: {feed.error}")
@@ -142,7 +150,11 @@ def main() -> int:
                     raise RuntimeError("a process of the word count exited")
                 lag_now = max(0, done + feed.sent - committed(watch, pipe.source))
                 samples.append((elapsed, lag_now, sample(pipe)))
-                say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][2]}  lag {lag_now:,}")
+                now_cpu = (time.monotonic(), tree_cpu(broker))
+                broker_cpu.append(round((now_cpu[1] - cpu_at[1]) / (now_cpu[0] - cpu_at[0]), 2))
+                cpu_at = now_cpu
+                say(f"soak: {elapsed:5.0f} s  RSS MiB {samples[-1][2]}  lag {lag_now:,}  "
+                    f"broker CPU {broker_cpu[-1]:.0%}")
                 time.sleep(min(a.sample_s, max(a.minutes * 60 - elapsed, 0.1)))
             feed.stop.set()
             feed.join()
@@ -173,7 +185,8 @@ def main() -> int:
         "rss_growth_points": _growth(start_point, end),
         "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
         "replayed": round(replays["replayed"]), "timed_out": round(timeouts["timed_out"]),
-        "samples": [{"t": round(t), "lag": lag_t, **s} for t, lag_t, s in samples]}))
+        "samples": [{"t": round(t), "lag": lag_t, "broker_cpu": c, **s}
+                    for (t, lag_t, s), c in zip(samples, broker_cpu, strict=True)]}))
     return 0
 
 

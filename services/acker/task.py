@@ -21,8 +21,8 @@ from squall.core.wire import decode_acker_batch, decode_progress
 
 # Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
 _REBASE_AT = 1 << 31
-#: Records the ledger takes at once (see :meth:`AckerTask.apply`): a half-rate word count's
-#: polls hold a few thousand; a backlog's, hundreds of thousands.
+#: Records the ledger takes at once (see :meth:`AckerTask.apply`): a caught-up acker's poll
+#: holds a few messages of a few thousand records; a backlog's, hundreds of thousands.
 RECORDS_PER_APPLY = 16_384
 
 

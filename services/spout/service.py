@@ -164,9 +164,8 @@ class SpoutService:
         conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
         consumer = Consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             # Large fetches; a wait that bounds the trees' round trip.
-                             "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20,
-                             "fetch.wait.max.ms": s.fetch_wait_max_ms})
+                             "fetch.wait.max.ms": s.fetch_wait_max_ms,
+                             **read_ahead(s.read_ahead_records)})
         self.producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
@@ -428,6 +427,16 @@ class SpoutService:
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)
+
+
+def read_ahead(records: int) -> dict[str, int]:
+    """The source consumer's bounds on what it fetches ahead of the spout: about
+    ``records`` per partition and one fetch more. A fetch is at most 1 MiB (512 KiB a
+    partition on a Kafka that keeps to it; Tansu fills the request's whole size from
+    one partition; a larger record still comes whole), and a queue that was full is looked
+    at again after 5 ms: librdkafka's second (its default) held the spout up."""
+    return {"queued.min.messages": records, "fetch.queue.backoff.ms": 5,
+            "max.partition.fetch.bytes": 512 << 10, "fetch.max.bytes": 1 << 20}
 
 
 def _warm_up() -> None:

@@ -48,6 +48,10 @@ class SpoutSettings(BaseSettings):
     dlq_topic: str | None = None
     commit_interval_s: float = Field(1.0, gt=0)
     max_poll_records: int = Field(5_000, ge=1)
+    # Source records the consumer keeps fetched ahead of the spout, per partition
+    # (librdkafka's queued.min.messages; its 100,000 held a lag of a soak in the spout's
+    # memory, ~350 bytes a record, not in the broker's).
+    read_ahead_records: int = Field(10_000, ge=1)
     # How long the broker may hold a fetch with nothing new. At max spout pending the
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).

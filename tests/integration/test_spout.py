@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
+from services.spout.service import read_ahead
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import acker_topic, dlq_topic, edge_topic
 from squall.kafka import ensure_topics
@@ -246,3 +249,51 @@ def test_sigterm_drains_in_flight_trees_and_commits(rig_factory: Any) -> None:
         assert spout.wait(30) == 0
     assert rig.all_committed(), "trees in flight at SIGTERM completed and were committed"
     assert "draining" in spout.log_tail()
+
+
+def test_the_source_read_ahead_is_bounded(bootstrap: str) -> None:
+    """A backlog stays in the broker: the spout's consumer fetches about ``read_ahead``
+    records ahead per partition (and one fetch more), where librdkafka's defaults fetch
+    the whole backlog into the process (~350 bytes of memory a record)."""
+    topic, n, records, size = f"ahead-{uuid.uuid4().hex[:8]}", 60_000, 2_000, 200
+    ensure_topics(bootstrap, {topic: PARTS})
+    produce_source(bootstrap, topic, [b"x" * size] * n, PARTS)
+
+    def held(conf: dict[str, Any], at_least: int, then: int) -> list[int]:
+        """Records fetched and not yet consumed, by librdkafka's statistics every 50 ms
+        (its consumer queue): every report until one shows ``at_least``, and ``then``
+        reports more. The consumer takes a record at most every 50 ms meanwhile."""
+        seen: list[int] = []
+
+        def stats(j: str) -> None:
+            parts = [p for t in json.loads(j)["topics"].values()
+                     for k, p in t["partitions"].items() if k != "-1"]
+            seen.append(max((p["fetchq_cnt"] for p in parts), default=0))
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                      "enable.auto.commit": False, "statistics.interval.ms": 50,
+                      "stats_cb": stats, **conf})
+        try:
+            c.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
+
+            def after_poll(cond: Callable[[], bool]) -> Callable[[], bool]:
+                def check() -> bool:
+                    c.poll(0.05)  # serves the statistics callback
+                    return cond()
+                return check
+
+            wait_for(after_poll(lambda: any(x >= at_least for x in seen)), 30,
+                     f"{at_least} records fetched ahead")
+            first = next(i for i, x in enumerate(seen) if x >= at_least)
+            wait_for(after_poll(lambda: len(seen) >= first + then), 30,
+                     f"{then} more statistics reports")
+            return seen
+        finally:
+            c.close()
+
+    # The control: without the bounds, the whole backlog comes into the process.
+    held({}, n // 2, 0)
+    # With them, a fetch (1 MiB) beyond the records asked for, at most.
+    bound = PARTS * records + (1 << 20) // size
+    ahead = held(read_ahead(records), records, 20)
+    assert max(ahead) <= bound, (ahead, bound)

@@ -113,7 +113,7 @@ def run_chain(spec_json: str, chain: Sequence[str], bootstrap: str,
     bolts (``squall.core.chains``) on what it emitted to them: execute, produce, flush.
 
     A stateful task's state is brought up to date before it runs and its changes are
-    written after the flush, to the database ``state_urls[component]`` (without one it
+    written right after it, to the database ``state_urls[component]`` (without one it
     stays in this worker). A persistent aggregate applies the batch to its database
     (``state_urls[component]`` unless its spec names one) under the task's next txid. One
     report per bolt of the chain, head first.
@@ -165,21 +165,20 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             producing()
             letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
             producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
-    with contextlib.ExitStack() as turns:
-        if task >= 0:
-            inputs: dict[int, list[TupleBatch]] = {task: batches}
-            for i, comp in enumerate(chain):
-                fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
-                inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                        bootstrap, producer, reports[i], turns, producing)
-                if not inputs:
-                    break
-        t_prod = time.perf_counter()
-        _flush(producer, head, task)
-        if resent and spec.ackers:
-            _fail_roots(spec, producer, batches, head, task, bid)
-        if marking:
-            batch_marks.mark_done(marks_dir, task, bid)
+    if task >= 0:
+        inputs: dict[int, list[TupleBatch]] = {task: batches}
+        for i, comp in enumerate(chain):
+            fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
+            inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
+                                    bootstrap, producer, reports[i], producing, task)
+            if not inputs:
+                break
+    t_prod = time.perf_counter()
+    _flush(producer, head, task)
+    if resent and spec.ackers:
+        _fail_roots(spec, producer, batches, head, task, bid)
+    if marking:
+        batch_marks.mark_done(marks_dir, task, bid)
     t_end = time.perf_counter()
     h = reports[0]
     # The head's own time: the fused bolts' is in their reports. Its phases add up to it:
@@ -196,29 +195,32 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
-                   fused_topic: str, state_url: str,
-                   bootstrap: str, producer: Any, report: BatchReport,
-                   turns: contextlib.ExitStack, producing: Callable[[], None]
+                   fused_topic: str, state_url: str, bootstrap: str, producer: Any,
+                   report: BatchReport, producing: Callable[[], None], head_task: int
                    ) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks
     (calling ``producing`` first); what goes to the fused bolt (``fused_topic``) is
-    returned by its task instead. Tasks run in their order: a stateful bolt's task lock
-    is held until the chain ends (``turns``), so every head task takes them in one order
-    (head tasks starting on different tasks deadlocked)."""
+    returned by its task instead.
+
+    A fused bolt's task runs in every head task's partition, one at a time (its lock):
+    each head starts on a different task (``head_task`` on, in turn), so that two heads
+    run two tasks at once rather than queueing for the same one. No lock is held while
+    another is waited for: a stateful bolt's turn ends with its task (its changes saved
+    then, before the chain's flush; at least once, as its tuples), and a persistent
+    aggregate's with its transaction."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
     run_s = prod_s = 0.0
-    for task in sorted(inputs):
+    for task in rotated(sorted(inputs), head_task):
         t0 = time.perf_counter()
         if bolt.cls in STATEFUL:
             res = _aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
             ex = _executor(spec, bolt, task, state_url)
             kv = _task_state(spec, bolt, ex, state_url, task)
-            if kv is not None:
-                turns.enter_context(kv.turn())
-            res = ex.run(inputs[task])
+            with kv.turn() if kv is not None else contextlib.nullcontext():
+                res = ex.run(inputs[task])
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
@@ -244,6 +246,12 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     report.phases = {"execute": run_s, "produce": prod_s}
     report.seconds = run_s + prod_s
     return fused
+
+
+def rotated(tasks: Sequence[int], first: int) -> list[int]:
+    """``tasks`` in turn from the ``first``-th (modulo their number) on."""
+    k = first % len(tasks) if tasks else 0
+    return [*tasks[k:], *tasks[:k]]
 
 
 def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch],

@@ -2,13 +2,14 @@
 between Python workers, across restarts, and to any machine of a Spark cluster.
 
 Around each micro-batch the worker running the task takes the task's lock (the tasks of
-a fused chain run in several Spark tasks at once; locks are taken in chain order, tasks
-ascending, so no two wait on each other), checks the task's turn in the
+a fused chain run in several Spark tasks at once; a worker holds one lock at a time, so
+no two wait on each other), checks the task's turn in the
 database (:mod:`squall.backends.kv`) and reads the state back if another worker ran the
-task since; runs the task; and, after its tuples and acks are flushed, writes the keys it
-changed. The semantics are at-least-once, like the tuples: a micro-batch that Spark runs
-again after a crash between the write and its commit applies its changes twice; a failed
-micro-batch writes nothing, and its worker reads the state back. For exact state, use a
+task since; runs the task; writes the keys it changed; and lets the lock go, before its
+tuples and acks are flushed (the other heads' turns wait for the task, not for the whole
+chain). The semantics are at-least-once, like the tuples: a micro-batch that Spark runs
+again after a crash between the write and its commit (its flush included) applies its
+changes twice; a task that raises writes nothing, and its worker reads the state back. For exact state, use a
 persistent aggregate (Trident state).
 """
 

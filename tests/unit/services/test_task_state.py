@@ -53,13 +53,13 @@ def test_a_restart_reads_the_state_back_and_tasks_are_apart(tmp_path: Path) -> N
     assert dict(task1.state) == {"n": 100}
 
 
-def test_a_failed_batch_leaves_no_changes_and_the_worker_rereads(tmp_path: Path) -> None:
+def test_a_failed_turn_leaves_no_changes_and_the_worker_rereads(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
     a, b = worker(db), worker(db)
     batch(a, n=1)
     with pytest.raises(RuntimeError), a.turn() as state:
         state["n"] = 100
-        raise RuntimeError("not confirmed by Kafka")
+        raise RuntimeError("the bolt's task raised")
     b.catch_up()
     assert dict(b.state) == {"n": 1}
     batch(a, n=1)  # a's half-done change was dropped: it starts again from the database

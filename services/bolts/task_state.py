@@ -9,8 +9,8 @@ task since; runs the task; writes the keys it changed; and lets the lock go, bef
 tuples and acks are flushed (the other heads' turns wait for the task, not for the whole
 chain). The semantics are at-least-once, like the tuples: a micro-batch that Spark runs
 again after a crash between the write and its commit (its flush included) applies its
-changes twice; a task that raises writes nothing, and its worker reads the state back. For exact state, use a
-persistent aggregate (Trident state).
+changes twice; a task that raises writes nothing, and its worker reads the state back.
+For exact state, use a persistent aggregate (Trident state).
 """
 
 from __future__ import annotations

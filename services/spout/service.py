@@ -164,6 +164,7 @@ class SpoutService:
         conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
         consumer = Consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
                              **read_ahead(s.read_ahead_records)})
         self.producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True,

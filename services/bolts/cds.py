@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from services.bolts.hadoop import cache_home, no_fork_classes
+from services.bolts.driver_classes import cache_home, driver_classes
 from services.bolts.settings import JAVA_OPTIONS
 
 #: Flags that choose an archive themselves: a driver started with one is left alone.
@@ -47,7 +47,7 @@ def archive_path(cache: Path | None = None) -> Path | None:
     if java is None:
         return None
     st = java.stat()
-    classes = no_fork_classes()  # the class path every driver is started with
+    classes = driver_classes()  # the class path every driver is started with
     key = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|"
                          f"{pyspark.__file__}|{classes}".encode()).hexdigest()[:16]
     return (cache or cache_home()) / f"spark-driver-{key}.jsa"

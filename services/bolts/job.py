@@ -14,7 +14,7 @@ from typing import Any
 
 from services.bolts import batch_marks, heap
 from services.bolts.cds import with_archive
-from services.bolts.hadoop import no_fork_classes, spark_conf
+from services.bolts.driver_classes import batch_job, collect, driver_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
@@ -44,8 +44,8 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    classes = no_fork_classes() if no_fork else None
-    conf = spark_conf(classes) if classes else {}
+    classes = driver_classes()
+    conf = spark_conf(classes, no_fork) if classes else {}
     driver_options = with_archive(java_options)  # the class archive, if made (cds.py)
     if driver_options:
         conf |= {"spark.driver.extraJavaOptions": driver_options}
@@ -58,9 +58,16 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              # 40 % of a micro-batch's fixed cost (docs/performance.md, session 14).
              "spark.python.unix.domain.socket.enabled": "true",
              "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+             # No tuple goes through Spark SQL: generating the Java code of the source's
+             # scan, which foreachBatch turns into an RDD every micro-batch, was ~12 % of
+             # the JVM's CPU at the word count's half rate (docs/performance.md, session 20).
+             "spark.sql.codegen.wholeStage": "false",
              # Memory the workers keep and touch once (services/bolts/heap.py).
              **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()}}
-    for k, v in (conf | dict(extra_conf or {})).items():
+    conf |= dict(extra_conf or {})
+    if classes:  # BatchJob's function runs in the executors: they fetch the jar (spark.jars)
+        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(classes)) if j)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.master(master).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -168,7 +175,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
 
     marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
-    planned: list[Any] = []  # the one job every micro-batch runs, once it is built
+    planned: list[Any] = []  # the one job every micro-batch runs and its collector, once built
 
     told = [0]  # micro-batches with data whose time was logged (the first few: start-up)
 
@@ -186,8 +193,9 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                 planned.append(sc.parallelize(range(executors), executors).mapPartitions(
                     logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint),
                                   topics, tasks, executors)))
+                planned.append(batch_job(sc))
             sc.setLocalProperty(BATCH_PROPERTY, str(batch_id))
-            reports = planned[0].collect()
+            reports = collect(planned[0], planned[1])
         else:
             reports = []
         for component in chain:

@@ -31,7 +31,8 @@ class SparkSettings(BaseSettings):
     master: str = "local[*]"
     metrics_port: int = 0
     metrics_host: str = "0.0.0.0"
-    # Checkpoint files written without Hadoop's forked chmod/readlink (services/bolts/hadoop.py).
+    # Checkpoint files written without Hadoop's forked chmod/readlink
+    # (services/bolts/driver_classes.py).
     checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
     # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
     java_options: str = JAVA_OPTIONS

@@ -1,5 +1,6 @@
-"""The bolts job's Spark session: checkpoints through the no-fork local file system
-(services/bolts/hadoop.py), its JVM flags, and its progress listener's counts."""
+"""The bolts job's Spark session: the driver's own classes (services/bolts/driver_classes.py:
+checkpoints through the no-fork local file system, jobs collected without the closure
+cleaner), its JVM flags, and its progress listener's counts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.bolts import cds, hadoop
+from services.bolts import cds, driver_classes
 from services.bolts.job import spark_session
 from tests.integration.helpers import wait_for
 
@@ -19,19 +20,20 @@ pytestmark = pytest.mark.integration
 
 
 def test_the_class_is_compiled_once_and_cached(tmp_path: Path) -> None:
-    first = hadoop.no_fork_classes(tmp_path)
+    first = driver_classes.driver_classes(tmp_path)
     assert first is not None
     with zipfile.ZipFile(first) as jar:  # a jar: the class archive refuses directories
-        assert "squall/hadoop/NoForkLocalFs.class" in jar.namelist()
+        assert {"squall/hadoop/NoForkLocalFs.class",
+                "squall/spark/BatchJob.class"} <= set(jar.namelist())
     mtime = first.stat().st_mtime_ns
-    assert hadoop.no_fork_classes(tmp_path) == first
+    assert driver_classes.driver_classes(tmp_path) == first
     assert first.stat().st_mtime_ns == mtime  # not compiled again
 
 
 def test_without_javac_hadoops_default_is_kept(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("shutil.which", lambda _name: None)
-    assert hadoop.no_fork_classes(tmp_path / "fresh") is None
+    assert driver_classes.driver_classes(tmp_path / "fresh") is None
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,20 @@ def spark() -> Iterator[Any]:
                             extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "7"})
     yield session
     session.stop()
+
+
+def test_a_job_collected_by_batch_job_is_the_rdds_collect(spark: Any) -> None:
+    """Every partition's rows, in order, empty partitions too, as ``RDD.collect`` has them;
+    a session without the jar falls back to that."""
+    sc = spark.sparkContext
+    job = driver_classes.batch_job(sc)
+    assert job is not None
+    rdd = sc.parallelize(range(5), 4).mapPartitions(
+        lambda it: [{"n": x, "s": str(x) * x} for x in it if x != 2])
+    assert driver_classes.collect(rdd, job) == rdd.collect() == [
+        {"n": x, "s": str(x) * x} for x in range(5) if x != 2]
+    assert driver_classes.collect(sc.parallelize([], 3), job) == []
+    assert driver_classes.collect(rdd, None) == rdd.collect()
 
 
 def run_batches(spark: Any, checkpoint: Path, n: int) -> int:
@@ -60,7 +76,7 @@ def test_checkpoints_go_through_the_no_fork_file_system_and_resume(spark: Any,
     jvm = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
     fc = jvm.org.apache.hadoop.fs.FileContext.getFileContext(jvm.java.net.URI("file:///"), conf)
-    assert fc.getDefaultFileSystem().getClass().getName() == hadoop.CLASS
+    assert fc.getDefaultFileSystem().getClass().getName() == driver_classes.CLASS
     last = run_batches(spark, tmp_path / "ckpt", 3)
     offsets = tmp_path / "ckpt" / "offsets"
     written = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())

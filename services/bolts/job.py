@@ -175,7 +175,8 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
 
     marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
-    planned: list[Any] = []  # the one job every micro-batch runs and its collector, once built
+    # The one job every micro-batch runs and the BatchJob class that collects it, once built.
+    planned: list[tuple[Any, Any]] = []
 
     told = [0]  # micro-batches with data whose time was logged (the first few: start-up)
 
@@ -190,12 +191,11 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         elif parts:
             sc = df.sparkSession.sparkContext
             if not planned:
-                planned.append(sc.parallelize(range(executors), executors).mapPartitions(
+                planned.append((sc.parallelize(range(executors), executors).mapPartitions(
                     logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint),
-                                  topics, tasks, executors)))
-                planned.append(batch_job(sc))
+                                  topics, tasks, executors)), batch_job(sc)))
             sc.setLocalProperty(BATCH_PROPERTY, str(batch_id))
-            reports = collect(planned[0], planned[1])
+            reports = collect(*planned[0])
         else:
             reports = []
         for component in chain:

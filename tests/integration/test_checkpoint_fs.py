@@ -46,7 +46,7 @@ def spark() -> Iterator[Any]:
 
 def test_a_job_collected_by_batch_job_is_the_rdds_collect(spark: Any) -> None:
     """Every partition's rows, in order, empty partitions too, as ``RDD.collect`` has them;
-    a session without the jar falls back to that."""
+    with no ``BatchJob`` (a session started without the jar), ``RDD.collect`` itself."""
     sc = spark.sparkContext
     job = driver_classes.batch_job(sc)
     assert job is not None

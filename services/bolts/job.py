@@ -18,6 +18,7 @@ from services.bolts.driver_classes import batch_job, collect, driver_classes, sp
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
+from services.bolts.spark_python import launching_env, with_site
 from services.bolts.standby import (
     driver_alive,
     mark_running,
@@ -67,9 +68,12 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     conf |= dict(extra_conf or {})
     if classes:  # BatchJob's function runs in the executors: they fetch the jar (spark.jars)
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(classes)) if j)
+    # Spark's Python processes import the installed PySpark, not its zip (spark_python.py).
+    conf["spark.executorEnv.PYTHONPATH"] = with_site(conf.get("spark.executorEnv.PYTHONPATH"))
     for k, v in conf.items():
         builder = builder.config(k, v)
-    spark = builder.master(master).appName(app).getOrCreate()
+    with launching_env():
+        spark = builder.master(master).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
 

@@ -1,6 +1,7 @@
 """The bolts job's Spark session: the driver's own classes (services/bolts/driver_classes.py:
 checkpoints through the no-fork local file system, jobs collected without the closure
-cleaner), its JVM flags, and its progress listener's counts."""
+cleaner), its JVM flags, its Python processes' PySpark, and its progress listener's
+counts."""
 
 from __future__ import annotations
 
@@ -56,6 +57,28 @@ def test_a_job_collected_by_batch_job_is_the_rdds_collect(spark: Any) -> None:
         {"n": x, "s": str(x) * x} for x in range(5) if x != 2]
     assert driver_classes.collect(sc.parallelize([], 3), job) == []
     assert driver_classes.collect(rdd, None) == rdd.collect()
+
+
+def test_sparks_python_processes_import_the_installed_pyspark(spark: Any) -> None:
+    """A task's Python worker and a data source's planner import the PySpark installed
+    here, not the zip Spark puts first on their path (services/bolts/spark_site)."""
+    import pyspark
+    from pyspark.sql.datasource import DataSource
+
+    sc = spark.sparkContext
+    assert sc.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect() \
+        == [pyspark.__file__]
+
+    class Where(DataSource):  # its schema is asked for in a planner process of Spark's
+        @classmethod
+        def name(cls) -> str:
+            return "squall_where"
+
+        def schema(self) -> str:
+            return "zipped int" if ".zip" in __import__("pyspark").__file__ else "installed int"
+
+    spark.dataSource.register(Where)
+    assert spark.read.format("squall_where").load().columns == ["installed"]
 
 
 def run_batches(spark: Any, checkpoint: Path, n: int) -> int:

@@ -111,23 +111,31 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Itera
         common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)
         watching = threading.Event()
         state_url = f"sqlite://{workdir / 'state.db'}"
+        def start_worker(kind: str) -> None:
+            no_standby = ("--no-bolts-standby",) if kind == "bolts" and not standby else ()
+            sup.start(f"worker-{kind}", Command("services.worker", (
+                "--kind", kind, *common, "--worker-id", f"demo-{kind}",
+                "--workdir", str(workdir / f"worker-{kind}"),
+                "--checkpoint-dir", str(workdir / "checkpoints"), *no_standby),
+                {"SQUALL_STATE_URL": state_url}, metrics=False))
+
         try:
-            # The bolts worker first: its Spark start is the longest of the cluster's.
+            # The bolts worker first, beside the API only: its Spark start is the longest
+            # of the cluster's, and the other workers starting at the same moment delayed
+            # it by ~0.6 s on two cores (docs/performance.md, session 21). It registers
+            # once it has started its spare Spark process; then the others start.
             workers_started = time.monotonic()
-            for kind in ("bolts", "acker", "spout"):
-                no_standby = ("--no-bolts-standby",) if kind == "bolts" and not standby \
-                    else ()
-                sup.start(f"worker-{kind}", Command("services.worker", (
-                    "--kind", kind, *common, "--worker-id", f"demo-{kind}",
-                    "--workdir", str(workdir / f"worker-{kind}"),
-                    "--checkpoint-dir", str(workdir / "checkpoints"), *no_standby),
-                    {"SQUALL_STATE_URL": state_url}, metrics=False))
-            # Statistics every 0.5 s: the demo shows them as they change.
+            start_worker("bolts")
+            # Statistics every 0.25 s: the demo shows them as they change (and sees the
+            # bolt queries running when they do).
             sup.start("api", Command("services.api", (*common, "--port", str(port),
-                                                      "--stats-interval-s", "0.5"),
+                                                      "--stats-interval-s", "0.25"),
                                      {"SQUALL_API_TOKEN": token}, metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
+            _await(lambda: len(client.workers()) == 1, 60, stop, sup, workdir)
+            for kind in ("acker", "spout"):
+                start_worker(kind)
             _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, sup,
                    workdir)
             sup.watch(watching, lambda line: _say(f"\n{line}"))
@@ -143,8 +151,9 @@ def _ready(client: ApiClient) -> bool:
 
 
 def _await(cond: Any, timeout_s: float, stop: threading.Event, sup: Supervisor | None,
-           workdir: Path) -> None:
-    """Until ``cond()``; a child of ``sup`` that exits while waiting fails the start-up."""
+           workdir: Path, every_s: float = 0.3) -> None:
+    """Until ``cond()``, asked every ``every_s``; a child of ``sup`` that exits while
+    waiting fails the start-up."""
     deadline = time.monotonic() + timeout_s
     while not stop.is_set():
         for c in list(sup.children.values()) if sup else []:
@@ -155,7 +164,7 @@ def _await(cond: Any, timeout_s: float, stop: threading.Event, sup: Supervisor |
                 return
         if time.monotonic() > deadline:
             raise SquallError(f"the demo cluster did not come up in {timeout_s}s; see {workdir}")
-        stop.wait(0.3)
+        stop.wait(every_s)
 
 
 def _say(msg: str) -> None:
@@ -305,7 +314,7 @@ def run_demo(s: DemoSettings) -> int:
                   flush=True)
             return all(b["running"] for b in bolts)
 
-        _await(bolts_running, 180, stop, None, s.workdir)
+        _await(bolts_running, 180, stop, None, s.workdir, every_s=0.1)
         running_at = time.monotonic()
         _say(f"\nbolt queries running {running_at - t_wait:.1f} s after the submission, "
              f"{running_at - cl.workers_started:.1f} s after the workers started")

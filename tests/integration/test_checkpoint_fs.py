@@ -75,7 +75,8 @@ def test_sparks_python_processes_import_the_installed_pyspark(spark: Any) -> Non
             return "squall_where"
 
         def schema(self) -> str:
-            return "zipped int" if ".zip" in __import__("pyspark").__file__ else "installed int"
+            where = str(__import__("pyspark").__file__)
+            return "zipped int" if ".zip" in where else "installed int"
 
     spark.dataSource.register(Where)
     assert spark.read.format("squall_where").load().columns == ["installed"]

@@ -111,6 +111,7 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Itera
         common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)
         watching = threading.Event()
         state_url = f"sqlite://{workdir / 'state.db'}"
+
         def start_worker(kind: str) -> None:
             no_standby = ("--no-bolts-standby",) if kind == "bolts" and not standby else ()
             sup.start(f"worker-{kind}", Command("services.worker", (
@@ -133,7 +134,8 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Itera
                                      {"SQUALL_API_TOKEN": token}, metrics=False))
             client = ApiClient(f"http://127.0.0.1:{port}", token)
             _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
-            _await(lambda: len(client.workers()) == 1, 60, stop, sup, workdir)
+            _await(lambda: [w["id"] for w in client.workers()] == ["demo-bolts"], 60, stop, sup,
+                   workdir)
             for kind in ("acker", "spout"):
                 start_worker(kind)
             _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, sup,

@@ -18,7 +18,8 @@ processes):
   with it, each poison message exactly once, with its reason and attempt
   count, and no healthy one);
 - ``replays``: tree emissions beyond one per source message (the init records
-  in the acker topic), against ``max_spout_pending`` per fault;
+  in the acker topic), against what was outstanding (fed, not committed) as each
+  fault struck (``outstanding_by_fault``) and ``max_spout_pending`` per fault;
 - ``duplicates``: words counted beyond the words fed (the published counts);
 - with ``--exact`` the counts are Trident state (a persistent aggregate, exactly once):
   ``counts_delta``, the sum over words of |counted - fed|, must be 0.
@@ -150,6 +151,9 @@ class Feeder(threading.Thread):
         self.undecodable: set[bytes] = set()
         self.raising: set[bytes] = set()
         self.done = threading.Event()
+        # Set: the feed goes on past ``total`` (while faults are still to strike: each
+        # one under load, however long the ones before took to recover from).
+        self.hold = threading.Event()
         self.rng = random.Random(11)
 
     def next_value(self, i: int) -> bytes:
@@ -173,13 +177,13 @@ class Feeder(threading.Thread):
             if self.seconds is not None and now - t0 >= self.seconds:
                 break
             target = int((now - t0) * self.rate)
-            if self.total is not None:
-                target = min(target, self.total)
+            if self.total is not None and not self.hold.is_set():
+                target = min(target, max(self.total, self.fed))
             while self.fed < target:
                 produce(self.p, SOURCE, self.next_value(self.fed))
                 self.fed += 1
             self.p.poll(0)
-            if self.total is not None and self.fed >= self.total:
+            if self.total is not None and self.fed >= self.total and not self.hold.is_set():
                 break
             time.sleep(0.005)
         self.p.flush(60)
@@ -274,12 +278,15 @@ def _catch_producing(workdir: Path, caught: list[bool]) -> None:
 
 
 def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
-          timeout_s: float, moment: Callable[[], object] | None = None) -> float | None:
-    """One fault; seconds until the process is back and everything fed before the fault is
-    committed: what was in flight got through (None: not within ``timeout_s``).
+          timeout_s: float, moment: Callable[[], object] | None = None
+          ) -> tuple[float | None, int]:
+    """One fault: seconds until the process is back and everything fed before the fault is
+    committed, what was in flight got through (None: not within ``timeout_s``); and how many
+    sentences were outstanding (fed, not committed) as it struck, what a replay can concern.
     ``moment``, called once the victim is known, returns when it is to be killed."""
     t0 = time.monotonic()
     in_flight_end = commits.fed()
+    outstanding = max(0, in_flight_end - commits.value)
     if pattern is None:  # ZooKeeper: a restart (it keeps its data)
         cl.stack.restart("zookeeper")
         back: Callable[[], bool] = lambda: (  # noqa: E731
@@ -289,10 +296,11 @@ def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
         victims = active_driver(cl.workdir) if name == "bolts-driver" else pids(pattern)
         if not victims:
             say(f"  no process matches {pattern!r}: fault {name} skipped")
-            return None
+            return None, 0
         if moment is not None:
             moment()
             t0, in_flight_end = time.monotonic(), commits.fed()
+            outstanding = max(0, in_flight_end - commits.value)
         os.kill(victims[0], signal.SIGKILL)
         if name == "api":  # the demo cluster's supervisor starts it again
             back = lambda: (  # noqa: E731
@@ -300,11 +308,9 @@ def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
                 and cl.client.request("GET", "/healthz")["status"] == "ok")
         else:
             back = lambda: any(p not in victims for p in pids(pattern))  # noqa: E731
-    if not wait(back, timeout_s):
-        return None
-    if not wait(lambda: commits.value >= in_flight_end, timeout_s):
-        return None
-    return round(time.monotonic() - t0, 1)
+    if not wait(back, timeout_s) or not wait(lambda: commits.value >= in_flight_end, timeout_s):
+        return None, outstanding
+    return round(time.monotonic() - t0, 1), outstanding
 
 
 def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
@@ -350,7 +356,9 @@ def count_inits(bootstrap: str, ackers: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.chaos", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sentences", type=int, default=100_000)
+    ap.add_argument("--sentences", type=int, default=100_000,
+                    help="how many to feed (with faults at least this many: the feed goes on "
+                    "until the last fault is recovered from, so that each strikes under load)")
     ap.add_argument("--rate", type=float, default=1_000, help="sentences per second")
     ap.add_argument("--poison", action="store_true",
                     help="1%% undecodable messages and 0.5%% that the split bolt raises on")
@@ -388,13 +396,15 @@ def main(argv: list[str] | None = None) -> int:
         feeder = Feeder(bootstrap, total, a.rate, a.poison,
                         a.minutes * 60 if (a.no_kills and a.minutes) else None)
         commits = Commits(prog, lambda: feeder.fed)
+        faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
+        if faults:
+            feeder.hold.set()
         t0 = time.monotonic()
         feeder.start()
         commits.start()
         recovery: dict[str, float | None] = {}
         outstanding: dict[str, int] = {}
         killed_producing = False
-        faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
         expected = total or int(a.rate * (a.minutes or 0) * 60)
         for i, (name, pattern) in enumerate(faults):
             # Faults spread over the feed: the pipeline is busy at each one.
@@ -403,11 +413,9 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.2)
             say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
                 f"{commits.value:,}: {name} down")
-            # Outstanding at the fault: fed, not yet committed (what a replay can concern).
-            outstanding[name] = max(0, feeder.fed - commits.value)
             at_produce = name == "bolts-driver" and a.driver_kill == "producing"
             caught: list[bool] = []
-            recovery[name] = fault(
+            recovery[name], outstanding[name] = fault(
                 cl, name, pattern, commits, a.recovery_timeout_s,
                 functools.partial(_catch_producing, cl.workdir, caught) if at_produce else None)
             if at_produce:
@@ -416,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                     "  no task produced in 10 s: killed then")
             say(f"{time.monotonic() - t0:6.1f}s  {name}: back, commits moving after "
                 f"{recovery[name]} s")
+        feeder.hold.clear()
         cpu = CpuSampler()
         cpu.sample()
         cpu_log: list[dict[str, int]] = []
@@ -472,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             # Replays after a fault are bounded by what was outstanding at it, not multiplied
             # by timeouts: the sum over the faults is the bound.
             "outstanding_at_faults": sum(outstanding.values()),
+            "outstanding_by_fault": outstanding,
             "replay_bound": spec.max_spout_pending * max(1, len(faults)) if spec.max_spout_pending
             else None,
             "duplicates": sum(counted.values()) - words_fed,

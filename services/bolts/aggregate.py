@@ -29,8 +29,9 @@ import pyarrow.compute as pc
 from squall.backends import open_state
 from squall.core.clock import Clock
 from squall.core.executor import ExecResult
-from squall.core.grouping import Edge, Router
+from squall.core.grouping import Edge
 from squall.core.records import AckerBatch, RecordKind
+from squall.core.routing import Router
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.aggregators import CodedKeys
 from squall.core.trident.cached import CachedMap

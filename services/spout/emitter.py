@@ -13,9 +13,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from squall.core.grouping import Edge, Router
+from squall.core.grouping import Edge
 from squall.core.ids import IdBatcher
 from squall.core.records import AckerBatch, RecordKind
+from squall.core.routing import Router
 from squall.core.scheme import Scheme
 from squall.core.tuple_batch import TupleBatch
 

@@ -25,9 +25,10 @@ from squall.core.bolt import BatchBolt, Bolt, OutputCollector, TaskContext
 from squall.core.clock import Clock
 from squall.core.columns import to_columns
 from squall.core.errors import TopologyError
-from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping, Router
+from squall.core.grouping import DEFAULT_STREAM, Edge, Grouping
 from squall.core.ids import IdBatcher, new_id
 from squall.core.records import AckerBatch, AckerRecord, RecordKind
+from squall.core.routing import Router
 from squall.core.state import KeyValueState
 from squall.core.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Origins, TupleBatch
 from squall.core.tuples import Anchoring, Tuple

@@ -209,7 +209,8 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
 
 
 def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
-    from squall.core.grouping import Edge, Grouping, Router, fields_hash
+    from squall.core.grouping import Edge, Grouping
+    from squall.core.routing import Router, fields_hash
 
     words = [f"w{i % 37}" for i in range(500)] + ["", "é", "a\x1fb"]
     r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
@@ -226,7 +227,7 @@ def test_a_batch_bolts_columns_route_as_its_rows_would(
     row where the row-by-row fields hash does: strings, nulls, other types, several fields."""
     import pyarrow as pa
 
-    from squall.core.grouping import Router
+    from squall.core.routing import Router
 
     r = Router.for_edge(Edge("count", "t", parts, Grouping.FIELDS, fields), ("word", "n"))
     cols = {"word": pa.array([w for w, _ in rows], pa.string()),

@@ -12,7 +12,11 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError
 
-from services.bolts.source import ARROW_SCHEMA, range_batch, read_range
+from services.bolts.source import SCHEMA, range_batch, read_range
+
+#: :data:`SCHEMA` (Spark's DDL), as Arrow.
+ARROW_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),
+                          ("start", pa.int64()), ("end", pa.int64())])
 
 
 @dataclass
@@ -76,6 +80,8 @@ def test_a_range_the_broker_no_longer_has_ends_the_read_and_says_so() -> None:
 
 
 def test_a_tasks_ranges_are_typed_rows_even_when_empty() -> None:
+    assert ", ".join(f"{f.name} {t}" for f, t in zip(
+        ARROW_SCHEMA, ("int", "string", "int", "long", "long"), strict=True)) == SCHEMA
     empty = range_batch(1, [])
     assert empty.schema == ARROW_SCHEMA and empty.num_rows == 0
     full = range_batch(1, [("t", 1, 3, 9), ("u", 1, 0, 2)])

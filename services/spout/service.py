@@ -167,7 +167,8 @@ class SpoutService:
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
                              **read_ahead(s.read_ahead_records)})
-        self.producer = Producer({**conf, "linger.ms": 5, "enable.idempotence": True,
+        self.producer = Producer({**conf, "linger.ms": s.producer_linger_ms,
+                                  "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
         self.results_consumer = Consumer({

@@ -56,6 +56,12 @@ class SpoutSettings(BaseSettings):
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
+    # How long the producer holds what the spout emits (edge tuples, acker inits) to send
+    # it as one batch per partition (Kafka's linger.ms; librdkafka's default). Longer asks
+    # less of a broker that charges each fetch for every batch a partition ever held, as
+    # the embedded Tansu does, and delays every tree by up to as much at low rates
+    # (docs/performance.md, session 23).
+    producer_linger_ms: int = Field(5, ge=0, le=10_000)
     # How long a gap in a source partition's offsets is fetched again before the spout
     # moves past it (squall/core/contiguity.py: a broker may show a record batch before an
     # earlier one). 0: at once, as Kafka's consumers do (a real Kafka whose sources have
@@ -176,6 +182,12 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
                    help="how often completed offsets are committed (default 1.0)")
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="the longest a fetch waits for new records (default 100)")
+    p.add_argument("--producer-linger-ms", type=int,
+                   help="how long emitted tuples and acker inits are held to go out as one "
+                        "batch per partition (Kafka's linger.ms; default 5)")
+    p.add_argument("--read-ahead-records", type=int,
+                   help="source records fetched ahead of the spout, per partition "
+                        "(default 10000)")
     p.add_argument("--source-gap-hold-ms", type=int,
                    help="how long a gap in a source partition's offsets is fetched again "
                         "before the spout moves past it (default 2000; 0: at once, as "

@@ -42,3 +42,14 @@ def test_flags_and_env_win_over_the_file(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_bad_settings_name_what_is_wrong(argv: list[str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         parse_args(argv)
+
+
+def test_the_producers_linger_and_the_read_ahead_are_flags() -> None:
+    base = ["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
+            "--num-tasks", "1"]
+    s = parse_args(base)
+    assert (s.producer_linger_ms, s.read_ahead_records) == (5, 10_000)
+    s = parse_args([*base, "--producer-linger-ms", "0", "--read-ahead-records", "500"])
+    assert (s.producer_linger_ms, s.read_ahead_records) == (0, 500)
+    with pytest.raises(ConfigError, match="producer_linger_ms"):
+        parse_args([*base, "--producer-linger-ms", "-1"])

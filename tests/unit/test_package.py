@@ -14,6 +14,9 @@ from squall.core.topology import TopologyBuilder
 
 def test_the_bolt_api_is_re_exported() -> None:
     assert squall.Bolt is Bolt and squall.TopologyBuilder is TopologyBuilder
+    # Every lazily loaded name is exported and every export but the version is loaded
+    # lazily: a name added to one list and not the other fails here.
+    assert set(squall.__all__) == {*squall._HOMES, "__version__"}
     assert set(squall.__all__) <= set(dir(squall))
     for name in squall.__all__:
         assert getattr(squall, name) is not None

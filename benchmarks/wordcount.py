@@ -359,7 +359,8 @@ def jvm_profile(out: Path | None, bolts_pid: int, start: bool) -> None:
 def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                sink: str = "foreach_batch", trigger_ms: int = 50,
                latency_rate: float | None = None, exact: bool = False,
-               profile: Path | None = None, pending: int = 50_000) -> dict[str, float]:
+               profile: Path | None = None, pending: int = 50_000,
+               profile_phase: str = "throughput") -> dict[str, float]:
     launched = time.perf_counter()
     pipe = launch(b, tmp, max_rows, sink, trigger_ms, exact, pending)
     name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
@@ -378,13 +379,15 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         cpu0 = {k: tree_cpu(p.pid) for k, p in zip(names, procs, strict=True)}
         cpu0["broker+bench"] = tree_cpu(os.getpid())
         kinds0 = cpu_by_kind(procs[1].pid)
-        spy = start_profile(profile, {k: p.pid for k, p in zip(names, procs, strict=True)})
-        jvm_profile(profile, procs[1].pid, start=True)
+        pids = {k: p.pid for k, p in zip(names, procs, strict=True)}
+        burst_profile = profile if profile_phase == "throughput" else None
+        spy = start_profile(burst_profile, pids)
+        jvm_profile(burst_profile, procs[1].pid, start=True)
         t0 = time.perf_counter()
         produce(b, src, lines)
         t1 = wait_committed(watch, src, warm + n, procs=pipe.procs)
         stop_profile(spy)
-        jvm_profile(profile, procs[1].pid, start=False)
+        jvm_profile(burst_profile, procs[1].pid, start=False)
         kinds = cpu_by_kind(procs[1].pid)
         say("squall: bolts job CPU seconds by process: " + ", ".join(
             f"{k} {v - kinds0.get(k, 0.0):.1f}" for k, v in kinds.items()))
@@ -402,8 +405,13 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         # The head query's micro-batches (the fused count runs inside them).
         batch_name, head = "squall_bolt_batch_duration_seconds", {"component": "split"}
         batches_before = histogram(bolts_port, batch_name, **head)
+        paced_profile = profile if profile_phase == "latency" else None
+        spy = start_profile(paced_profile, pids)
+        jvm_profile(paced_profile, procs[1].pid, start=True)
         produce(b, src, make_sentences(paced, 3), rate=pace)
         wait_committed(watch, src, warm + n + paced, procs=pipe.procs)
+        stop_profile(spy)
+        jvm_profile(paced_profile, procs[1].pid, start=False)
         after = histogram(port, "squall_spout_complete_latency_seconds")
         acker_after = histogram(pipe.acker_port, "squall_acker_complete_latency_seconds")
         batches_after = histogram(bolts_port, batch_name, **head)
@@ -535,15 +543,23 @@ def main() -> None:
                     help="trees in flight (Storm's topology.max.spout.pending): the rate is "
                          "at most this over the round trip, so a low bound measures it")
     ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
-                    help="py-spy the processes over the throughput phase (collapsed stacks "
-                         "per process into DIR; see docs/performance.md)")
+                    help="py-spy the processes, and Flight Recorder the bolts JVM, over one "
+                         "phase (collapsed stacks per process and jvm.jfr into DIR; see "
+                         "docs/performance.md)")
+    ap.add_argument("--profile-phase", choices=["throughput", "latency"],
+                    default="throughput",
+                    help="the phase --profile records: the burst, or the paced half rate "
+                         "(where the latency's tail is)")
     args = ap.parse_args()
+    if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
+        ap.error("--profile needs py-spy beside this Python: pip install -e '.[profile]'")
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
                         args.max_rows_per_batch, args.sink, args.trigger_ms,
-                        args.latency_rate, args.exact, args.profile, args.max_spout_pending)
+                        args.latency_rate, args.exact, args.profile, args.max_spout_pending,
+                        args.profile_phase)
         base = {"rate": float("nan"), "startup_s": float("nan")} if args.skip_baseline \
             else run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     ratio = sq["sentences_per_s"] / base["rate"] if base["rate"] == base["rate"] else None

@@ -300,7 +300,7 @@ class BoltExecutor:
         edge_ids = self._batch_ids.ids(idx.size)
         np.bitwise_xor.at(ack_vals, parents[idx], edge_ids)
         child_roots = roots[parents[idx]]
-        for p in np.unique(parts).tolist():
+        for p in np.flatnonzero(np.bincount(parts, minlength=e.partitions)).tolist():  # no sort
             s = np.flatnonzero(parts == p)
             take = pa.array(idx[s])
             of = parents[idx[s]]

@@ -107,24 +107,40 @@ class AckerBatch:
         return AckerBatch(self.roots[which], self.values[which], self.kinds[which],
                           self.tasks[which], self.ts_ms[which])
 
+    def of_kind(self, kind: RecordKind) -> AckerBatch:
+        """The records of one kind (a bolt's are usually all acks: then no copy)."""
+        mask = self.kinds == kind
+        k = int(np.count_nonzero(mask))
+        return self if k == len(self) else AckerBatch.empty() if k == 0 else self.select(mask)
+
     def coalesced(self) -> AckerBatch:
         """The same records, XOR-coalesced: one ack per root (its acks' values XORed), one
         fail and one reset per root; inits kept as they are (each carries its spout task).
         Inits first, then acks, fails and resets, each in root order."""
-        out = [self.select(self.kinds == RecordKind.INIT)]
-        acks = self.select(self.kinds == RecordKind.ACK)
+        out = [self.of_kind(RecordKind.INIT)]
+        acks = self.of_kind(RecordKind.ACK)
         if len(acks):
+            # Neighbours first, in one pass: a tree's acks mostly come together (a split's
+            # words of one sentence, routed in order), so the sort sees a record a run
+            # (the word count's: a fifth of the records; the sort was a fifth of its work).
+            acks = acks._xor_runs(np.flatnonzero(run_starts(acks.roots)))
             order, starts = root_runs(acks.roots)
-            out.append(AckerBatch(
-                acks.roots[order][starts], np.bitwise_xor.reduceat(acks.values[order], starts),
-                acks.kinds[order][starts], np.maximum.reduceat(acks.tasks[order], starts),
-                np.minimum.reduceat(acks.ts_ms[order], starts)))
+            out.append(acks.select(order)._xor_runs(starts))
         for kind in (RecordKind.FAIL, RecordKind.RESET):
-            once = self.select(self.kinds == kind)
+            once = self.of_kind(kind)
             if len(once):
                 order, starts = root_runs(once.roots, stable=True)  # the first of each
                 out.append(once.select(order[starts]))
         return AckerBatch.concat(out)
+
+    def _xor_runs(self, starts: npt.NDArray[np.intp]) -> AckerBatch:
+        """One ack a run (the records from each of ``starts`` to the next): the values
+        XORed, the highest task, the earliest time."""
+        if starts.size == len(self):
+            return self
+        return AckerBatch(self.roots[starts], np.bitwise_xor.reduceat(self.values, starts),
+                          self.kinds[starts], np.maximum.reduceat(self.tasks, starts),
+                          np.minimum.reduceat(self.ts_ms, starts))
 
     @classmethod
     def concat(cls, batches: Iterable[AckerBatch]) -> AckerBatch:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -130,3 +131,29 @@ def test_coalescing_keeps_each_roots_xor_and_outcomes(
     for kind in (RecordKind.ACK, RecordKind.FAIL, RecordKind.RESET):
         roots = [r.root for r in out if r.kind is kind]
         assert len(roots) == len(set(roots))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 2**64 - 1), st.integers(0, 9),
+                          st.integers(0, 1000)), max_size=80))
+def test_a_bolts_acks_coalesce_to_one_per_root_in_root_order(
+        rows: list[tuple[int, int, int, int]]) -> None:
+    """Acks only, as a bolt sends them (runs of one root next to each other, and the same
+    root again further on): one record a root, in root order, its values XORed, the
+    highest task, the earliest time."""
+    n = len(rows)
+    batch = AckerBatch(np.array([r for r, _, _, _ in rows], np.uint64),
+                       np.array([v for _, v, _, _ in rows], np.uint64),
+                       np.full(n, RecordKind.ACK, np.uint8),
+                       np.array([t for _, _, t, _ in rows], np.uint16),
+                       np.array([ts for _, _, _, ts in rows], np.int64))
+    out = batch.coalesced()
+    want: dict[int, tuple[int, int, int]] = {}
+    for r, v, t, ts in rows:
+        x, hi, lo = want.get(r, (0, 0, 1 << 62))
+        want[r] = (x ^ v, max(hi, t), min(lo, ts))
+    assert out.roots.tolist() == sorted(want)
+    assert set(out.kinds.tolist()) <= {RecordKind.ACK}
+    assert {r: (v, t, ts) for r, v, t, ts in zip(
+        out.roots.tolist(), out.values.tolist(), out.tasks.tolist(), out.ts_ms.tolist(),
+        strict=True)} == want

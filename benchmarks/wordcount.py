@@ -318,7 +318,10 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
-                    "--commit-interval-s", "0.25"])
+                    "--commit-interval-s", "0.25",
+                    # The embedded broker (Tansu) charges each fetch for every batch the
+                    # partition holds: fewer, larger source fetches (decisions.md, session 24).
+                    "--fetch-min-bytes", str(1 << 20), "--fetch-wait-max-ms", "50"])
     return Pipeline(name, src, procs, port, bolts_port, acker_port)
 
 

@@ -166,6 +166,7 @@ class SpoutService:
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
+                             "fetch.min.bytes": s.fetch_min_bytes,
                              **read_ahead(s.read_ahead_records)})
         self.producer = Producer({**conf, "linger.ms": s.producer_linger_ms,
                                   "enable.idempotence": True,

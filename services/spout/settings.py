@@ -56,6 +56,12 @@ class SpoutSettings(BaseSettings):
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
+    # How much new source data a fetch waits for, up to fetch_wait_max_ms (Kafka's
+    # fetch.min.bytes; 1, its default: a fetch returns with the first record). More: fewer,
+    # larger fetches, for a broker that charges each fetch for every batch a partition
+    # holds (the embedded Tansu; the benchmarks use 1 MiB and a 50 ms wait, decisions.md);
+    # on Kafka, every tree waits up to fetch_wait_max_ms more when the rate is low.
+    fetch_min_bytes: int = Field(1, ge=1, le=64 << 20)
     # How long the producer holds what the spout emits (edge tuples, acker inits) to send
     # it as one batch per partition (Kafka's linger.ms; librdkafka's default). Longer asks
     # less of a broker that charges each fetch for every batch a partition ever held, as
@@ -182,6 +188,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
                    help="how often completed offsets are committed (default 1.0)")
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="the longest a fetch waits for new records (default 100)")
+    p.add_argument("--fetch-min-bytes", type=int,
+                   help="new source data a fetch waits for, up to --fetch-wait-max-ms "
+                        "(Kafka's fetch.min.bytes; default 1)")
     p.add_argument("--producer-linger-ms", type=int,
                    help="how long emitted tuples and acker inits are held to go out as one "
                         "batch per partition (Kafka's linger.ms; default 5)")

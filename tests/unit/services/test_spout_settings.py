@@ -53,3 +53,12 @@ def test_the_producers_linger_and_the_read_ahead_are_flags() -> None:
     assert (s.producer_linger_ms, s.read_ahead_records) == (0, 500)
     with pytest.raises(ConfigError, match="producer_linger_ms"):
         parse_args([*base, "--producer-linger-ms", "-1"])
+
+
+def test_a_fetchs_least_bytes_is_a_flag() -> None:
+    base = ["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
+            "--num-tasks", "1"]
+    assert parse_args(base).fetch_min_bytes == 1  # Kafka's default: the first record
+    assert parse_args([*base, "--fetch-min-bytes", "1048576"]).fetch_min_bytes == 1 << 20
+    with pytest.raises(ConfigError, match="fetch_min_bytes"):
+        parse_args([*base, "--fetch-min-bytes", "0"])

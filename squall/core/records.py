@@ -121,8 +121,9 @@ class AckerBatch:
         acks = self.of_kind(RecordKind.ACK)
         if len(acks):
             # Neighbours first, in one pass: a tree's acks mostly come together (a split's
-            # words of one sentence, routed in order), so the sort sees a record a run
-            # (the word count's: a fifth of the records; the sort was a fifth of its work).
+            # words of one sentence, routed in order), so the sort sees one record a run
+            # (the word count's count: a fifth of its acks; the sort over all of them had
+            # been 15 % of its executor's time, docs/performance.md session 24).
             acks = acks._xor_runs(np.flatnonzero(run_starts(acks.roots)))
             order, starts = root_runs(acks.roots)
             out.append(acks.select(order)._xor_runs(starts))

@@ -3,9 +3,9 @@ between Python workers, across restarts, and to any machine of a Spark cluster.
 
 Around each micro-batch the worker running the task takes the task's lock (the tasks of
 a fused chain run in several Spark tasks at once; a worker holds one lock at a time, so
-no two wait on each other), checks the task's turn in the
-database (:mod:`squall.backends.kv`) and reads the state back if another worker ran the
-task since; runs the task; writes the keys it changed; and lets the lock go, before its
+no two wait on each other), checks the task's turn in the database
+(:mod:`squall.backends.kv`) and applies the turns other workers ran since (or reads the
+state back); runs the task; writes the keys it changed; and lets the lock go, before its
 tuples and acks are flushed (the other heads' turns wait for the task, not for the whole
 chain). The semantics are at-least-once, like the tuples: a micro-batch that Spark runs
 again after a crash between the write and its commit (its flush included) applies its
@@ -45,9 +45,15 @@ class TaskState:
             self.save()
 
     def catch_up(self) -> bool:
-        """Read the state back if another worker changed it since; whether it did."""
-        if self._turn is not None and self.store.turn() == self._turn:
-            return False
+        """Bring the state up to date if another worker changed it since (its turns'
+        changes, or the whole state read back); whether it did."""
+        if self._turn is not None:
+            got = self.store.since(self._turn)
+            if got is not None:
+                self._turn, turns = got
+                for changes in turns:
+                    self.state.apply(changes)
+                return bool(turns)
         self._turn, data = self.store.load()
         self.state.apply(data, replace=True)
         return True

@@ -1,22 +1,32 @@
 """A stateful bolt task's keyed state (Storm's ``KeyValueState``) in the state database.
 
-Two tables (:func:`squall.backends.sql.schema`)::
+Three tables (:func:`squall.backends.sql.schema`)::
 
-    squall_kv       (state, task, key, value)   one row per key: pickles, as Storm's
-                                                KeyValueState serializes its keys and values
-    squall_kv_turns (state, task, turn)         how many micro-batches changed the task's state
+    squall_kv       (state, task, key, value)     one row per key, as of the last compaction:
+                                                  pickles, as Storm's KeyValueState
+                                                  serializes its keys and values
+    squall_kv_log   (state, task, turn, changes)  each turn's changes since then, one row
+    squall_kv_turns (state, task, turn)           how many micro-batches changed the state
 
 A worker that runs the task holds the task's lock (tasks of a fused chain run in several
 Spark tasks at once), keeps the state in memory and checks the task's turn before each
-micro-batch: unchanged (the usual case: one small read), its copy is current; moved
-(another worker ran the task, or the job restarted), it reads the task's rows back. After
-the micro-batch it writes the changed keys and advances the turn, in one transaction, only
-if the turn is still the one it read: a worker that ran the task without the lock (one
-that lost its database session, say) cannot overwrite another's changes; its micro-batch
-fails and Spark runs it again.
+micro-batch: unchanged (the usual case: one small read), its copy is current; moved by a
+few turns (another worker ran the task: a fused chain's heads take turns on it every
+micro-batch), it applies those turns' log rows; moved further, or the job restarted, it
+reads the task's rows back. After the micro-batch it appends its changes as one row and
+advances the turn, in one transaction, only if the turn is still the one it read: a
+worker that ran the task without the lock (one that lost its database session, say)
+cannot overwrite another's changes; its micro-batch fails and Spark runs it again.
 
-Keys are pickled with a fixed protocol, so equal keys of one type make equal rows; keys
-that compare equal across types (``1`` and ``1.0``) are different rows.
+Why a log: a turn changed ~500 keys of the word count's task, and writing them as rows
+(an UPSERT each, ~1.5 ms) then reading all of them back in the other head's worker
+(~0.5 ms) was a fifth of a count task's time, twice a micro-batch (docs/performance.md,
+session 25); one row each way is ~0.1 ms. Every :data:`COMPACT_EVERY` turns the saving
+worker folds the log into the rows, so a reader never applies more than that many.
+
+Keys are pickled with a fixed protocol, so equal keys of one type make equal rows. Keys
+that compare equal across types (``1`` and ``1.0``) are one key in a worker's state, as
+in any dict, and the compaction writes the row of the first of them it meets.
 """
 
 from __future__ import annotations
@@ -32,10 +42,12 @@ from squall.core.state import DELETED
 
 #: Fixed, so that a key's bytes do not change with the Python that wrote them.
 _KEY_PROTOCOL = 5
+#: A turn that is a multiple of this folds the log into the rows.
+COMPACT_EVERY = 32
 
 
 class KeyValueStore:
-    """One task's keyed state rows and turn, over one connection."""
+    """One task's keyed state rows, log and turn, over one connection."""
 
     def __init__(self, conn: Any, dialect: Dialect, state: str, task: int) -> None:
         self.conn, self.d, self.state, self.task = conn, dialect, state, task
@@ -54,29 +66,41 @@ class KeyValueStore:
     def load(self) -> tuple[int, dict[Any, Any]]:
         """The task's turn and its whole state, as of that turn."""
         p = self.d.p
-        while True:  # a writer may commit between the two reads: read until they agree
+        while True:  # a writer may commit between the reads: read until the turn agrees
             turn = self.turn()
             rows = self.conn.execute(f"SELECT key, value FROM squall_kv WHERE state = {p} AND "
                                      f"task = {p}", (self.state, self.task)).fetchall()
+            log = self._log_after(0, turn)
             if self.turn() == turn:
                 break
-        where = f"state {self.state!r} task {self.task}"
         try:
-            return turn, {pickle.loads(bytes(k)): pickle.loads(bytes(v)) for k, v in rows}
+            data = {pickle.loads(bytes(k)): pickle.loads(bytes(v)) for k, v in rows}
+            for _, changes in log:
+                _apply(data, self._changes(changes))
+        except StateError:
+            raise
         except Exception as e:  # the rows are the task's own, written by its workers
-            raise StateError(f"{where}: a stored key or value cannot be read: {e}") from None
+            raise StateError(f"{self._where()}: a stored key or value cannot be read: {e}"
+                             ) from None
+        return turn, data
+
+    def since(self, turn: int) -> tuple[int, list[dict[Any, Any]]] | None:
+        """The task's turn now, and each turn's changes after ``turn`` in order (``DELETED``:
+        a key removed); an empty list if it has not moved. None if the log no longer holds
+        them all (folded into the rows): :meth:`load` instead."""
+        now = self.turn()
+        if now == turn:
+            return now, []
+        log = self._log_after(turn, now)
+        if [t for t, _ in log] != list(range(turn + 1, now + 1)):
+            return None
+        return now, [self._changes(c) for _, c in log]
 
     def save(self, changes: Mapping[Any, Any], turn: int) -> int:
         """Write ``changes`` (``DELETED``: remove the key) made on top of ``turn``; the new
         turn. :class:`StateError` if another worker moved the turn meanwhile."""
         p, s, t = self.d.p, self.state, self.task
-        puts, dels = [], []
-        for k, v in changes.items():
-            key = _dumps(k, _KEY_PROTOCOL, k)
-            if v is DELETED:
-                dels.append((s, t, key))
-            else:
-                puts.append((s, t, key, _dumps(v, pickle.HIGHEST_PROTOCOL, k)))
+        blob = self._pickle(changes)
         self.d.begin(self.conn)
         try:
             cur = self.conn.execute(f"UPDATE squall_kv_turns SET turn = turn + 1 WHERE state = "
@@ -87,15 +111,10 @@ class KeyValueStore:
                                      f"turn {turn}; this micro-batch will be run again")
                 self.conn.execute(f"INSERT INTO squall_kv_turns (state, task, turn) VALUES "
                                   f"({p}, {p}, 1)", (s, t))
-            if puts:
-                self.conn.cursor().executemany(
-                    f"INSERT INTO squall_kv (state, task, key, value) VALUES ({p}, {p}, {p}, "
-                    f"{p}) ON CONFLICT (state, task, key) DO UPDATE SET value = excluded.value",
-                    puts)
-            if dels:
-                self.conn.cursor().executemany(
-                    f"DELETE FROM squall_kv WHERE state = {p} AND task = {p} AND key = {p}",
-                    dels)
+            self.conn.execute(f"INSERT INTO squall_kv_log (state, task, turn, changes) VALUES "
+                              f"({p}, {p}, {p}, {p})", (s, t, turn + 1, blob))
+            if (turn + 1) % COMPACT_EVERY == 0:
+                self._compact(turn + 1)
         except BaseException:
             self.d.rollback(self.conn)
             raise
@@ -104,6 +123,75 @@ class KeyValueStore:
 
     def close(self) -> None:
         self.conn.close()
+
+    # ----- the log -------------------------------------------------------
+
+    def _log_after(self, turn: int, upto: int) -> list[tuple[int, bytes]]:
+        p = self.d.p
+        rows = self.conn.execute(
+            f"SELECT turn, changes FROM squall_kv_log WHERE state = {p} AND task = {p} AND "
+            f"turn > {p} AND turn <= {p} ORDER BY turn",
+            (self.state, self.task, turn, upto)).fetchall()
+        return [(int(t), bytes(c)) for t, c in rows]
+
+    def _compact(self, upto: int) -> None:
+        """Fold the log's turns up to ``upto`` into the rows (inside the save's
+        transaction)."""
+        p, s, t = self.d.p, self.state, self.task
+        merged: dict[Any, Any] = {}
+        for _, changes in self._log_after(0, upto):
+            merged.update(self._changes(changes))
+        puts, dels = [], []
+        for k, v in merged.items():
+            key = _dumps(k, _KEY_PROTOCOL, k)
+            if v is DELETED:
+                dels.append((s, t, key))
+            else:
+                puts.append((s, t, key, _dumps(v, pickle.HIGHEST_PROTOCOL, k)))
+        if puts:
+            self.conn.cursor().executemany(
+                f"INSERT INTO squall_kv (state, task, key, value) VALUES ({p}, {p}, {p}, "
+                f"{p}) ON CONFLICT (state, task, key) DO UPDATE SET value = excluded.value",
+                puts)
+        if dels:
+            self.conn.cursor().executemany(
+                f"DELETE FROM squall_kv WHERE state = {p} AND task = {p} AND key = {p}", dels)
+        self.conn.execute(f"DELETE FROM squall_kv_log WHERE state = {p} AND task = {p} AND "
+                          f"turn <= {p}", (s, t, upto))
+
+    def _pickle(self, changes: Mapping[Any, Any]) -> bytes:
+        puts = [(k, v) for k, v in changes.items() if v is not DELETED]
+        dels = [k for k, v in changes.items() if v is DELETED]
+        try:
+            return pickle.dumps((puts, dels), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # name the key: pickle says only what it could not pickle
+            for k, v in puts:
+                _dumps(k, _KEY_PROTOCOL, k)
+                _dumps(v, pickle.HIGHEST_PROTOCOL, k)
+            for k in dels:
+                _dumps(k, _KEY_PROTOCOL, k)
+            raise
+
+    def _changes(self, blob: bytes) -> dict[Any, Any]:
+        try:
+            puts, dels = pickle.loads(blob)
+            out = dict.fromkeys(dels, DELETED)
+            out.update(puts)
+        except Exception as e:  # the log is the task's own, written by its workers
+            raise StateError(f"{self._where()}: a stored turn's changes cannot be read: {e}"
+                             ) from None
+        return out
+
+    def _where(self) -> str:
+        return f"state {self.state!r} task {self.task}"
+
+
+def _apply(data: dict[Any, Any], changes: Mapping[Any, Any]) -> None:
+    for k, v in changes.items():
+        if v is DELETED:
+            data.pop(k, None)
+        else:
+            data[k] = v
 
 
 def _dumps(x: Any, protocol: int, key: Any) -> bytes:

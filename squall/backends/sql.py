@@ -43,8 +43,8 @@ from squall.core.trident.state import Key
 def schema(table_suffix: str = "", blob: str = "BLOB") -> tuple[str, ...]:
     """The tables; ``table_suffix`` is appended to each CREATE TABLE (SQLite: WITHOUT
     ROWID, so a row lives in its primary key's B-tree, written once); ``blob``: the
-    database's byte string type. ``squall_kv`` and ``squall_kv_turns`` hold stateful bolts'
-    keyed state (:mod:`squall.backends.kv`)."""
+    database's byte string type. ``squall_kv``, ``squall_kv_turns`` and ``squall_kv_log``
+    hold stateful bolts' keyed state (:mod:`squall.backends.kv`)."""
     return (
         "CREATE TABLE IF NOT EXISTS squall_state (state TEXT NOT NULL, key TEXT NOT NULL, "
         f"value TEXT NOT NULL, PRIMARY KEY (state, key)){table_suffix}",
@@ -63,6 +63,9 @@ def schema(table_suffix: str = "", blob: str = "BLOB") -> tuple[str, ...]:
         f"{table_suffix}",
         "CREATE TABLE IF NOT EXISTS squall_kv_turns (state TEXT NOT NULL, task INTEGER NOT "
         f"NULL, turn BIGINT NOT NULL, PRIMARY KEY (state, task)){table_suffix}",
+        "CREATE TABLE IF NOT EXISTS squall_kv_log (state TEXT NOT NULL, task INTEGER NOT NULL, "
+        f"turn BIGINT NOT NULL, changes {blob} NOT NULL, PRIMARY KEY (state, task, turn))"
+        f"{table_suffix}",
     )
 
 

@@ -115,7 +115,8 @@ def connect(path: Path | str, timeout_s: float = 60.0) -> sqlite3.Connection:
                                              "'table'")}
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         if not wal or not {"squall_state", "squall_applied", "squall_tasks", "squall_changes",
-                           "squall_compacted", "squall_kv", "squall_kv_turns"} <= tables:
+                           "squall_compacted", "squall_kv", "squall_kv_turns",
+                           "squall_kv_log"} <= tables:
             _retry_locked(lambda: _setup(conn), timeout_s)
     except sqlite3.Error as e:
         raise StateError(f"cannot open the SQLite state {path}: {e}") from None

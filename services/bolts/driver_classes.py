@@ -12,10 +12,12 @@ driver's class path.
   CPU at the word count's half rate, on each micro-batch's way to its tasks
   (docs/performance.md, session 20). ``BatchJob``'s function is a named class, which the
   cleaner leaves alone.
+- ``BatchSink``: the queries' sink, which runs that job for every micro-batch without a
+  Python callback (services/bolts/tasks_sink.py; docs/performance.md, session 25).
 
 Compiled with the JDK's ``javac`` against PySpark's own jars and cached by the sources'
-hash; without a JDK the job runs on Hadoop's default file system and ``RDD.collect`` (and
-says so).
+hash; without a JDK the job runs on Hadoop's default file system, through foreachBatch and
+``RDD.collect`` (and says so).
 """
 
 from __future__ import annotations
@@ -91,15 +93,3 @@ def batch_job(sc: Any) -> Any:
     job = sc._jvm.squall.spark.BatchJob
     # py4j answers a name it finds no class for with a JavaPackage.
     return job if type(job).__name__ == "JavaClass" else None
-
-
-def collect(rdd: Any, job: Any) -> list[Any]:
-    """``rdd.collect()``, through ``job`` (:func:`batch_job`) unless that is None."""
-    if job is None:
-        return list(rdd.collect())
-    # PySpark's own way back from collectAndServe (its RDD.collect does the same).
-    from pyspark.util import _load_from_socket
-
-    sock = job.collectAndServe(rdd._jrdd.rdd())
-    with _load_from_socket(sock, rdd._jrdd_deserializer) as stream:
-        return list(stream)

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.bolts import batch_marks, heap
+from services.bolts import batch_marks, heap, tasks_sink
 from services.bolts.cds import with_archive
-from services.bolts.driver_classes import batch_job, collect, driver_classes, spark_conf
+from services.bolts.driver_classes import batch_job, driver_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
@@ -111,15 +111,18 @@ def query_name(spec: TopologySpec, chain: Sequence[str]) -> str:
 
 
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
-               metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
+               metrics: BoltMetrics | None = None, run_id: str = "",
+               stop: threading.Event | None = None) -> Any:
     """One query for a chain of bolts (``squall.core.chains``): it reads the head's inputs."""
-    return prepare_bolt(spark, spec, chain, s, metrics, run_id).start()
+    return prepare_bolt(spark, spec, chain, s, metrics, run_id, stop).start()
 
 
 def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
-                 metrics: BoltMetrics | None = None, run_id: str = "") -> Any:
+                 metrics: BoltMetrics | None = None, run_id: str = "",
+                 stop: threading.Event | None = None) -> Any:
     """:func:`start_bolt` up to ``start()``: the writer, its source's schema resolved (Spark
-    asks a Python process for it) and its callback server up; it touches no checkpoint."""
+    asks a Python process for it) and its callback server up; it touches no checkpoint.
+    ``stop``: when the tasks' reports are no longer read (default: with the driver)."""
     head = spec.component(chain[0])
     assert isinstance(head, BoltSpec)
     from services.bolts.sink import BoltSink
@@ -147,6 +150,15 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
                   .option("state_url", state_url)
                   .option("marks", batch_marks.beside(checkpoint)))
+    elif batch_job(spark.sparkContext) is not None:  # the driver's classes: their sink
+        from services.bolts.sink import BATCH_PROPERTY
+
+        writer = tasks_sink.writer(
+            reader, query, chain, planned_job(spark.sparkContext, spec.to_json(), tuple(chain),
+                                              s.bootstrap_servers, state_urls, checkpoint,
+                                              spec.input_topics(head.name), head.parallelism,
+                                              head.num_executors),
+            BATCH_PROPERTY, metrics, stop or threading.Event())
     else:
         writer = reader.writeStream.foreachBatch(
             _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
@@ -157,31 +169,38 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
             .queryName(query))
 
 
+def planned_job(sc: Any, spec_json: str, chain: tuple[str, ...], bootstrap: str,
+                state_urls: Mapping[str, str], checkpoint: Path, topics: Sequence[str],
+                tasks: int, executors: int) -> Any:
+    """The one RDD job every micro-batch of a chain runs: one Spark task per executor,
+    each running its bolt tasks on the ranges it plans from Spark's offset log (the batch
+    id comes as a local property). Planned once: reading the ranges through the edge
+    source cost a Python worker's round trip per task and batch (~80 ms of a ~250 ms
+    micro-batch), planning a new job per batch ~20 ms more, and a Spark SQL job
+    (``mapInArrow``) ~14 ms more than the RDD job (``benchmarks/handoff.py``)."""
+    from services.bolts.sink import logged_runner
+
+    return sc.parallelize(range(executors), executors).mapPartitions(
+        logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint), topics, tasks,
+                      executors))
+
+
 def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
                   metrics: BoltMetrics | None, state_urls: Mapping[str, str],
                   checkpoint: Path, topics: Sequence[str], tasks: int,
                   executors: int) -> Any:
-    """foreachBatch: the chain's tasks run on the executors (one Spark task per executor);
-    their reports come back to this process, which counts them and logs errors. A batch a
-    task finished before (a re-run after a crash) is skipped.
-
-    The tasks plan their ranges from Spark's offset log and run as one RDD job, planned
-    once and run for every batch (the batch id goes to the tasks as a local property):
-    reading the ranges through the edge source cost a Python worker's round trip per task
-    and batch (~80 ms of a ~250 ms micro-batch), planning a new job per batch ~20 ms more,
-    and a Spark SQL job (``mapInArrow``) ~14 ms more than the RDD job
-    (``benchmarks/handoff.py``). The source stays the record of progress (Spark asks it
-    for offsets and checkpoints them), and its read is the fallback when the log cannot be
-    read here."""
+    """foreachBatch, where the driver has no classes of its own (no JDK to compile them):
+    the chain's :func:`planned_job`, its reports collected and counted here. A batch a
+    task finished before (a re-run after a crash) is skipped by the task. The source stays
+    the record of progress (Spark asks it for offsets and checkpoints them), and its read
+    is the fallback when the log cannot be read here."""
     from services.bolts.report import SPARK_SCHEMA, BatchReport
-    from services.bolts.sink import BATCH_PROPERTY, logged_runner, task_runner
+    from services.bolts.sink import BATCH_PROPERTY, task_runner
     from services.bolts.source import logged_partitions
 
     marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
-    # The one job every micro-batch runs and the BatchJob class that collects it, once built.
-    planned: list[tuple[Any, Any]] = []
-
+    planned: list[Any] = []  # the job, once built
     told = [0]  # micro-batches with data whose time was logged (the first few: start-up)
 
     def batch(df: Any, batch_id: int) -> None:
@@ -195,27 +214,18 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         elif parts:
             sc = df.sparkSession.sparkContext
             if not planned:
-                planned.append((sc.parallelize(range(executors), executors).mapPartitions(
-                    logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint),
-                                  topics, tasks, executors)), batch_job(sc)))
+                planned.append(planned_job(sc, spec_json, chain, bootstrap, state_urls,
+                                           checkpoint, topics, tasks, executors))
             sc.setLocalProperty(BATCH_PROPERTY, str(batch_id))
-            reports = collect(*planned[0])
+            reports = planned[0].collect()
         else:
             reports = []
-        for component in chain:
-            mine = [r for r in reports if r.component == component]
-            rep = BatchReport.merged(component, mine)
-            if told[0] < FIRST_BATCHES_LOGGED and rep.executed:
-                log.info("micro-batch %d, bolt %s: %d tuples, %.2f s in all; its tasks' "
-                         "seconds: %s", batch_id, component, rep.executed,
-                         time.monotonic() - t0, {k: round(v, 3) for k, v in rep.phases.items()})
-            if rep.error_count:
-                log.warning("bolt %s batch %d: %d errors, last: %s", component, batch_id,
-                            rep.error_count, rep.errors[-1] if rep.errors else "?")
-            if metrics and mine:
-                metrics.report(rep)
-        if reports:
+        executed = tasks_sink.count_reports(chain, batch_id, reports, metrics)
+        if told[0] < FIRST_BATCHES_LOGGED and executed:
             told[0] += 1
+            log.info("micro-batch %d of %s: %d tuples, %.2f s in all; its tasks' seconds: %s",
+                     batch_id, chain[0], executed, time.monotonic() - t0,
+                     [(r.component, r.task, round(r.seconds, 3)) for r in reports])
 
     return batch
 
@@ -275,7 +285,7 @@ class BoltJob:
                              daemon=True, name="bolt-reports").start()
         plan = chains(self.spec, [b.name for b in self.bolts],
                       self.s.fuse and self.s.sink == "foreach_batch")
-        writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, run_id)
+        writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, run_id, stop)
                    for chain in plan]
         lock = lock or take_lock(lock_path, stop, lambda: driver_alive(spark))
         if lock is None:  # stopped while standing by

@@ -73,8 +73,9 @@ class BoltSettings(SparkSettings):
     # still for quiet_ms, at most linger_ms (0: never waits); squall/core/linger.py.
     quiet_ms: int = Field(Linger.quiet_ms, ge=0)
     linger_ms: int = Field(Linger.linger_ms, ge=0)
-    # How a micro-batch reaches the bolt tasks: foreachBatch + one RDD job (the reports come
-    # straight back to this process), or the Python data source writer ("writer").
+    # How a micro-batch reaches the bolt tasks: one RDD job, run by the driver's own sink
+    # (services/bolts/tasks_sink.py; by foreachBatch where no JDK compiled it), or the
+    # Python data source writer ("writer").
     sink: Literal["foreach_batch", "writer"] = "foreach_batch"
     # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
     standby: bool = False
@@ -134,8 +135,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
     p.add_argument("--linger-ms", type=int, help="... or this long after its first record "
                    f"was seen, whichever is first (default {Linger.linger_ms}; 0: no waiting)")
     p.add_argument("--sink", choices=["foreach_batch", "writer"],
-                   help="foreachBatch + an RDD job per micro-batch (default) or the data "
-                        "source writer")
+                   help="one RDD job per micro-batch, run by the driver's sink (default; "
+                        "by foreachBatch without a JDK) or the data source writer")
     p.add_argument("--standby", action="store_true", default=None,
                    help="be a warm standby: start Spark once the active job's queries run, "
                    "then wait to take over (the worker starts one beside each bolts job)")

@@ -1,11 +1,12 @@
 """The bolts job's Spark session: the driver's own classes (services/bolts/driver_classes.py:
-checkpoints through the no-fork local file system, jobs collected without the closure
-cleaner), its JVM flags, its Python processes' PySpark, and its progress listener's
-counts."""
+checkpoints through the no-fork local file system, the tasks' sink and its job run without
+the closure cleaner), its JVM flags, its Python processes' PySpark, and its progress
+listener's counts."""
 
 from __future__ import annotations
 
 import stat
+import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +25,8 @@ def test_the_class_is_compiled_once_and_cached(tmp_path: Path) -> None:
     first = driver_classes.driver_classes(tmp_path)
     assert first is not None
     with zipfile.ZipFile(first) as jar:  # a jar: the class archive refuses directories
-        assert {"squall/hadoop/NoForkLocalFs.class",
-                "squall/spark/BatchJob.class"} <= set(jar.namelist())
+        assert {"squall/hadoop/NoForkLocalFs.class", "squall/spark/BatchJob.class",
+                "squall/spark/BatchSink.class"} <= set(jar.namelist())
     mtime = first.stat().st_mtime_ns
     assert driver_classes.driver_classes(tmp_path) == first
     assert first.stat().st_mtime_ns == mtime  # not compiled again
@@ -45,18 +46,54 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-def test_a_job_collected_by_batch_job_is_the_rdds_collect(spark: Any) -> None:
-    """Every partition's rows, in order, empty partitions too, as ``RDD.collect`` has them;
-    with no ``BatchJob`` (a session started without the jar), ``RDD.collect`` itself."""
+def test_the_tasks_sink_runs_the_planned_job_once_a_micro_batch(spark: Any,
+                                                                tmp_path: Path) -> None:
+    """The driver's sink (java/BatchSink.java) runs the registered job for every
+    micro-batch, tells its tasks the batch id, and its reports (every task's, in batch
+    order) reach the bolts' metrics through the reader thread."""
+    from prometheus_client import CollectorRegistry
+
+    from services.bolts import tasks_sink
+    from services.bolts.metrics import BoltMetrics
+    from services.bolts.report import BatchReport
+
     sc = spark.sparkContext
-    job = driver_classes.batch_job(sc)
-    assert job is not None
-    rdd = sc.parallelize(range(5), 4).mapPartitions(
-        lambda it: [{"n": x, "s": str(x) * x} for x in it if x != 2])
-    assert driver_classes.collect(rdd, job) == rdd.collect() == [
-        {"n": x, "s": str(x) * x} for x in range(5) if x != 2]
-    assert driver_classes.collect(sc.parallelize([], 3), job) == []
-    assert driver_classes.collect(rdd, None) == rdd.collect()
+    assert driver_classes.batch_job(sc) is not None
+
+    def task(it: Iterator[int]) -> Iterator[BatchReport]:
+        from pyspark import TaskContext
+
+        batch = int(TaskContext.get().getLocalProperty("squall.test.batch"))  # type: ignore
+        for i in it:
+            yield BatchReport(task=i, component="count", executed=1000 * batch + 10 + i)
+
+    registry = CollectorRegistry()
+    metrics = BoltMetrics(registry, "sinktest")
+    stop = threading.Event()
+    rdd = sc.parallelize(range(2), 2).mapPartitions(task)
+    reader = spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+    query = (tasks_sink.writer(reader, "sinktest.count", ["count"], rdd, "squall.test.batch",
+                               metrics, stop)
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(processingTime="200 milliseconds").queryName("sinktest_count").start())
+
+    def executed() -> float:
+        return registry.get_sample_value("squall_bolt_executed_total",
+                                         {"topology": "sinktest", "component": "count"}) or 0.0
+
+    def expected(batches: int) -> float:  # batch b's tasks report 1000 b + 10 and + 11
+        return float(sum(2000 * b + 21 for b in range(batches)))
+
+    try:
+        wait_for(lambda: executed() >= expected(3), 60, "three micro-batches' reports")
+        query.stop()
+        batches = int(query.lastProgress["batchId"]) + 1
+        # Every batch's reports counted once, the last ones too (read after the stop).
+        wait_for(lambda: executed() == expected(batches), 30,
+                 f"the reports of all {batches} micro-batches, each once")
+    finally:
+        query.stop()
+        stop.set()
 
 
 def test_sparks_python_processes_import_the_installed_pyspark(spark: Any) -> None:

@@ -6,7 +6,6 @@ import java.util.List;
 
 import org.apache.spark.SparkContext;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.python.PythonRDD;
 import org.apache.spark.rdd.RDD;
 
 import scala.collection.Iterator;
@@ -17,7 +16,7 @@ import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction2;
 
 /**
- * PythonRDD.collectAndServe without Spark's closure cleaner.
+ * A micro-batch's job (RDD.collect's) without Spark's closure cleaner.
  *
  * RDD.collect hands SparkContext.runJob two lambdas, and the cleaner reads the class file
  * of each lambda's declaring class (RDD, SparkContext) out of Spark's jar and parses it
@@ -28,8 +27,8 @@ import scala.runtime.AbstractFunction2;
 public final class BatchJob {
     private BatchJob() {}
 
-    /** Every partition's rows, served to the Python driver as collectAndServe does. */
-    public static Object[] collectAndServe(RDD<byte[]> rdd) {
+    /** Every partition's rows, by partition (one job, as RDD.collect runs it). */
+    public static byte[][][] run(RDD<byte[]> rdd) {
         SparkContext sc = rdd.sparkContext();
         int n = rdd.partitions().length;
         List<Object> ids = new ArrayList<>(n);
@@ -40,14 +39,11 @@ public final class BatchJob {
         Seq<Object> partitions = (Seq<Object>) (Seq<?>) CollectionConverters.asScala(ids).toList();
         ClassTag<byte[][]> tag = ClassTag$.MODULE$.apply(byte[][].class);
         Object[] parts = (Object[]) sc.runJob(rdd, new Collect(), partitions, tag);
-        List<Object> rows = new ArrayList<>();
-        for (Object part : parts) {
-            for (byte[] row : (byte[][]) part) {
-                rows.add(row);
-            }
+        byte[][][] out = new byte[parts.length][][];
+        for (int i = 0; i < parts.length; i++) {
+            out[i] = (byte[][]) parts[i];
         }
-        return PythonRDD.serveIterator(CollectionConverters.asScala(rows.iterator()),
-                                       "serve a micro-batch's reports");
+        return out;
     }
 
     /** A partition's rows (Python's pickled batches), as RDD.collect's function. */

@@ -1,0 +1,137 @@
+package squall.spark;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.execution.streaming.Sink;
+import org.apache.spark.sql.sources.StreamSinkProvider;
+import org.apache.spark.sql.streaming.OutputMode;
+
+import scala.collection.immutable.Map;
+import scala.collection.immutable.Seq;
+
+/**
+ * A query's sink that runs its bolt tasks: each micro-batch runs the one job the Python
+ * driver planned (an RDD of the tasks, registered under the query's name) and queues its
+ * reports for the driver, which reads them on a thread of its own.
+ *
+ * <p>foreachBatch did the same through a Python callback: Spark turned the batch's scan
+ * into an RDD and a Dataset for the callback (which reads neither: the tasks plan their
+ * ranges from the offset log), called into the driver's Python, which called back into
+ * the JVM for the job and read its reports over a socket before the micro-batch could
+ * end: ~10 ms of every micro-batch (docs/performance.md, session 25). Here the batch's
+ * data is not touched, and the reports wait for no one.
+ */
+public final class BatchSink implements StreamSinkProvider {
+    /** Reports not yet read by the driver, per query: a bounded queue (the oldest go). */
+    static final int KEPT = 256;
+
+    static final ConcurrentHashMap<String, Tasks> QUERIES = new ConcurrentHashMap<>();
+
+    /** A query's planned job and the reports its micro-batches left. */
+    static final class Tasks {
+        final RDD<byte[]> rdd;
+        final String property;
+        final ArrayBlockingQueue<byte[]> reports = new ArrayBlockingQueue<>(KEPT);
+        final AtomicLong dropped = new AtomicLong();
+
+        Tasks(RDD<byte[]> rdd, String property) {
+            this.rdd = rdd;
+            this.property = property;
+        }
+    }
+
+    /** The job of query {@code query}'s micro-batches; {@code property}: the local
+     *  property that tells the tasks their batch id. */
+    public static void register(String query, RDD<byte[]> rdd, String property) {
+        QUERIES.put(query, new Tasks(rdd, property));
+    }
+
+    public static void unregister(String query) {
+        QUERIES.remove(query);
+    }
+
+    /**
+     * The reports of the query's next micro-batch: its id (8 bytes, big-endian), then
+     * the job's rows framed as PySpark's serializers read a stream (a 4-byte length, the
+     * bytes); null if none came within {@code timeoutMs}.
+     */
+    public static byte[] take(String query, long timeoutMs) throws InterruptedException {
+        Tasks t = QUERIES.get(query);
+        return t == null ? null : t.reports.poll(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** How many micro-batches' reports were let go unread since the last call. */
+    public static long dropped(String query) {
+        Tasks t = QUERIES.get(query);
+        return t == null ? 0 : t.dropped.getAndSet(0);
+    }
+
+    @Override
+    public Sink createSink(SQLContext ctx, Map<String, String> parameters,
+                           Seq<String> partitionColumns, OutputMode mode) {
+        String query = parameters.get("query").getOrElse(() -> "");
+        Tasks t = QUERIES.get(query);
+        if (t == null) {
+            throw new IllegalArgumentException("no bolt tasks registered for query '" + query
+                                               + "' (BatchSink.register)");
+        }
+        return new Run(query, t);
+    }
+
+    static final class Run implements Sink {
+        private final String query;
+        private final Tasks tasks;
+
+        Run(String query, Tasks tasks) {
+            this.query = query;
+            this.tasks = tasks;
+        }
+
+        @Override
+        public void addBatch(long batchId, Dataset<Row> data) {
+            SparkContext sc = tasks.rdd.sparkContext();
+            sc.setLocalProperty(tasks.property, Long.toString(batchId));
+            byte[][][] parts = BatchJob.run(tasks.rdd);
+            ByteArrayOutputStream buf = new ByteArrayOutputStream();
+            try (DataOutputStream out = new DataOutputStream(buf)) {
+                out.writeLong(batchId);
+                for (byte[][] part : parts) {
+                    for (byte[] row : part) {
+                        out.writeInt(row.length);
+                        out.write(row);
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);  // a byte array's stream does not fail
+            }
+            byte[] batch = buf.toByteArray();
+            while (!tasks.reports.offer(batch)) {  // nobody reads: keep the newest
+                if (tasks.reports.poll() != null) {
+                    tasks.dropped.incrementAndGet();
+                }
+            }
+        }
+
+        @Override
+        public String name() {
+            return "squall bolt tasks of " + query;
+        }
+
+        @Override
+        public String toString() {
+            return name();
+        }
+    }
+}

@@ -53,21 +53,22 @@ def writer(reader: Any, query: str, chain: Sequence[str], rdd: Any, batch_proper
     """Query ``query``'s writer (before ``start()``) over ``reader``: its micro-batches run
     ``rdd`` (the chain's planned job, told its batch by ``batch_property``), whose reports
     a thread reads until ``stop``."""
-    jvm = reader.sparkSession.sparkContext._jvm
-    jvm.squall.spark.BatchSink.register(query, rdd._jrdd.rdd(), batch_property)
+    sink = reader.sparkSession.sparkContext._jvm.squall.spark.BatchSink
+    tasks = sink.register(query, rdd._jrdd.rdd(), batch_property)
     threading.Thread(target=_read_reports, daemon=True, name=f"reports-{query}",
-                     args=(jvm.squall.spark.BatchSink, query, chain, rdd._jrdd_deserializer,
-                           metrics, stop)).start()
+                     args=(sink, tasks, query, chain, rdd._jrdd_deserializer, metrics,
+                           stop)).start()
     return reader.writeStream.format(FORMAT).option("query", query)
 
 
-def _read_reports(sink: Any, query: str, chain: Sequence[str], deserializer: Any,
-                  metrics: BoltMetrics | None, stop: threading.Event) -> None:
+def _read_reports(sink: Any, tasks: Any, query: str, chain: Sequence[str],
+                  deserializer: Any, metrics: BoltMetrics | None,
+                  stop: threading.Event) -> None:
     logged = 0
     while not stop.is_set():
         try:
-            raw = sink.take(query, WAIT_MS)
-            dropped = int(sink.dropped(query))
+            raw = tasks.take(WAIT_MS)
+            dropped = int(tasks.dropped())
         except Exception as e:  # the driver is stopping: its JVM is gone
             if not stop.is_set():
                 log.warning("query %s: its tasks' reports can no longer be read: %s", query, e)
@@ -91,4 +92,4 @@ def _read_reports(sink: Any, query: str, chain: Sequence[str], deserializer: Any
                      query, executed, [(r.component, r.task, round(r.seconds, 3))
                                        for r in reports])
     with contextlib.suppress(Exception):  # a JVM that is gone holds nothing any more
-        sink.unregister(query)
+        sink.unregister(query, tasks)

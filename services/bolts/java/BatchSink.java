@@ -40,7 +40,7 @@ public final class BatchSink implements StreamSinkProvider {
     static final ConcurrentHashMap<String, Tasks> QUERIES = new ConcurrentHashMap<>();
 
     /** A query's planned job and the reports its micro-batches left. */
-    static final class Tasks {
+    public static final class Tasks {
         final RDD<byte[]> rdd;
         final String property;
         final ArrayBlockingQueue<byte[]> reports = new ArrayBlockingQueue<>(KEPT);
@@ -50,32 +50,41 @@ public final class BatchSink implements StreamSinkProvider {
             this.rdd = rdd;
             this.property = property;
         }
+
+        /**
+         * The reports of the next micro-batch: its id (8 bytes, big-endian), then the
+         * job's rows framed as PySpark's serializers read a stream (a 4-byte length, the
+         * bytes); null if none came within {@code timeoutMs}.
+         */
+        public byte[] take(long timeoutMs) throws InterruptedException {
+            return reports.poll(timeoutMs, TimeUnit.MILLISECONDS);
+        }
+
+        /** How many micro-batches' reports were let go unread since the last call. */
+        public long dropped() {
+            return dropped.getAndSet(0);
+        }
+
+        void put(byte[] batch) {
+            while (!reports.offer(batch)) {  // nobody reads: keep the newest
+                if (reports.poll() != null) {
+                    dropped.incrementAndGet();
+                }
+            }
+        }
     }
 
-    /** The job of query {@code query}'s micro-batches; {@code property}: the local
-     *  property that tells the tasks their batch id. */
-    public static void register(String query, RDD<byte[]> rdd, String property) {
-        QUERIES.put(query, new Tasks(rdd, property));
+    /** Query {@code query}'s micro-batches run {@code rdd}, told their batch id by the
+     *  local property {@code property}; where to read their reports. */
+    public static Tasks register(String query, RDD<byte[]> rdd, String property) {
+        Tasks t = new Tasks(rdd, property);
+        QUERIES.put(query, t);
+        return t;
     }
 
-    public static void unregister(String query) {
-        QUERIES.remove(query);
-    }
-
-    /**
-     * The reports of the query's next micro-batch: its id (8 bytes, big-endian), then
-     * the job's rows framed as PySpark's serializers read a stream (a 4-byte length, the
-     * bytes); null if none came within {@code timeoutMs}.
-     */
-    public static byte[] take(String query, long timeoutMs) throws InterruptedException {
-        Tasks t = QUERIES.get(query);
-        return t == null ? null : t.reports.poll(timeoutMs, TimeUnit.MILLISECONDS);
-    }
-
-    /** How many micro-batches' reports were let go unread since the last call. */
-    public static long dropped(String query) {
-        Tasks t = QUERIES.get(query);
-        return t == null ? 0 : t.dropped.getAndSet(0);
+    /** Forget {@code tasks}, if they are still query {@code query}'s. */
+    public static void unregister(String query, Tasks tasks) {
+        QUERIES.remove(query, tasks);
     }
 
     @Override
@@ -116,12 +125,7 @@ public final class BatchSink implements StreamSinkProvider {
             } catch (IOException e) {
                 throw new UncheckedIOException(e);  // a byte array's stream does not fail
             }
-            byte[] batch = buf.toByteArray();
-            while (!tasks.reports.offer(batch)) {  // nobody reads: keep the newest
-                if (tasks.reports.poll() != null) {
-                    tasks.dropped.incrementAndGet();
-                }
-            }
+            tasks.put(buf.toByteArray());
         }
 
         @Override

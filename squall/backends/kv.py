@@ -164,13 +164,13 @@ class KeyValueStore:
         dels = [k for k, v in changes.items() if v is DELETED]
         try:
             return pickle.dumps((puts, dels), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # name the key: pickle says only what it could not pickle
+        except Exception as e:  # name the key: pickle says only what it could not pickle
             for k, v in puts:
                 _dumps(k, _KEY_PROTOCOL, k)
                 _dumps(v, pickle.HIGHEST_PROTOCOL, k)
             for k in dels:
                 _dumps(k, _KEY_PROTOCOL, k)
-            raise
+            raise StateError(f"{self._where()}: its changes cannot be saved: {e}") from None
 
     def _changes(self, blob: bytes) -> dict[Any, Any]:
         try:

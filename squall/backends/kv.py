@@ -87,10 +87,12 @@ class KeyValueStore:
     def since(self, turn: int) -> tuple[int, list[dict[Any, Any]]] | None:
         """The task's turn now, and each turn's changes after ``turn`` in order (``DELETED``:
         a key removed); an empty list if it has not moved. None if the log no longer holds
-        them all (folded into the rows): :meth:`load` instead."""
+        them all (folded into the rows), or the turn went back: :meth:`load` instead."""
         now = self.turn()
         if now == turn:
             return now, []
+        if now < turn:  # the state was reset under this worker: only a read-back is right
+            return None
         log = self._log_after(turn, now)
         if [t for t, _ in log] != list(range(turn + 1, now + 1)):
             return None

@@ -163,3 +163,18 @@ def test_every_worker_sees_the_model_state_across_compactions(
         assert dict(w.state) == model
     rows = workers[0].store.conn.execute("SELECT COUNT(*) FROM squall_kv_log").fetchone()[0]
     assert rows < 3
+
+
+def test_a_state_reset_under_a_worker_is_read_back_not_kept(tmp_path: Path) -> None:
+    """An operator empties the state (its turn back to 0): a worker ahead of that turn
+    reads it back rather than keep, and later save, what it held."""
+    w = worker(tmp_path / "state.db")
+    batch(w, n=1)
+    batch(w, n=1)
+    for table in ("squall_kv", "squall_kv_log", "squall_kv_turns"):
+        w.store.conn.execute(f"DELETE FROM {table}")
+    batch(w, m=1)
+    assert dict(w.state) == {"m": 1}
+    fresh = worker(tmp_path / "state.db")
+    fresh.catch_up()
+    assert dict(fresh.state) == {"m": 1}

@@ -88,8 +88,7 @@ def spark_conf(classes: Path, no_fork: bool) -> dict[str, str]:
     return conf
 
 
-def batch_job(sc: Any) -> Any:
-    """``BatchJob`` as py4j sees it; None if this driver was started without the jar."""
-    job = sc._jvm.squall.spark.BatchJob
+def classes_loaded(sc: Any) -> bool:
+    """Whether this driver runs with the jar (its sink and job), not started without it."""
     # py4j answers a name it finds no class for with a JavaPackage.
-    return job if type(job).__name__ == "JavaClass" else None
+    return type(sc._jvm.squall.spark.BatchSink).__name__ == "JavaClass"

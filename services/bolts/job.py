@@ -14,7 +14,7 @@ from typing import Any
 
 from services.bolts import batch_marks, heap, tasks_sink
 from services.bolts.cds import with_archive
-from services.bolts.driver_classes import batch_job, driver_classes, spark_conf
+from services.bolts.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
@@ -150,7 +150,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
                   .option("bootstrap", s.bootstrap_servers).option("run", run_id)
                   .option("state_url", state_url)
                   .option("marks", batch_marks.beside(checkpoint)))
-    elif batch_job(spark.sparkContext) is not None:  # the driver's classes: their sink
+    elif classes_loaded(spark.sparkContext):  # the driver's classes: their sink
         from services.bolts.sink import BATCH_PROPERTY
 
         writer = tasks_sink.writer(

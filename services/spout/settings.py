@@ -58,9 +58,10 @@ class SpoutSettings(BaseSettings):
     fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
     # How much new source data a fetch waits for, up to fetch_wait_max_ms (Kafka's
     # fetch.min.bytes; 1, its default: a fetch returns with the first record). More: fewer,
-    # larger fetches, for a broker that charges each fetch for every batch a partition
-    # holds (the embedded Tansu; the benchmarks use 1 MiB and a 50 ms wait, decisions.md);
-    # on Kafka, every tree waits up to fetch_wait_max_ms more when the rate is low.
+    # larger answers for the spout to handle (the benchmarks on the embedded Tansu use
+    # 1 MiB and a 50 ms wait; Tansu still looks at the waiting fetch ~3 times,
+    # decisions.md); on Kafka, every tree waits up to fetch_wait_max_ms more when the rate
+    # is low.
     fetch_min_bytes: int = Field(1, ge=1, le=64 << 20)
     # How long the producer holds what the spout emits (edge tuples, acker inits) to send
     # it as one batch per partition (Kafka's linger.ms; librdkafka's default). Longer asks

@@ -58,12 +58,14 @@ def test_the_tasks_sink_runs_the_planned_job_once_a_micro_batch(spark: Any,
     from services.bolts.report import BatchReport
 
     sc = spark.sparkContext
-    assert driver_classes.batch_job(sc) is not None
+    assert driver_classes.classes_loaded(sc)
 
     def task(it: Iterator[int]) -> Iterator[BatchReport]:
         from pyspark import TaskContext
 
-        batch = int(TaskContext.get().getLocalProperty("squall.test.batch"))  # type: ignore
+        ctx = TaskContext.get()
+        assert ctx is not None
+        batch = int(ctx.getLocalProperty("squall.test.batch") or -1)
         for i in it:
             yield BatchReport(task=i, component="count", executed=1000 * batch + 10 + i)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from squall.demo import WARMUP_SENTENCES
 from squall.processes import die_with_parent
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
@@ -89,8 +90,8 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["sentences"] == 3000 and summary["processed"] == 3000
     # The pipeline warmed first, apart from the timed sentences (their words are counted).
-    assert summary["warmup_sentences"] == 500 and summary["warmup_s"] > 0
-    assert "warming up: 500 sentences" in r.stderr
+    assert summary["warmup_sentences"] == WARMUP_SENTENCES and summary["warmup_s"] > 0
+    assert f"warming up: {WARMUP_SENTENCES} sentences" in r.stderr
     assert summary["lost"] == 0 and summary["dead_lettered"] == 0
     assert summary["acked"] >= 3000 and summary["acker_records_per_s"] > 0
     top = dict(summary["top_words"])

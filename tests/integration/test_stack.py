@@ -7,18 +7,20 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
 
 from squall.core.errors import StackError
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
 from squall.dev.smoke import run_smoke
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, zookeeper_session
 from squall.kafka import ensure_topics
 from squall.processes import pid_alive
 from tests.integration.helpers import consume
@@ -86,6 +88,19 @@ def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not any(pid_alive(p) for p in pids)
     assert run_cli("dev", "status", "--home", home).returncode == 1
+
+
+def test_zookeeper_probe_gives_up_on_a_server_that_never_answers() -> None:
+    # A ZooKeeper still booting can take a connection and never answer it (it fails to
+    # close it): one probe attempt must not wait kazoo's 10 s for that answer, since
+    # wait_until retries.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()  # the kernel completes the connection; nothing ever reads or answers
+        t0 = time.monotonic()
+        with pytest.raises(KazooTimeoutError):
+            zookeeper_session(f"127.0.0.1:{s.getsockname()[1]}")
+        assert time.monotonic() - t0 < 6.0
 
 
 def test_taken_port_is_a_clear_error(tmp_path: Path) -> None:

@@ -266,9 +266,9 @@ def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
 
 #: With ``--sentences``, fed and awaited before the timed sentences, in rounds: a query's
 #: first micro-batch pays one-off costs (Spark plans the source's reads in a Python process
-#: of its own, the batch's code paths run cold), and its second still pays some (the
-#: offset log's first writes, the planner's first reuse: ~100 ms of ~200); neither is
-#: the pipeline's rate.
+#: of its own, the batch's code paths run cold), and its second still pays some (its
+#: offset-log write and its planning: 7-29 and 17-43 ms, 3-5 and 11-22 after); neither
+#: is the pipeline's rate.
 WARMUP_ROUNDS = (500, 250)
 WARMUP_SENTENCES = sum(WARMUP_ROUNDS)
 

@@ -207,7 +207,7 @@ def zookeeper_session(hosts: str, timeout_s: float = 2.0) -> bool:
     """Open a real ZooKeeper session and read the root. One attempt of ``timeout_s``:
     kazoo waits that long for the answer to its connect request, and a ZooKeeper still
     booting may never give one (it takes the connection, fails to close it, and keeps
-    the socket open: a 10 s wait stalled one demo start in four); the caller retries."""
+    the socket open: a 10 s stall in one demo start of eight); the caller retries."""
     from kazoo.client import KazooClient
 
     # Refused connections are expected while ZooKeeper boots: keep them out of the console.

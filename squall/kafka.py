@@ -70,6 +70,17 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
 GAP_HOLD_MS = 5_000
 
 
+def paced_fetches(backoff_ms: int) -> dict[str, int]:
+    """A consumer's settings that hold one fetch ahead: after a fetch that brought records
+    the next waits until they are taken and ``backoff_ms`` has passed (librdkafka fetches
+    a partition while its queue holds fewer than ``queued.min.messages``, and looks again
+    ``fetch.queue.backoff.ms`` after it found it full). For a broker that charges each
+    fetch (the embedded Tansu); 0: librdkafka's defaults, fetching ahead at once."""
+    if backoff_ms <= 0:
+        return {}
+    return {"queued.min.messages": 1, "fetch.queue.backoff.ms": backoff_ms}
+
+
 def contiguous(consumer: Any, gaps: Contiguity[tuple[str, int]], msgs: list[Any],
                now_ms: int) -> list[Any]:
     """One ``consume()``'s messages less those after a gap not yet taken for real: each

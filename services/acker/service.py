@@ -25,7 +25,14 @@ from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire import encode_results
-from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, ensure_topics, produce
+from squall.kafka import (
+    GAP_HOLD_MS,
+    consume_ready,
+    contiguous,
+    ensure_topics,
+    paced_fetches,
+    produce,
+)
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
@@ -62,6 +69,7 @@ class AckerService:
             **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
             "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 20,
+            **paced_fetches(s.fetch_backoff_ms),
         })
         self.producer = Producer({**conf, "linger.ms": 2, "enable.idempotence": True})
         now = self.clock.now_ms()

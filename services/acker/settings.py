@@ -34,6 +34,13 @@ class AckerSettings(BaseSettings):
     timeout_clock: Literal["bolts", "wall"] = "bolts"
     # How often an acker task tells each spout task its timeout clock (an empty result batch).
     heartbeat_interval_s: float = Field(1.0, gt=0)
+    # After a fetch brought records, the next waits until they are taken and this long has
+    # passed (librdkafka's fetch.queue.backoff.ms over a queue of one fetch). The embedded
+    # broker (Tansu) charges every fetch that returns data for every batch the partition
+    # ever held; fetching again at once made ~300 fetches a second, a tenth of a core by
+    # the end of a benchmark's phase (docs/performance.md, sessions 23 and 26). Each ack
+    # waits up to this long more. 0: fetch again at once (on Kafka a fetch is a log seek).
+    fetch_backoff_ms: int = Field(10, ge=0, le=1_000)
 
     @field_validator("topology")
     @classmethod
@@ -70,6 +77,9 @@ def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
     p.add_argument("--dlq-topic", help="dead-letter topic (default squall.<topology>.dlq)")
     p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
+    p.add_argument("--fetch-backoff-ms", type=int,
+                   help="after a fetch that brought records, the next waits until they are "
+                   "taken and this long has passed (default 10; 0: at once)")
     p.add_argument("--timeout-clock", choices=["bolts", "wall"],
                    help="bolts (default): timeouts count only time the bolts could have "
                    "processed a tree; wall: Storm's, from emit")

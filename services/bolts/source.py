@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 from services.bolts import clients
 from squall.core.contiguity import Contiguity
 from squall.core.linger import Linger
-from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue
+from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue, paced_fetches
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -165,7 +165,7 @@ class EdgeEnds:
         self._wait_s, self._clock, self._hold = wait_s, clock, hold
         # hold=False (a query's latestOffset, on the micro-batches' critical path): read on
         # continuously, every end ~10 ms old, no waiting; at the broker's cost described above.
-        held = {"queued.min.messages": 1, "fetch.queue.backoff.ms": 5} if hold else {}
+        held = paced_fetches(5) if hold else {}
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,

@@ -34,8 +34,6 @@ from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import consume_ready, ensure_topics
 
 log = logging.getLogger("squall.bolts")
-#: Micro-batches whose time is logged phase by phase: the first, where start-up shows.
-FIRST_BATCHES_LOGGED = 3
 
 
 def spark_session(master: str, app: str, no_fork: bool = True,
@@ -201,10 +199,9 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
     planned: list[Any] = []  # the job, once built
-    told = [0]  # micro-batches with data whose time was logged (the first few: start-up)
+    told = [0]  # micro-batches with data whose tasks' times were logged
 
     def batch(df: Any, batch_id: int) -> None:
-        t0 = time.monotonic()
         parts = logged_partitions(checkpoint, batch_id, topics, task_ids)
         reports: list[BatchReport]
         if parts is None:  # the log is not readable here: through the source
@@ -221,11 +218,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         else:
             reports = []
         executed = tasks_sink.count_reports(chain, batch_id, reports, metrics)
-        if told[0] < FIRST_BATCHES_LOGGED and executed:
-            told[0] += 1
-            log.info("micro-batch %d of %s: %d tuples, %.2f s in all; its tasks' seconds: %s",
-                     batch_id, chain[0], executed, time.monotonic() - t0,
-                     [(r.component, r.task, round(r.seconds, 3)) for r in reports])
+        tasks_sink.log_first_batches(told, batch_id, chain[0], executed, reports)
 
     return batch
 
@@ -331,7 +324,8 @@ class BoltJob:
                     if not q.isActive:
                         raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
                     progress[q.name] = q.lastProgress
-                    for p in q.recentProgress if len(shown) < FIRST_BATCHES_LOGGED else ():
+                    early = len(shown) < tasks_sink.FIRST_BATCHES_LOGGED
+                    for p in q.recentProgress if early else ():
                         if p["batchId"] not in shown:
                             shown.add(p["batchId"])
                             log.info("query %s, micro-batch %d: Spark's milliseconds %s",

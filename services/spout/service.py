@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from services.spout import kept
 from services.spout.metrics import SpoutMetrics
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
@@ -217,7 +218,8 @@ class SpoutService:
             batches[(m.topic(), m.partition())].append(m)
         for tp, ms in batches.items():
             task, src = self._route[tp]
-            e = task.on_records(src, [m.offset() for m in ms], [m.value() for m in ms], ms, now)
+            e = task.on_records(src, [m.offset() for m in ms], [m.value() for m in ms],
+                                [kept.keep(m) for m in ms], now)
             self._emitted(task, e)
         for io in self.io.values():
             clock = self._acker_clock(io.task)
@@ -235,9 +237,9 @@ class SpoutService:
         for io in self.io.values():
             task = io.task
             for src, offs in task.retries(now).items():
-                msgs = [task.offsets[src].payload(o) for o in offs]
+                held = [task.offsets[src].payload(o) for o in offs]
                 self._emitted(task, task.on_records(
-                    src, offs, [m.value() for m in msgs], msgs, now, rewind=False))
+                    src, offs, [kept.value(k) for k in held], held, now, rewind=False))
 
     def _source_wait(self) -> float:
         """How long a step waits for source records: not at all when the trees in flight
@@ -331,10 +333,10 @@ class SpoutService:
 
     def _dead_letter(self, task: SpoutTask, letter: Undeliverable) -> None:
         t, p = self.io[task.cfg.task].sources[letter.source]
-        msg = letter.payload  # the Kafka message as it was read
+        value, key, read_headers = kept.parts(letter.payload)  # as it was read
         meta = DeadLetterHeaders(letter.reason, t, p, letter.offset, letter.attempts,
                                  self.s.component)
-        headers = list(msg.headers() or []) + meta.headers()
+        headers = read_headers + meta.headers()
         log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
         self.metrics.errors.report(self.s.component, f"dead-lettered {t}[{p}]@{letter.offset}: "
                                    f"{letter.reason}", self.clock.now_ms(), task.cfg.task)
@@ -354,7 +356,7 @@ class SpoutService:
                           letter.offset, err)
                 self._letters_to_retry.append((task, letter))
 
-        produce(self.producer, self.dlq, msg.value(), key=msg.key(), headers=headers,
+        produce(self.producer, self.dlq, value, key=key, headers=headers,
                       on_delivery=delivered)
 
     def _backpressure(self, consumer: Any, now: int) -> None:

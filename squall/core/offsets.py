@@ -11,7 +11,7 @@ Offsets arrive from Kafka in increasing order, so the window is a packed,
 append-only table (numpy columns: offset, state, failures, emit time) indexed
 by position; finding an offset is arithmetic when the window has no gaps and
 a binary search otherwise. Nothing is kept per offset as a Python object but
-the caller's payload (the message, for a dead letter): at 100k messages a
+the caller's payload (what a replay and a dead letter need): at 100k messages a
 second, per-offset dicts and tuples cost more than all the rest.
 """
 

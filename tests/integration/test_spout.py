@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from services.spout.service import read_ahead
 from squall.core.dead_letters import DeadLetterHeaders
@@ -152,6 +152,29 @@ def test_failed_messages_replay_then_dead_letter_and_the_partition_moves_on(
         assert d.attempts == 3
         assert d.reason == "failed after 3 attempts"
         assert d.topic == rig.source
+
+
+def test_a_dead_letter_carries_the_source_messages_key_and_headers(rig_factory: Any) -> None:
+    # The spout keeps a pending message with neither key nor headers as its value only
+    # (services/spout/kept.py); one with either is kept whole, for its dead letter.
+    rig = rig_factory(0, max_retries=1)
+    p = Producer({"bootstrap.servers": rig.bootstrap})
+    poison: dict[bytes, tuple[bytes | None, list[tuple[str, str | bytes | None]] | None]] = {
+        b"keyed": (b"k-1", None), b"headed": (None, [("trace", b"t-9")]),
+        b"both": (b"k-2", [("trace", b"t-7")]), b"bare": (None, None)}
+    for i, (v, (key, headers)) in enumerate(poison.items()):
+        p.produce(rig.source, v, key=key, headers=headers, partition=i % PARTS)
+    assert p.flush(30) == 0
+    rig.values = list(poison)
+    with rig.acker.start(), rig.bolt(lambda v, n: "fail"), rig.spout():
+        letters = consume(rig.bootstrap, dlq_topic(rig.topo), len(poison))
+    assert sorted(m.value() for m in letters) == sorted(poison)
+    for msg in letters:
+        key, headers = poison[msg.value()]
+        assert msg.key() == key
+        read = [(k, v) for k, v in msg.headers() or [] if not k.startswith("squall.")]
+        assert read == (headers or [])
+        assert DeadLetterHeaders.from_headers(msg.headers() or []).attempts == 2
 
 
 def test_undecodable_message_is_dead_lettered_without_stalling(rig_factory: Any) -> None:

@@ -320,8 +320,11 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
                     "--commit-interval-s", "0.25",
                     # The embedded broker (Tansu) charges each fetch for every batch the
-                    # partition holds: fewer, larger source fetches (decisions.md, session 24).
-                    "--fetch-min-bytes", str(1 << 20), "--fetch-wait-max-ms", "50"])
+                    # partition holds: one fetch each 40 ms while sentences keep coming,
+                    # and a wait that outlasts the broker's look at a partition late in a
+                    # soak (decisions.md, sessions 24 and 27).
+                    "--read-ahead-records", "1000", "--fetch-backoff-ms", "40",
+                    "--fetch-wait-max-ms", "200"])
     return Pipeline(name, src, procs, port, bolts_port, acker_port)
 
 

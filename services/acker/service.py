@@ -26,6 +26,7 @@ from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire import encode_results
 from squall.kafka import (
+    FETCH_WAIT_MS,
     GAP_HOLD_MS,
     consume_ready,
     contiguous,
@@ -68,7 +69,7 @@ class AckerService:
         consumer = Consumer({
             **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
-            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": 20,
+            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": FETCH_WAIT_MS,
             **paced_fetches(s.fetch_backoff_ms),
         })
         self.producer = Producer({**conf, "linger.ms": 2, "enable.idempotence": True})

@@ -168,7 +168,7 @@ class SpoutService:
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
                              "fetch.min.bytes": s.fetch_min_bytes,
-                             **read_ahead(s.read_ahead_records)})
+                             **read_ahead(s.read_ahead_records, s.fetch_backoff_ms)})
         self.producer = Producer({**conf, "linger.ms": s.producer_linger_ms,
                                   "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
@@ -434,13 +434,13 @@ class SpoutService:
         log.error("Kafka: %s", err)
 
 
-def read_ahead(records: int) -> dict[str, int]:
+def read_ahead(records: int, backoff_ms: int = 5) -> dict[str, int]:
     """The source consumer's bounds on what it fetches ahead of the spout: about
     ``records`` per partition and one fetch more. A fetch is at most 1 MiB (512 KiB a
     partition on a Kafka that keeps to it; Tansu fills the request's whole size from
     one partition; a larger record still comes whole), and a queue that was full is looked
-    at again after 5 ms: librdkafka's second (its default) held the spout up."""
-    return {"queued.min.messages": records, "fetch.queue.backoff.ms": 5,
+    at again after ``backoff_ms``: librdkafka's second (its default) held the spout up."""
+    return {"queued.min.messages": records, "fetch.queue.backoff.ms": backoff_ms,
             "max.partition.fetch.bytes": 512 << 10, "fetch.max.bytes": 1 << 20}
 
 

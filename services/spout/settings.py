@@ -52,6 +52,11 @@ class SpoutSettings(BaseSettings):
     # (librdkafka's queued.min.messages; its 100,000 held a lag of a soak in the spout's
     # memory, ~350 bytes a record, not in the broker's).
     read_ahead_records: int = Field(10_000, ge=1)
+    # How long a partition whose read-ahead is full waits before it is fetched again
+    # (librdkafka's fetch.queue.backoff.ms; its second held the spout up). With a small
+    # read-ahead, it paces the fetches: one a backoff while records keep coming (the
+    # benchmarks on the embedded Tansu, decisions.md session 27).
+    fetch_backoff_ms: int = Field(5, ge=0, le=10_000)
     # How long the broker may hold a fetch with nothing new. At max spout pending the
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
@@ -198,6 +203,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p.add_argument("--read-ahead-records", type=int,
                    help="source records fetched ahead of the spout, per partition "
                         "(default 10000)")
+    p.add_argument("--fetch-backoff-ms", type=int,
+                   help="how long a partition whose read-ahead is full waits before it is "
+                        "fetched again (librdkafka's fetch.queue.backoff.ms; default 5)")
     p.add_argument("--source-gap-hold-ms", type=int,
                    help="how long a gap in a source partition's offsets is fetched again "
                         "before the spout moves past it (default 2000; 0: at once, as "

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.kafka import consume_ready, ensure_topics, paced_fetches
+from squall.kafka import FETCH_WAIT_MS, consume_ready, ensure_topics, paced_fetches
 
 pytestmark = pytest.mark.integration
 
@@ -138,3 +138,52 @@ def test_paced_fetches_hold_one_fetch_ahead(bootstrap: str) -> None:
     # slow machine's late statistics; the eager consumer fetches each new batch.
     assert paced <= 45, paced
     assert eager >= 2 * paced, (eager, paced)
+
+
+def _first_record_s(bootstrap: str, topic: str, wait_ms: int, within_s: float) -> float | None:
+    """How long a fresh consumer with ``wait_ms`` takes to read a record near the end of
+    ``topic`` (None: not within ``within_s``)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-{wait_ms}",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": wait_ms})
+    try:
+        _, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        c.assign([TopicPartition(topic, 0, high - 5)])
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < within_s:
+            m = c.poll(0.05)
+            if m is not None and m.error() is None:
+                return time.monotonic() - t0
+        return None
+    finally:
+        c.close()
+
+
+def test_the_ackers_fetch_wait_outlasts_the_brokers_look_at_a_long_partition(
+        bootstrap: str) -> None:
+    # The embedded Tansu lists every batch a partition ever held for each fetch, and
+    # answers a fetch empty when that takes longer than the fetch's wait: a consumer
+    # with a short wait never reads again (the acker's 20 ms, half way into a soak).
+    # Batches of one record are added until a 20 ms wait is answered empty (the partition
+    # is then as long as a soak makes the acker's); the acker's wait still reads there.
+    topic = f"long-{uuid.uuid4().hex[:8]}"
+    ensure_topics(bootstrap, {topic: 1}, 30)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+
+    def add(n: int) -> None:
+        for _ in range(n):
+            while True:
+                try:
+                    p.produce(topic, b"x" * 50, partition=0)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        assert p.flush(60) == 0
+
+    add(20_000)
+    held = 20_000
+    while _first_record_s(bootstrap, topic, 20, within_s=3.0) is not None:
+        assert held < 200_000, "a 20 ms wait still read at 200,000 batches"
+        add(20_000)
+        held += 20_000
+    add(held // 2)  # well past where the short wait stopped reading
+    assert _first_record_s(bootstrap, topic, FETCH_WAIT_MS, within_s=10.0) is not None, held

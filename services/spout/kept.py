@@ -2,10 +2,11 @@
 
 A pending message is kept for two things only: its replay (its value, re-emitted
 without a re-read) and, after its last failure, its dead letter (value, key and
-headers). A librdkafka ``Message`` object costs ~300 bytes on top of its value (it
-carries its own copy of the topic's name, its error, timestamp and so on); at the
-spout's max pending (tens of thousands of trees in flight when the pipeline is
-behind) that was most of the spout's memory growth. So a message with neither key
+headers). A librdkafka ``Message`` object costs ~140 bytes on top of its value, and
+the consumer gives each its own copy of the topic's name: a pending tree cost the spout
+~400 bytes with it, ~170 without (benchmarks/pending_memory.py). At the spout's max
+pending (tens of thousands of trees in flight when the pipeline is behind) that was most
+of the spout's memory growth. So a message with neither key
 nor headers, the common case, is kept as its value alone, the very ``bytes`` object
 the message held; any other is kept whole.
 """

@@ -356,8 +356,7 @@ class SpoutService:
                           letter.offset, err)
                 self._letters_to_retry.append((task, letter))
 
-        produce(self.producer, self.dlq, value, key=key, headers=headers,
-                      on_delivery=delivered)
+        produce(self.producer, self.dlq, value, key=key, headers=headers, on_delivery=delivered)
 
     def _backpressure(self, consumer: Any, now: int) -> None:
         from confluent_kafka import KafkaException, TopicPartition

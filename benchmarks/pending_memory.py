@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import linear_regression
 
 from confluent_kafka import Consumer
 
@@ -50,12 +51,6 @@ def wait_pending(port: int, n: int, timeout_s: float = 120) -> None:
             return
         time.sleep(0.1)  # polling a metric: nothing to await
     raise RuntimeError(f"the spout never held {n} pending trees")
-
-
-def slope(xs: list[float], ys: list[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-            / sum((x - mx) ** 2 for x in xs))
 
 
 def signal_tree(pid: int, sig: signal.Signals) -> None:
@@ -106,7 +101,8 @@ def main() -> int:
             pipe.stop()
     print(json.dumps({
         "frozen": a.freeze,
-        "bytes_per_pending": {tag: round(slope(xs, v) * 2**20) for tag, v in rss.items()},
+        "bytes_per_pending": {tag: round(linear_regression(xs, v).slope * 2**20)
+                              for tag, v in rss.items()},
         "pending": [int(x) for x in xs],
         "rss_mb": {tag: [round(y, 1) for y in v] for tag, v in rss.items()},
         "committed": total}))

@@ -199,7 +199,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
     marks_dir = batch_marks.beside(checkpoint)
     task_ids = list(range(tasks))
     planned: list[Any] = []  # the job, once built
-    told = [0]  # micro-batches with data whose tasks' times were logged
+    first = tasks_sink.FirstBatches(chain[0])
 
     def batch(df: Any, batch_id: int) -> None:
         parts = logged_partitions(checkpoint, batch_id, topics, task_ids)
@@ -218,7 +218,7 @@ def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
         else:
             reports = []
         executed = tasks_sink.count_reports(chain, batch_id, reports, metrics)
-        tasks_sink.log_first_batches(told, batch_id, chain[0], executed, reports)
+        first.note(batch_id, executed, reports)
 
     return batch
 

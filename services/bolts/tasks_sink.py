@@ -52,14 +52,19 @@ def count_reports(chain: Sequence[str], batch_id: int, reports: Sequence[BatchRe
 FIRST_BATCHES_LOGGED = 3
 
 
-def log_first_batches(logged: list[int], batch_id: int, query: str, executed: int,
-                      reports: Sequence[BatchReport]) -> None:
-    """Log a micro-batch's tasks' seconds if it had data and is one of the query's first
-    :data:`FIRST_BATCHES_LOGGED` that did (``logged``: how many were, a one-item count)."""
-    if executed and logged[0] < FIRST_BATCHES_LOGGED:
-        logged[0] += 1
-        log.info("micro-batch %d of %s: %d tuples; its tasks' seconds: %s", batch_id, query,
-                 executed, [(r.component, r.task, round(r.seconds, 3)) for r in reports])
+class FirstBatches:
+    """Logs the tasks' seconds of a query's first :data:`FIRST_BATCHES_LOGGED` micro-batches
+    that had data."""
+
+    def __init__(self, query: str) -> None:
+        self.query, self.logged = query, 0
+
+    def note(self, batch_id: int, executed: int, reports: Sequence[BatchReport]) -> None:
+        if executed and self.logged < FIRST_BATCHES_LOGGED:
+            self.logged += 1
+            log.info("micro-batch %d of %s: %d tuples; its tasks' seconds: %s", batch_id,
+                     self.query, executed,
+                     [(r.component, r.task, round(r.seconds, 3)) for r in reports])
 
 
 def writer(reader: Any, query: str, chain: Sequence[str], rdd: Any, batch_property: str,
@@ -78,7 +83,7 @@ def writer(reader: Any, query: str, chain: Sequence[str], rdd: Any, batch_proper
 def _read_reports(sink: Any, tasks: Any, query: str, chain: Sequence[str],
                   deserializer: Any, metrics: BoltMetrics | None,
                   stop: threading.Event) -> None:
-    logged = [0]
+    first = FirstBatches(query)
     while not stop.is_set():
         try:
             raw = tasks.take(WAIT_MS)
@@ -100,6 +105,6 @@ def _read_reports(sink: Any, tasks: Any, query: str, chain: Sequence[str],
         except Exception as e:  # one batch's reports: the next ones are still counted
             log.warning("query %s: a micro-batch's task reports cannot be read: %s", query, e)
             continue
-        log_first_batches(logged, batch_id, query, executed, reports)
+        first.note(batch_id, executed, reports)
     with contextlib.suppress(Exception):  # a JVM that is gone holds nothing any more
         sink.unregister(query, tasks)

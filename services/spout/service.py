@@ -433,7 +433,7 @@ class SpoutService:
         log.error("Kafka: %s", err)
 
 
-def read_ahead(records: int, backoff_ms: int = 5) -> dict[str, int]:
+def read_ahead(records: int, backoff_ms: int) -> dict[str, int]:
     """The source consumer's bounds on what it fetches ahead of the spout: about
     ``records`` per partition and one fetch more. A fetch is at most 1 MiB (512 KiB a
     partition on a Kafka that keeps to it; Tansu fills the request's whole size from

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from services.spout.service import read_ahead
+from services.spout.settings import SpoutSettings
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import acker_topic, dlq_topic, edge_topic
 from squall.kafka import ensure_topics
@@ -318,5 +319,6 @@ def test_the_source_read_ahead_is_bounded(bootstrap: str) -> None:
     held({}, n // 2, 0)
     # With them, a fetch (1 MiB) beyond the records asked for, at most.
     bound = PARTS * records + (1 << 20) // size
-    ahead = held(read_ahead(records), records, 20)
+    ahead = held(read_ahead(records, SpoutSettings.model_fields["fetch_backoff_ms"].default),
+                 records, 20)
     assert max(ahead) <= bound, (ahead, bound)

@@ -61,9 +61,8 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
 
 
 def stop_topology(sup: Supervisor, timeout_s: float = 30) -> None:
-    """Spouts first (they drain through the bolts and ackers), then bolts, then ackers."""
-    spouts = [n for n in sup.children if n.startswith("spout-")]
-    sup.stop([*spouts, "bolts", "acker"], timeout_s)
+    """Spouts first (they drain through the bolts and ackers), then bolts and ackers."""
+    sup.stop([n for n in sup.children if n.startswith("spout-")], timeout_s)
 
 
 def spout_acked(sup: Supervisor) -> float:

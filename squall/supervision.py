@@ -143,14 +143,16 @@ class Supervisor:
 
     def stop(self, order: Sequence[str] | None = None, timeout_s: float = 30.0,
              one_by_one: bool = True) -> None:
-        """Stop every child: those in ``order`` first, in that order. One by one, each
-        after the one before it exited (spouts drain through bolts still running), or all
-        signalled at once."""
+        """Stop every child: those in ``order`` first, in that order, one by one, each
+        after the one before it exited (spouts drain their trees through the bolts and
+        ackers still running), or signalled at once (``one_by_one=False``); then all the
+        others at once (nothing waits on them any more: stopping them in turn only added
+        their stop times, ~1.5 s in the demo)."""
         with self._lock:
-            first = [n for n in (order or ()) if n in self.children]
-            names = first + [n for n in self.children if n not in first]
-            children = self.remove(names)
-        stop_children(children, timeout_s, one_by_one)
+            first = self.remove([n for n in (order or ()) if n in self.children])
+            rest = self.remove(list(self.children))
+        stop_children(first, timeout_s, one_by_one)
+        stop_children(rest, timeout_s, one_by_one=False)
 
     def watch(self, stop: threading.Event, say: Callable[[str], None],
               interval_s: float = 0.5) -> threading.Thread:

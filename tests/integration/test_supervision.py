@@ -80,3 +80,47 @@ def test_an_adopted_child_keeps_running_and_is_restarted_with_its_new_command(
                if (tmp_path / "job.log").exists() else False)
     finally:
         sup.stop(timeout_s=30)
+
+
+# A child that, asked to stop, notes it and exits once every child it names was asked too
+# (or after 20 s): it exits at once only if those were signalled alongside it.
+STOPPER = '''
+import pathlib, signal, sys, time
+name, log, others = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3:]
+def note(line):
+    with log.open("a") as f:
+        f.write(line + "\\n")
+def term(*_):
+    note(f"term {name}")
+    deadline = time.monotonic() + 20
+    while not all(f"term {o}" in log.read_text() for o in others):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    note(f"exit {name} saw_others={all(f'term {o}' in log.read_text() for o in others)}")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+note(f"ready {name}")
+while True:
+    signal.pause()
+'''
+
+
+def test_stop_drains_the_named_children_in_turn_then_stops_the_rest_at_once(
+        tmp_path: Path) -> None:
+    """The spout first, alone (its trees drain through the rest); then bolts, ackers and API
+    together: each of those two waits for the other's stop signal before it exits."""
+    (tmp_path / "stopper.py").write_text(STOPPER)
+    log = tmp_path / "stops.log"
+    env = {"PYTHONPATH": str(tmp_path)}
+    sup = Supervisor(tmp_path / "logs")
+    for name, others in (("spout", ()), ("bolts", ("acker",)), ("acker", ("bolts",))):
+        sup.start(name, Command("stopper", (name, str(log), *others), env, metrics=False))
+    _until(lambda: log.exists() and log.read_text().count("ready") == 3)
+    sup.stop(["spout"], timeout_s=30)
+    lines = log.read_text().splitlines()
+    assert sup.children == {}
+    assert lines.index("exit spout saw_others=True") < min(
+        lines.index("term bolts"), lines.index("term acker")), lines
+    # One by one, the first of the two would have waited its 20 s for the other's signal.
+    assert "exit bolts saw_others=True" in lines and "exit acker saw_others=True" in lines

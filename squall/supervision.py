@@ -145,14 +145,17 @@ class Supervisor:
              one_by_one: bool = True) -> None:
         """Stop every child: those in ``order`` first, in that order, one by one, each
         after the one before it exited (spouts drain their trees through the bolts and
-        ackers still running), or signalled at once (``one_by_one=False``); then all the
-        others at once (nothing waits on them any more: stopping them in turn only added
-        their stop times, ~1.5 s in the demo)."""
+        ackers still running), then all the others at once (nothing waits on them any
+        more: stopping them in turn only added their stop times, ~1.5 s in the demo).
+        ``one_by_one=False``: every child signalled at once."""
         with self._lock:
             first = self.remove([n for n in (order or ()) if n in self.children])
             rest = self.remove(list(self.children))
-        stop_children(first, timeout_s, one_by_one)
-        stop_children(rest, timeout_s, one_by_one=False)
+        if one_by_one:
+            stop_children(first, timeout_s)
+            stop_children(rest, timeout_s, one_by_one=False)
+        else:
+            stop_children(first + rest, timeout_s, one_by_one=False)
 
     def watch(self, stop: threading.Event, say: Callable[[str], None],
               interval_s: float = 0.5) -> threading.Thread:

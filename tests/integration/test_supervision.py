@@ -108,7 +108,7 @@ while True:
 
 def test_stop_drains_the_named_children_in_turn_then_stops_the_rest_at_once(
         tmp_path: Path) -> None:
-    """The spout first, alone (its trees drain through the rest); then bolts, ackers and API
+    """The spout first, alone (its trees drain through the rest); then bolts and acker
     together: each of those two waits for the other's stop signal before it exits."""
     (tmp_path / "stopper.py").write_text(STOPPER)
     log = tmp_path / "stops.log"

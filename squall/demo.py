@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from squall.client import ApiClient
 from squall.core.errors import ApiError, SquallError
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
-from squall.kafka import ensure_topics, produce, quiet_logger
+from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce, quiet_logger
 from squall.processes import free_port
 from squall.supervision import Command, Supervisor
 
@@ -75,6 +75,28 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
                    max_spout_pending=20_000)
 
 
+#: The fetch waits of a bounded burst's spout and acker (``--sentences`` without ``--rate``;
+#: Kafka's ``fetch.wait.max.ms``). The embedded broker answers a fetch that waits at its
+#: first look, at half its wait or at its end, never when records come (docs/performance.md,
+#: session 23): idle before the burst, the spout's source fetch and the acker's each held
+#: the burst back by up to the services' 100 ms. That default must outlast the broker's
+#: look at a partition, which grows with every batch the partition ever held (an open-ended
+#: run's partitions grow for as long as it runs: squall/kafka.py, FETCH_WAIT_MS). A burst's
+#: stay small: its feed is batched (the producer's linger), its acker and edge messages are
+#: one per poll or micro-batch. The broker's longest look at any partition over a whole
+#: 20,000-sentence demo took 1.7 ms (docs/decisions.md, session 29).
+BURST_FETCH_WAIT_MS = 20
+
+
+def worker_env(s: DemoSettings) -> dict[str, str]:
+    """What the demo's workers pass on to their spout and acker processes: a bounded
+    burst's shorter fetch waits; nothing for a paced or open-ended run."""
+    if s.sentences is None or s.rate:
+        return {}
+    wait = str(BURST_FETCH_WAIT_MS)
+    return {"SQUALL_SPOUT_FETCH_WAIT_MAX_MS": wait, "SQUALL_ACKER_FETCH_WAIT_MAX_MS": wait}
+
+
 @dataclass
 class Cluster:
     """The demo's cluster as it runs: the stack, the API and one worker of each kind, kept
@@ -97,9 +119,11 @@ _DRAIN_FIRST = ("worker-spout",)
 
 
 @contextlib.contextmanager
-def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Iterator[Cluster]:
+def cluster(workdir: Path, stop: threading.Event, standby: bool = True,
+            env: Mapping[str, str] | None = None) -> Iterator[Cluster]:
     """Stack, API and workers; on exit they stop in order (spouts drain first).
-    ``standby``: the bolts worker keeps a warm standby of each bolts job."""
+    ``standby``: the bolts worker keeps a warm standby of each bolts job; ``env``: more
+    environment for the workers (and the services they start)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -119,7 +143,7 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True) -> Itera
                 "--kind", kind, *common, "--worker-id", f"demo-{kind}",
                 "--workdir", str(workdir / f"worker-{kind}"),
                 "--checkpoint-dir", str(workdir / "checkpoints"), *no_standby),
-                {"SQUALL_STATE_URL": state_url}, metrics=False))
+                {"SQUALL_STATE_URL": state_url, **(env or {})}, metrics=False))
 
         try:
             # The bolts worker first, beside the API only: its Spark start is the longest
@@ -272,6 +296,9 @@ def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
 #: is the pipeline's rate.
 WARMUP_ROUNDS = (500, 250)
 WARMUP_SENTENCES = sum(WARMUP_ROUNDS)
+#: How often a counted run looks for its end once all is fed (a committed-offsets request;
+#: the figure's resolution, against a burst of ~0.3 s).
+END_POLL_S = 0.005
 
 
 def _warm_up(producer: Any, prog: Progress, rounds: tuple[int, ...], rng: random.Random,
@@ -309,7 +336,7 @@ def run_demo(s: DemoSettings) -> int:
     rng = random.Random(7)
     # No warm standby of the bolts job: nothing kills the demo's driver, and a second
     # Spark warming up beside the first takes half of a small machine.
-    with cluster(s.workdir, stop, standby=False) as cl:
+    with cluster(s.workdir, stop, standby=False, env=worker_env(s)) as cl:
         info, client = cl.info, cl.client
         ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)
@@ -360,10 +387,10 @@ def run_demo(s: DemoSettings) -> int:
                             words.update(sentence.split())
                         fed += 1
                     producer.poll(0)
-                # All fed: look for the end every 20 ms (the time taken is the figure), show
-                # progress every second.
+                # All fed: look for the end every END_POLL_S (the time taken is the figure:
+                # its resolution), show progress every second.
                 fed_all = s.sentences is not None and fed >= s.sentences
-                if now - last_show >= 1.0 or (fed_all and now - last_check >= 0.02):
+                if now - last_show >= 1.0 or (fed_all and now - last_check >= END_POLL_S):
                     producer.flush(10)
                     done, last_check = max(0, prog.committed() - warm), now
                     if now - last_show >= 1.0:
@@ -376,7 +403,7 @@ def run_demo(s: DemoSettings) -> int:
                 if s.sentences is not None and now > deadline:
                     _say(f"\ntimeout: {done:,} of {s.sentences:,} processed in {s.timeout_s}s")
                     break
-                stop.wait(0.01 if s.rate or fed_all else 0.2)
+                stop.wait(END_POLL_S if fed_all else 0.01 if s.rate else 0.2)
             producer.flush(30)
             elapsed = time.monotonic() - t0
             done = max(0, prog.committed() - warm)
@@ -410,6 +437,9 @@ def run_demo(s: DemoSettings) -> int:
                 "warmup_sentences": warm, "warmup_s": round(warmup_s, 2),
                 "unfinished_at_stop": max(0, fed - done) if s.sentences is None else 0,
                 "seconds": round(elapsed, 2),
+                # The spout's and acker's fetch waits (a burst's own, or the services').
+                "fetch_wait_max_ms": int(worker_env(s).get("SQUALL_ACKER_FETCH_WAIT_MAX_MS",
+                                                            FETCH_WAIT_MS)),
                 "bolt_queries_running_s": round(running_at - t_wait, 2),
                 "bolt_queries_after_workers_s": round(running_at - cl.workers_started, 2),
                 "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,

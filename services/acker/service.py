@@ -26,7 +26,6 @@ from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire import encode_results
 from squall.kafka import (
-    FETCH_WAIT_MS,
     GAP_HOLD_MS,
     consume_ready,
     contiguous,
@@ -69,7 +68,7 @@ class AckerService:
         consumer = Consumer({
             **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
-            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": FETCH_WAIT_MS,
+            "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": s.fetch_wait_max_ms,
             **paced_fetches(s.fetch_backoff_ms),
         })
         self.producer = Producer({**conf, "linger.ms": 2, "enable.idempotence": True})
@@ -80,7 +79,8 @@ class AckerService:
             start = tp.offset if tp.offset >= 0 else 0
             self.tasks[tp.partition] = AckerTask(tp.partition, s.timeout_ms, start, now,
                                                  gated=s.timeout_clock == "bolts")
-            log.info("acker task %d starts at offset %d of %s", tp.partition, start, self.topic)
+            log.info("acker task %d starts at offset %d of %s (fetches wait up to %d ms)",
+                     tp.partition, start, self.topic, s.fetch_wait_max_ms)
         consumer.assign([TopicPartition(self.topic, t.task, t.next_offset)
                          for t in self.tasks.values()])
         gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)

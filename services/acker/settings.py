@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, load_settings
 from squall.core.topics import check_name
+from squall.kafka import FETCH_WAIT_MS
 
 
 class AckerSettings(BaseSettings):
@@ -41,6 +42,11 @@ class AckerSettings(BaseSettings):
     # the end of a benchmark's phase (docs/performance.md, sessions 23 and 26). Each ack
     # waits up to this long more. 0: fetch again at once (on Kafka a fetch is a log seek).
     fetch_backoff_ms: int = Field(10, ge=0, le=1_000)
+    # How long a fetch of the acker topic waits for records (Kafka's fetch.wait.max.ms). On
+    # the embedded broker it must outlast the broker's look at a partition, which grows
+    # with every batch the partition ever held (squall/kafka.py, FETCH_WAIT_MS); shorter
+    # waits answer a tree sooner when the topology is idle between bursts.
+    fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000)
 
     @field_validator("topology")
     @classmethod
@@ -80,6 +86,9 @@ def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p.add_argument("--fetch-backoff-ms", type=int,
                    help="after a fetch that brought records, the next waits until they are "
                    "taken and this long has passed (default 10; 0: at once)")
+    p.add_argument("--fetch-wait-max-ms", type=int,
+                   help="how long a fetch of the acker topic waits for records (Kafka's "
+                   f"fetch.wait.max.ms; default {FETCH_WAIT_MS})")
     p.add_argument("--timeout-clock", choices=["bolts", "wall"],
                    help="bolts (default): timeouts count only time the bolts could have "
                    "processed a tree; wall: Storm's, from emit")

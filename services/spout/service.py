@@ -140,8 +140,9 @@ class SpoutService:
             assignment += [TopicPartition(t, p, o) for (t, p), o in
                            zip(sources, committed, strict=True)]
             results.append(TopicPartition(self.results, task_id, scan.end))
-            log.info("spout task %d reads %s from %s; %d trees acked before the restart",
-                     task_id, sources, committed, len(scan.acked))
+            log.info("spout task %d reads %s from %s (fetches wait up to %d ms); %d trees "
+                     "acked before the restart", task_id, sources, committed,
+                     s.fetch_wait_max_ms, len(scan.acked))
         consumer.assign(assignment)
         self.results_consumer.assign(results)
         for src in assignment:

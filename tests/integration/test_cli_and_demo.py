@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from squall.demo import WARMUP_SENTENCES
+from squall.demo import BURST_FETCH_WAIT_MS, WARMUP_SENTENCES
+from squall.kafka import FETCH_WAIT_MS
 from squall.processes import die_with_parent
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
@@ -106,6 +107,17 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     spare_log = (tmp_path / "demo" / "worker-bolts" / "logs" / "spare.log").read_text()
     assert "bolt queries running" in spare_log
     assert 0 < summary["bolt_queries_running_s"] < summary["bolt_queries_after_workers_s"]
+    # A bounded burst's spout and acker fetch with the burst's short wait.
+    assert summary["fetch_wait_max_ms"] == BURST_FETCH_WAIT_MS
+    assert _fetch_waits(tmp_path / "demo") == {"spout": {BURST_FETCH_WAIT_MS},
+                                               "acker": {BURST_FETCH_WAIT_MS}}
+
+
+def _fetch_waits(workdir: Path) -> dict[str, set[int]]:
+    """The fetch waits the spout and acker tasks logged at their start."""
+    return {kind: {int(w) for log in (workdir / f"worker-{kind}" / "logs").glob("*.log")
+                   for w in re.findall(r"fetches wait up to (\d+) ms", log.read_text())}
+            for kind in ("spout", "acker")}
 
 
 def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path) -> None:
@@ -137,3 +149,7 @@ def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path
     assert summary["counts_exact"] is None  # nor yet counted
     assert summary["unfinished_at_stop"] == summary["sentences"] - summary["processed"]
     assert "stopping: spout worker (drains)" in log.read_text()
+    # Paced and open-ended: its partitions grow as long as it runs; the services' waits.
+    assert summary["fetch_wait_max_ms"] == FETCH_WAIT_MS
+    assert _fetch_waits(tmp_path / "demo") == {"spout": {FETCH_WAIT_MS},
+                                               "acker": {FETCH_WAIT_MS}}

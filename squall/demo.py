@@ -84,9 +84,9 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
 #: run's partitions grow for as long as it runs: squall/kafka.py, FETCH_WAIT_MS). A burst's
 #: stay small: its feed is batched (the producer's linger), its acker and edge messages are
 #: one per poll or micro-batch. The broker's longest look at any partition over a whole
-#: 20,000-sentence demo took 1.7 ms (docs/decisions.md, session 29); a 10 ms wait is
-#: looked at at 0, 5 and 10 ms.
-BURST_FETCH_WAIT_MS = 10
+#: 20,000-sentence demo took 1.7 ms (docs/decisions.md, session 29); a 20 ms wait is
+#: looked at at 0, 10 and 20 ms.
+BURST_FETCH_WAIT_MS = 20
 
 
 def worker_env(s: DemoSettings) -> dict[str, str]:

@@ -89,13 +89,19 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
 BURST_FETCH_WAIT_MS = 20
 
 
+def fetch_wait_ms(s: DemoSettings) -> int:
+    """The spout's and acker's fetch wait: a bounded burst's, else the services' own."""
+    return FETCH_WAIT_MS if s.sentences is None or s.rate else BURST_FETCH_WAIT_MS
+
+
 def worker_env(s: DemoSettings) -> dict[str, str]:
     """What the demo's workers pass on to their spout and acker processes: a bounded
     burst's shorter fetch waits; nothing for a paced or open-ended run."""
-    if s.sentences is None or s.rate:
+    wait = fetch_wait_ms(s)
+    if wait == FETCH_WAIT_MS:
         return {}
-    wait = str(BURST_FETCH_WAIT_MS)
-    return {"SQUALL_SPOUT_FETCH_WAIT_MAX_MS": wait, "SQUALL_ACKER_FETCH_WAIT_MAX_MS": wait}
+    return {"SQUALL_SPOUT_FETCH_WAIT_MAX_MS": str(wait),
+            "SQUALL_ACKER_FETCH_WAIT_MAX_MS": str(wait)}
 
 
 @dataclass
@@ -439,8 +445,7 @@ def run_demo(s: DemoSettings) -> int:
                 "unfinished_at_stop": max(0, fed - done) if s.sentences is None else 0,
                 "seconds": round(elapsed, 2),
                 # The spout's and acker's fetch waits (a burst's own, or the services').
-                "fetch_wait_max_ms": int(worker_env(s).get("SQUALL_ACKER_FETCH_WAIT_MAX_MS",
-                                                            FETCH_WAIT_MS)),
+                "fetch_wait_max_ms": fetch_wait_ms(s),
                 "bolt_queries_running_s": round(running_at - t_wait, 2),
                 "bolt_queries_after_workers_s": round(running_at - cl.workers_started, 2),
                 "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,

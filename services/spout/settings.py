@@ -16,6 +16,7 @@ from squall.core.grouping import Edge, edge_flag, parse_edge
 from squall.core.retry import RetrySchedule
 from squall.core.topics import check_name
 from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
+from squall.kafka import FETCH_WAIT_MS
 
 
 class SpoutSettings(BaseSettings):
@@ -60,7 +61,9 @@ class SpoutSettings(BaseSettings):
     # How long the broker may hold a fetch with nothing new. At max spout pending the
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
-    fetch_wait_max_ms: int = Field(100, ge=0, le=10_000)
+    # The acker's default too: it must outlast the embedded broker's look at a partition
+    # (squall/kafka.py).
+    fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=0, le=10_000)
     # How much new source data a fetch waits for, up to fetch_wait_max_ms (Kafka's
     # fetch.min.bytes; 1, its default: a fetch returns with the first record). More: fewer,
     # larger answers for the spout to handle (the benchmarks on the embedded Tansu use
@@ -193,7 +196,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p.add_argument("--commit-interval-s", type=float,
                    help="how often completed offsets are committed (default 1.0)")
     p.add_argument("--fetch-wait-max-ms", type=int,
-                   help="the longest a fetch waits for new records (default 100)")
+                   help="the longest a fetch waits for new records (Kafka's "
+                   f"fetch.wait.max.ms; default {FETCH_WAIT_MS})")
     p.add_argument("--fetch-min-bytes", type=int,
                    help="new source data a fetch waits for, up to --fetch-wait-max-ms "
                         "(Kafka's fetch.min.bytes; default 1)")

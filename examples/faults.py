@@ -14,7 +14,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from squall.bolt import BasicBolt, Bolt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from squall.bolt import PARENT, BasicBolt, BatchBolt, Bolt
 from squall.tuples import Tuple
 
 
@@ -108,3 +111,50 @@ class SplitOrRaise(BasicBolt):
         if text.startswith("poison"):
             raise ValueError(f"a poison sentence: {text!r}")
         return [(w,) for w in text.split()]
+
+
+def misbehave(text: str) -> None:
+    """What a sentence's first word asks of the process running the bolt on it: ``crash``
+    exits it at once (``os._exit(17)``, as a library might), ``segv`` makes it segfault (a
+    null read through ctypes, as a C extension might), ``hang`` never returns (blocks on a
+    lock no one will release, as a remote call without a timeout might)."""
+    head = text.split(" ", 1)[0]
+    if head == "crash":
+        os._exit(17)
+    if head == "segv":
+        import ctypes
+
+        ctypes.string_at(0)
+    if head == "hang":
+        import threading
+
+        threading.Event().wait()
+
+
+class SplitOrDie(BasicBolt):
+    """Splits sentences into words; a sentence starting with ``crash``, ``segv`` or ``hang``
+    kills or hangs the process running the bolt (:func:`misbehave`), at every attempt."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
+        text = str(t[0])
+        misbehave(text)
+        return [(w,) for w in text.split()]
+
+
+class SplitOrDieArrow(BatchBolt):
+    """:class:`SplitOrDie` vectorized: one call over the micro-batch, which kills or hangs
+    its process if any of its sentences asks to."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def process_arrow(self, table: pa.Table) -> pa.Table:
+        col = table.column(0).cast(pa.string())
+        for text in pc.filter(col, pc.match_substring_regex(col, "^(crash|segv|hang) "
+                                                            )).to_pylist():
+            misbehave(str(text))
+        lists = pc.utf8_split_whitespace(col)
+        words, parents = pc.list_flatten(lists), pc.list_parent_indices(lists)
+        keep = pc.not_equal(words, "")
+        return pa.table({"word": words.filter(keep), PARENT: parents.filter(keep)})

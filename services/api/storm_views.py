@@ -252,6 +252,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
         "configuration": {"storm.id": rec.id,
                           "topology.name": spec.name,
                           "topology.message.timeout.secs": spec.message_timeout_s,
+                          "topology.bolt.deadline.secs": spec.deadline_s,
                           "topology.max.spout.pending": spec.max_spout_pending,
                           "topology.acker.executors": spec.ackers,
                           "topology.guarantee": spec.guarantee},

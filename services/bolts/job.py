@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -71,9 +72,21 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     for k, v in conf.items():
         builder = builder.config(k, v)
     with launching_env():
-        spark = builder.master(master).appName(app).getOrCreate()
+        spark = builder.master(with_task_retries(master)).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+#: Attempts at a task in local mode, as a cluster's ``spark.task.maxFailures`` default: a
+#: task whose Python worker died runs again, its records isolated (services/bolts/isolation.py).
+LOCAL_TASK_ATTEMPTS = 4
+_LOCAL = re.compile(r"local\[(\*|\d+)\]")
+
+
+def with_task_retries(master: str) -> str:
+    """``local[N]`` as ``local[N,F]``: local mode tries a task once unless told otherwise."""
+    m = _LOCAL.fullmatch(master.strip())
+    return f"local[{m.group(1)},{LOCAL_TASK_ATTEMPTS}]" if m else master
 
 
 def register_for_query(spark: Any, source: type[Any], query: str) -> str:

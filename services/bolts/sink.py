@@ -25,8 +25,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from services.bolts import batch_marks, clients, heap
+from services.bolts import batch_marks, clients, guardian, heap
 from services.bolts.aggregate import AggregateTask
+from services.bolts.isolation import run_isolated
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
 from services.bolts.source import TaskInput, logged_partitions, range_batch, read_task_input
 from services.bolts.task_state import TaskState
@@ -149,6 +150,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     reports[0].records = len(got.records)
     marking = bool(marks_dir) and batch_id is not None and task >= 0
     bid = batch_id or 0
+    # A second attempt: the first died, maybe on a record that kills or hangs its process.
+    isolate = _attempt() > 0
     # A run of a batch this task began producing and did not finish: its first run's
     # acks may be in Kafka, and this run's would undo them (XOR).
     resent = marking and batch_marks.last_producing(marks_dir, task) == bid
@@ -170,7 +173,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
         for i, comp in enumerate(chain):
             fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
             inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                    bootstrap, producer, reports[i], producing, task)
+                                    bootstrap, producer, reports[i], producing, task,
+                                    bid, isolate)
             if not inputs:
                 break
     t_prod = time.perf_counter()
@@ -196,8 +200,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str, bootstrap: str, producer: Any,
-                   report: BatchReport, producing: Callable[[], None], head_task: int
-                   ) -> dict[int, list[TupleBatch]]:
+                   report: BatchReport, producing: Callable[[], None], head_task: int,
+                   batch_id: int = 0, isolate: bool = False) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, produce what they emit and their acks
     (calling ``producing`` first); what goes to the fused bolt (``fused_topic``) is
     returned by its task instead.
@@ -207,20 +211,33 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     run two tasks at once rather than queueing for the same one. No lock is held while
     another is waited for: a stateful bolt's turn ends with its task (its changes saved
     then, before the chain's flush; at least once, as its tuples), and a persistent
-    aggregate's with its transaction."""
+    aggregate's with its transaction.
+
+    The bolt's calls run under the topology's deadline (services/bolts/guardian.py); with
+    ``isolate``, in parts in sandboxes instead (services/bolts/isolation.py)."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
     run_s = prod_s = 0.0
+    deadline = spec.deadline_s
     for task in rotated(sorted(inputs), head_task):
         t0 = time.perf_counter()
-        if bolt.cls in STATEFUL:
+        label, watcher = f"bolt {component!r} task {task}, micro-batch {batch_id}", \
+            guardian.guard()
+        if bolt.cls in STATEFUL:  # its database's own timeouts bound it, not the deadline
             res = _aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
-            ex = _executor(spec, bolt, task, state_url)
+            with watcher.executing(label, deadline):  # building the bolt runs its prepare
+                ex = _executor(spec, bolt, task, state_url)
             kv = _task_state(spec, bolt, ex, state_url, task)
             with kv.turn() if kv is not None else contextlib.nullcontext():
-                res = ex.run(inputs[task])
+                if isolate:
+                    res = run_isolated(ex, functools.partial(new_executor, spec, bolt, task,
+                                                             state_url),
+                                       inputs[task], deadline, SystemClock().now_ms)
+                else:
+                    with watcher.executing(label, deadline):
+                        res = ex.run(inputs[task])
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
@@ -338,6 +355,15 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
     return each
 
 
+def _attempt() -> int:
+    """Which attempt at its task this is, as Spark counts them (0: the first; 0 outside
+    Spark)."""
+    from pyspark import TaskContext as SparkTask
+
+    ctx = SparkTask.get()
+    return int(ctx.attemptNumber()) if ctx is not None else 0
+
+
 def _spec(spec_json: str) -> TopologySpec:
     spec = _SPECS.get(spec_json)
     if spec is None:
@@ -356,21 +382,26 @@ def _executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
     key = (spec.name, bolt.name, task)
     ex = _EXECUTORS.get(key)
     if ex is None:
-        module, _, cls = bolt.cls.partition(":")
-        instance = getattr(importlib.import_module(module), cls)()
-        ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
-        conf = {**bolt.config, "squall.state_url": state_url}
-        if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
-            target = spec.component(bolt.config["state"])
-            assert isinstance(target, BoltSpec)
-            t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
-            assert not isinstance(t, QuerySpec)
-            conf["squall.queried"] = stored_state(spec.name, target.name, t)
-        ex = _EXECUTORS[key] = BoltExecutor(instance, ctx, spec.edges_from(bolt.name),
-                                            conf, clock=SystemClock(), outputs=bolt.outputs)
+        ex = _EXECUTORS[key] = new_executor(spec, bolt, task, state_url)
         heap.grew()
     return ex
 
+
+def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
+                 ) -> BoltExecutor:
+    """A task's executor, its bolt built and prepared."""
+    module, _, cls = bolt.cls.partition(":")
+    instance = getattr(importlib.import_module(module), cls)()
+    ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
+    conf = {**bolt.config, "squall.state_url": state_url}
+    if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
+        target = spec.component(bolt.config["state"])
+        assert isinstance(target, BoltSpec)
+        t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
+        assert not isinstance(t, QuerySpec)
+        conf["squall.queried"] = stored_state(spec.name, target.name, t)
+    return BoltExecutor(instance, ctx, spec.edges_from(bolt.name), conf, clock=SystemClock(),
+                        outputs=bolt.outputs)
 
 
 _AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}

@@ -69,6 +69,12 @@ class StateError(SquallError):
     log and byte)."""
 
 
+class BoltFault(SquallError):
+    """A bolt task cannot run, and not because of a record: its ``prepare`` raised, killed or
+    hung its process, or the framework around the bolt failed. Never dead-letters a record:
+    the job stops and is restarted (a crash loop, with this as its last error)."""
+
+
 class SchemeError(SquallError):
     """A source message the scheme cannot decode (it is dead-lettered, never dropped)."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,38 @@ class ExecResult:
     emitted: int = 0
     acked: int = 0
     failed: int = 0
+
+
+ALL_INPUTS = -1
+
+
+class CallWatch(Protocol):
+    """Told of each call into user code: what a sandbox needs to name the input a process
+    died or hung on (services/bolts/sandbox.py)."""
+
+    def enter(self, index: int) -> None:
+        """A call on input tuple ``index`` (in the order of the batches' rows) begins, or on
+        all of them (:data:`ALL_INPUTS`, a batch bolt's one call)."""
+
+    def leave(self) -> None:
+        """The call returned or raised."""
+
+
+def merged(results: Sequence[ExecResult]) -> ExecResult:
+    """Several runs' results as one (the runs of a micro-batch's parts): outputs, records
+    and errors in turn, counts summed, acks coalesced again."""
+    out = ExecResult()
+    for r in results:
+        out.outputs += r.outputs
+        out.records += r.records
+        out.errors += r.errors
+        out.warnings += [w for w in r.warnings if w not in out.warnings]
+        out.executed += r.executed
+        out.emitted += r.emitted
+        out.acked += r.acked
+        out.failed += r.failed
+    out.acks = AckerBatch.concat([r.acks for r in results]).coalesced()
+    return out
 
 
 @dataclass
@@ -146,23 +178,28 @@ class BoltExecutor:
 
     # ----- a micro-batch -----------------------------------------------------
 
-    def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
+    def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
+        """``watch``: told of each call into the bolt."""
         self._result = ExecResult()
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
-            out = self._run_vectorized(self.bolt, batches)
+            out = self._run_vectorized(self.bolt, batches, watch)
             self._check_scratch()
             return out
         tuples = [t for b in batches for t in b.tuples()]
         if isinstance(self.bolt, Bolt):
-            for t in tuples:
+            for i, t in enumerate(tuples):
                 self._result.executed += 1
+                if watch is not None:
+                    watch.enter(i)
                 try:
                     self.bolt.execute(t)
                 except Exception as e:  # user code: fail the input, keep going
                     self.report_error(e)
                     self.fail(t)
+                if watch is not None:
+                    watch.leave()
         else:
-            self._run_batch(self.bolt, batches, tuples)
+            self._run_batch(self.bolt, batches, tuples, watch)
         self._check_scratch()
         return self._flush()
 
@@ -185,12 +222,12 @@ class BoltExecutor:
                 "self.state)")
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
-                   tuples: list[Tuple]) -> None:
+                   tuples: list[Tuple], watch: CallWatch | None) -> None:
         self._result.executed += len(tuples)
         if not tuples:
             return
         try:
-            out = BatchOutput.run(bolt, batches, len(tuples))
+            out = _called(bolt, batches, len(tuples), watch)
             parents = out.parents.tolist()
             stream_col = out.streams.tolist() if out.streams is not None else None
             cols: dict[str, list[Any]] = {}
@@ -242,7 +279,8 @@ class BoltExecutor:
         res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
         return res
 
-    def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch]) -> ExecResult:
+    def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
+                        watch: CallWatch | None) -> ExecResult:
         """A batch bolt over inputs with one anchor each: no Python work per row.
 
         Each output row gets a fresh edge id per target copy; the edge is XORed
@@ -258,7 +296,7 @@ class BoltExecutor:
         res.executed = n
         now = self.clock.now_ms()
         try:
-            out = BatchOutput.run(bolt, batches, n)
+            out = _called(bolt, batches, n, watch)
             parents, streams = out.parents, out.streams
             ack_vals = ids.copy()
             for stream, fields in self.outputs.items():
@@ -309,6 +347,18 @@ class BoltExecutor:
                 stream=e.stream, source=self.context.component, source_task=self.context.task,
                 origins=None if origins is None else (origins[0].take(pa.array(of)),
                                                       origins[1][of]))))
+
+
+def _called(bolt: BatchBolt, batches: Sequence[TupleBatch], n: int,
+            watch: CallWatch | None) -> BatchOutput:
+    """A batch bolt's one call over all ``n`` inputs, watched."""
+    if watch is None:
+        return BatchOutput.run(bolt, batches, n)
+    watch.enter(ALL_INPUTS)
+    try:
+        return BatchOutput.run(bolt, batches, n)
+    finally:
+        watch.leave()
 
 
 _FRAMEWORK_ATTRS = frozenset({"state", "collector", "conf", "context"})

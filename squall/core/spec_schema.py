@@ -66,6 +66,7 @@ def topology_json_schema() -> dict[str, Any]:
             "max_spout_pending": {"type": ["integer", "null"], "minimum": 1},
             "guarantee": {"type": "string", "enum": [g.value for g in Guarantee]},
             "retry": _OBJECT,
+            "bolt_deadline_s": {"type": ["number", "null"], "minimum": 0.1, "maximum": 86400},
         },
         "description": "A topology: spouts read Kafka topics, bolts subscribe to "
                        "components (README.md, \"Topologies and bolts\"; docs/trident.md).",

@@ -108,6 +108,9 @@ class TopologySpec:
     max_spout_pending: int | None = 10_000
     guarantee: Guarantee = Guarantee.AT_LEAST_ONCE
     retry: RetrySchedule = field(default_factory=RetrySchedule)
+    #: How long one bolt call (a tuple's execute, a batch call) may run before its process is
+    #: killed and its record isolated (docs/poison.md); None: half the message timeout.
+    bolt_deadline_s: float | None = None
 
     # ----- queries -------------------------------------------------------
 
@@ -124,6 +127,13 @@ class TopologySpec:
         """Storm's executors: a spout's tasks, a bolt's executors, the ackers."""
         return sum(s.parallelism for s in self.spouts) + sum(
             b.num_executors for b in self.bolts) + self.ackers
+
+    @property
+    def deadline_s(self) -> float:
+        """The bolt deadline in effect: a call running half a tree's timeout holds its tree
+        past any reasonable completion."""
+        return self.bolt_deadline_s if self.bolt_deadline_s is not None \
+            else self.message_timeout_s / 2
 
     def component(self, name: str) -> SpoutSpec | BoltSpec:
         for c in self.components():
@@ -178,6 +188,9 @@ class TopologySpec:
                                 f"{self.message_timeout_s}")
         if self.max_spout_pending is not None and self.max_spout_pending < 1:
             raise TopologyError(f"max_spout_pending must be >= 1, got {self.max_spout_pending}")
+        if self.bolt_deadline_s is not None and not 0.1 <= self.bolt_deadline_s <= 86_400:
+            raise TopologyError(f"bolt_deadline_s must be in [0.1, 86400], got "
+                                f"{self.bolt_deadline_s}")
         if not isinstance(self.guarantee, Guarantee):
             raise TopologyError(f"guarantee {self.guarantee!r} is not one of "
                                 f"{', '.join(g.value for g in Guarantee)}")
@@ -269,6 +282,7 @@ class TopologySpec:
                 max_spout_pending=raw.get("max_spout_pending", 10_000),
                 guarantee=_guarantee(raw.get("guarantee", Guarantee.AT_LEAST_ONCE)),
                 retry=retry,
+                bolt_deadline_s=_optional_float(raw.get("bolt_deadline_s")),
             ).validate()
         except TopologyError:
             raise
@@ -282,6 +296,10 @@ class TopologySpec:
     def from_text(cls, text: str) -> TopologySpec:
         """JSON or YAML."""
         return cls.from_dict(load_text(text))  # YAML is a superset of JSON
+
+
+def _optional_float(v: Any) -> float | None:
+    return None if v is None else float(v)
 
 
 def _list(raw: Mapping[str, Any], key: str) -> list[Any]:

@@ -1,0 +1,118 @@
+"""The bolt deadline on Spark's Python workers: a watcher process kills a worker whose bolt
+has run one micro-batch's calls past it.
+
+A worker notes, in a small file it maps into memory, when its bolt's calls on a micro-batch
+began and which task they are; a process of its own (started with the worker's first bolt
+task, ``python -m services.bolts.guardian``) reads it every tenth of a second and, once the
+deadline has passed, kills the worker. A watcher outside the worker sees a worker that
+holds the interpreter's lock for ever (a loop in C, a lock taken with it held) as well as
+one that sleeps. Spark then runs the task again, and the task's second attempt runs its
+micro-batch in parts in sandboxes (services/bolts/isolation.py), where the call that hangs
+is named. The watcher ends with its worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import mmap
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+#: ``phase, since_ns, deadline_ns``, then the running task's name (UTF-8, NUL-padded).
+_FIELDS = struct.Struct("<qqq")
+_LABEL = 240
+_SIZE = _FIELDS.size + _LABEL
+IDLE, EXECUTING = 0, 1
+#: How often the watcher looks.
+TICK_S = 0.1
+
+
+class Guard:
+    """The worker's side: one per process, its watcher started with it."""
+
+    def __init__(self) -> None:
+        fd, path = tempfile.mkstemp(prefix=f"squall-guard-{os.getpid()}-")
+        os.ftruncate(fd, _SIZE)
+        self.path = path
+        self.memory = mmap.mmap(fd, _SIZE)
+        os.close(fd)
+        self.watcher = subprocess.Popen(
+            [sys.executable, "-m", "services.bolts.guardian", "--pid", str(os.getpid()),
+             "--journal", path], stdin=subprocess.DEVNULL, close_fds=True)
+
+    @contextlib.contextmanager
+    def executing(self, label: str, deadline_s: float) -> Iterator[None]:
+        """The body runs bolt code under the deadline (seconds from now)."""
+        name = label.encode()[:_LABEL]
+        self.memory[_FIELDS.size:] = name.ljust(_LABEL, b"\0")
+        _FIELDS.pack_into(self.memory, 0, EXECUTING, time.monotonic_ns(), int(deadline_s * 1e9))
+        try:
+            yield
+        finally:
+            _FIELDS.pack_into(self.memory, 0, IDLE, 0, 0)
+
+
+_GUARDS: dict[int, Guard] = {}
+
+
+def guard() -> Guard:
+    """This process's guard (a forked child gets its own: the pid tells them apart)."""
+    g = _GUARDS.get(os.getpid())
+    if g is None:
+        g = _GUARDS[os.getpid()] = Guard()
+    return g
+
+
+def watch(pid: int, journal: Path) -> int:
+    """Until ``pid`` is gone: kill it once its bolt runs past its deadline."""
+    with open(journal, "r+b") as f:
+        memory = mmap.mmap(f.fileno(), _SIZE)
+    try:
+        while _alive(pid):
+            phase, since, deadline = _FIELDS.unpack_from(memory, 0)
+            if phase == EXECUTING and time.monotonic_ns() - since > deadline:
+                label = bytes(memory[_FIELDS.size:]).rstrip(b"\0").decode(errors="replace")
+                print(f"squall guardian: {label}: the bolt did not return within "
+                      f"{deadline / 1e9:g} s; its Python worker {pid} is killed (Spark runs "
+                      "the micro-batch again, in parts, to find the record)",
+                      file=sys.stderr, flush=True)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                return 0
+            time.sleep(TICK_S)
+        return 0
+    finally:
+        memory.close()
+        with contextlib.suppress(OSError):
+            journal.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m services.bolts.guardian",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--pid", type=int, required=True, help="the Python worker to watch")
+    p.add_argument("--journal", type=Path, required=True, help="the file it maps")
+    a = p.parse_args(argv)
+    return watch(a.pid, a.journal)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Which records of a micro-batch kill or hang the process that runs them: the search.
+
+A bolt task's micro-batch whose first attempt died (its Python process crashed, was killed,
+or was killed for outrunning the bolt deadline) runs again in parts, each part in a process
+of its own (services/bolts/sandbox.py). A part is a set of *units*: the input tuples of one
+source message's emission (their first root), the smallest thing that can be failed and
+replayed alone. Rules:
+
+- at first the units are split into ``parallel`` parts (one when the bolt keeps state: each
+  part must start from the state the one before left);
+- a part that completes is done: its results are kept, and each of its units ran once;
+- a part that died in a call on one unit (the per-tuple API names the tuple) makes that
+  unit a culprit, with the reason; the rest of the part runs again;
+- a part that died in a call on several units (a batch bolt's one call) is split in up to
+  ``parallel`` pieces (two at least), each run again; a part of one unit that dies is a
+  culprit.
+
+Every death either names a culprit or splits a part, so the search ends; a unit is a
+culprit only once a process died or hung in a call on it, or in a call on it alone. What
+killed a process outside any call (a bolt's ``prepare``, the framework) is not a record's
+fault: the caller stops the search and says so.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from squall.core.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Part:
+    """One run of some units, in a process of its own."""
+
+    id: int
+    units: tuple[int, ...]
+
+
+@dataclass
+class CulpritSearch:
+    """The search over units ``0 .. units - 1``; see the module's rules."""
+
+    units: int
+    parallel: int = 1
+    culprits: dict[int, str] = field(default_factory=dict)
+    #: parts that completed: every unit not a culprit ends in exactly one
+    completed: list[Part] = field(default_factory=list)
+    runs: int = 0
+    _waiting: deque[tuple[int, ...]] = field(default_factory=deque)
+    _running: dict[int, Part] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.parallel < 1:
+            raise UsageError(f"parallel must be >= 1, got {self.parallel}")
+        self._waiting.extend(_split(tuple(range(self.units)), self.parallel))
+
+    @property
+    def done(self) -> bool:
+        return not self._waiting and not self._running
+
+    def start(self) -> list[Part]:
+        """The parts to start now (at most ``parallel`` run at once)."""
+        out = []
+        while self._waiting and len(self._running) < self.parallel:
+            part = Part(self.runs, self._waiting.popleft())
+            self.runs += 1
+            self._running[part.id] = part
+            out.append(part)
+        return out
+
+    def completed_part(self, part: Part) -> None:
+        self.completed.append(self._end(part))
+
+    def died(self, part: Part, unit: int | None, reason: str) -> None:
+        """``part`` died in a call on ``unit`` (None: on several units at once)."""
+        units = self._end(part).units
+        if unit is not None and unit not in units:
+            raise UsageError(f"unit {unit} is not in part {part.id} {units}")
+        if unit is None and len(units) == 1:
+            unit = units[0]
+        if unit is not None:
+            self.culprits[unit] = reason
+            rest = tuple(u for u in units if u != unit)
+            if rest:
+                self._waiting.appendleft(rest)
+            return
+        # Next to run, first piece first: the search narrows before anything else runs.
+        self._waiting.extendleft(reversed(_split(units, max(2, self.parallel))))
+
+    def _end(self, part: Part) -> Part:
+        got = self._running.pop(part.id, None)
+        if got is None:
+            raise UsageError(f"part {part.id} is not running")
+        return got
+
+
+def _split(units: tuple[int, ...], n: int) -> list[tuple[int, ...]]:
+    """``units`` in up to ``n`` contiguous pieces of near-equal size (none empty)."""
+    n = max(1, min(n, len(units)))
+    size, extra = divmod(len(units), n)
+    out, at = [], 0
+    for i in range(n):
+        k = size + (1 if i < extra else 0)
+        out.append(units[at:at + k])
+        at += k
+    return [p for p in out if p]
+
+
+def units_of(first_roots: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Each input's unit (its emission: inputs of one first root share one), numbered in
+    order of first appearance; and each unit's first input."""
+    of: dict[int, int] = {}
+    unit: list[int] = []
+    first: list[int] = []
+    for i, r in enumerate(first_roots):
+        u = of.get(r)
+        if u is None:
+            u = of[r] = len(first)
+            first.append(i)
+        unit.append(u)
+    return unit, first

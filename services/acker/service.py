@@ -24,7 +24,7 @@ from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.records import Outcome, Results
 from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
-from squall.core.wire import encode_results
+from squall.core.wire import encode_fail_reasons, encode_results
 from squall.kafka import (
     GAP_HOLD_MS,
     consume_ready,
@@ -173,8 +173,13 @@ class AckerService:
         # Stamped with the clock the trees were judged at (the spouts' backstop runs on it).
         stamp = task.timeout_now(clock)
         stamp = -1 if stamp is None else stamp
+        reasons = task.take_reasons(results)
         for spout_task in np.unique(results.tasks).tolist():
             part = results.select(results.tasks == spout_task)
+            mine = {r: reasons[r] for r in part.roots.tolist() if r in reasons}
+            for raw in encode_fail_reasons(mine, stamp) if mine else ():  # before the results
+                produce(self.producer, self.results_topic, raw, partition=spout_task,
+                        key=_acker_key(task), on_delivery=self._delivered)
             for lo in range(0, len(part), _RESULTS_PER_MESSAGE):
                 chunk = part.slice(lo, lo + _RESULTS_PER_MESSAGE)
                 produce(self.producer, self.results_topic, encode_results(chunk, stamp),

@@ -16,14 +16,17 @@ import numpy as np
 from squall.core.errors import WireFormatError
 from squall.core.ledger import Ledger
 from squall.core.progress import TimeoutClock
-from squall.core.records import AckerBatch, Results
-from squall.core.wire import decode_acker_batch, decode_progress
+from squall.core.records import AckerBatch, Outcome, Results
+from squall.core.wire import decode_acker_batch, decode_fail_reasons, decode_progress
 
 # Seqs in the ledger are 32-bit offsets relative to a base; rebase well before they wrap.
 _REBASE_AT = 1 << 31
 #: Records the ledger takes at once (see :meth:`AckerTask.apply`): a caught-up acker's poll
 #: holds a few messages of a few thousand records; a backlog's, hundreds of thousands.
 RECORDS_PER_APPLY = 16_384
+#: Fail reasons kept for trees not decided yet (the oldest go first): a bolt sends them
+#: just before its fails, so they wait a poll or two, not for the ledger's timeouts.
+MAX_REASONS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,8 @@ class AckerTask:
         self._next = start_offset
         self._event_ms = 0
         self._orphans_reported = 0
+        #: why roots were failed, as the bolts said (until their trees are decided)
+        self.reasons: dict[int, str] = {}
 
     @property
     def next_offset(self) -> int:
@@ -105,6 +110,10 @@ class AckerTask:
                 if mark is not None:
                     self.clock.mark(*mark)
                     continue
+                why = decode_fail_reasons(m.payload)
+                if why is not None:
+                    self._keep_reasons(why)
+                    continue
                 batches.append(decode_acker_batch(m.payload))
                 offsets.append(m.offset)
             except WireFormatError as e:
@@ -136,6 +145,24 @@ class AckerTask:
         # stays exact however many messages one poll returns.
         seq = np.repeat(np.asarray(offsets, np.int64) - self._base, [len(b) for b in batches])
         return self.ledger.apply(batch, now_ms, seq=seq)
+
+    def _keep_reasons(self, why: dict[int, str]) -> None:
+        self.reasons.update(why)
+        for old in list(self.reasons)[:max(0, len(self.reasons) - MAX_REASONS)]:
+            del self.reasons[old]
+
+    def take_reasons(self, results: Results) -> dict[int, str]:
+        """Why the failed trees of ``results`` failed, where a bolt said; the decided trees'
+        reasons are let go."""
+        if not self.reasons or not len(results):
+            return {}
+        out = {}
+        for root, outcome in zip(results.roots.tolist(), results.outcomes.tolist(),
+                                 strict=True):
+            why = self.reasons.pop(root, None) if outcome != Outcome.RESET else None
+            if why is not None and outcome == Outcome.FAILED:
+                out[root] = why
+        return out
 
     def timeout_now(self, now_ms: int) -> int | None:
         """The time trees are timed out at (None: not yet; see squall/core/progress.py)."""

@@ -128,9 +128,12 @@ def _culprits(culprits: dict[int, str], units: np.ndarray, batches: Sequence[Tup
     roots = []
     for unit, reason in sorted(culprits.items()):
         sub = _rows(batches, np.flatnonzero(units == unit))
-        roots += [b.all_roots() for b in sub]
+        mine = [b.all_roots() for b in sub]
+        roots += mine
         res.failed += sum(len(b) for b in sub)
         res.errors.append(f"{reason} (in {what}, on {_describe(sub)})")
+        res.reasons.update((int(r), f"{reason} (in {what})")
+                           for r in np.concatenate(mine).tolist())
     res.acks = AckerBatch.fails(np.unique(np.concatenate(roots)), now_ms)
     return res
 

@@ -48,7 +48,7 @@ from squall.core.trident.spec import (
     trident_spec,
 )
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
-from squall.core.wire import encode_acker_messages
+from squall.core.wire import encode_acker_messages, encode_reason_messages
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")
@@ -250,6 +250,9 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
             for raw_out in encode_tuples_chunked(out):
                 _produce(producer, topic, raw_out, part)
         if spec.ackers:
+            # Why roots failed goes before the fails: the acker keeps it for their results.
+            for p, raw in encode_reason_messages(res.reasons, spec.ackers):
+                _produce(producer, acker_topic(spec.name), raw, p)
             for p, raw_acks in encode_acker_messages(res.acks, spec.ackers):
                 _produce(producer, acker_topic(spec.name), raw_acks, p)
         report.executed += res.executed

@@ -31,11 +31,13 @@ from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import new_salt
+from squall.core.records import Outcome
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic
 from squall.core.topology import Guarantee
 from squall.core.tuple_batch import encode_tuples_chunked
 from squall.core.wire import (
+    decode_fail_reasons,
     decode_letter_marker,
     decode_results,
     decode_salt_marker,
@@ -48,6 +50,8 @@ from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, ensure_topics, 
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
+#: Fail reasons kept for results not read yet (the oldest go first).
+MAX_REASONS = 10_000
 TP = tuple[str, int]
 #: How long a pass waits for source records: briefly while trees are in flight, whose
 #: results come on the other consumer and wait for the next pass (20 ms passes were
@@ -78,6 +82,8 @@ class SpoutService:
         self._paused: dict[tuple[int, int], float] = {}
         self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
         self._acker_clocks: dict[int, dict[bytes, int]] = {}  # spout task -> acker -> clock
+        #: why roots failed, as the ackers passed it on, until their results are read
+        self._reasons: dict[int, str] = {}
         # Offsets taken in order: a gap is fetched again before it is moved past.
         self._gaps = Contiguity[TP](settings.source_gap_hold_ms)
         self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
@@ -281,6 +287,10 @@ class SpoutService:
                 decode_letter_marker(raw or b"") is not None:
             return  # our own markers
         try:
+            why = decode_fail_reasons(raw or b"")
+            if why is not None:  # for the failed results that follow it
+                self._reasons.update(why)
+                return
             res = decode_results(raw or b"")
         except WireFormatError as e:
             log.error("bad result batch at %s[%d]@%d: %s", self.results, task.cfg.task, offset, e)
@@ -291,7 +301,13 @@ class SpoutService:
         if stamp >= 0 and key is not None:  # an acker task's timeout clock
             clocks = self._acker_clocks.setdefault(task.cfg.task, {})
             clocks[key] = max(stamp, clocks.get(key, stamp))
-        self._settled(task, task.on_results(res, now, offset))
+        self._settled(task, task.on_results(res, now, offset, self._reasons))
+        if self._reasons:
+            failed = res.roots[res.outcomes != Outcome.ACKED].tolist()
+            for r in failed:
+                self._reasons.pop(r, None)
+            for old in list(self._reasons)[:max(0, len(self._reasons) - MAX_REASONS)]:
+                del self._reasons[old]
 
     def _acker_clock(self, task: SpoutTask) -> int | None:
         """The ackers' timeout clock (the earliest of them), once every acker task told it:

@@ -16,7 +16,7 @@ this does better:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,8 +317,11 @@ class SpoutTask:
         out.tuples, out.inits = self.emitter.emit(columns, rows, len(offs), roots, now_ms,
                                                   origin)
 
-    def on_results(self, results: Results, now_ms: int, results_offset: int = 0) -> Settled:
-        """Apply results read at ``results_offset`` of this task's results partition."""
+    def on_results(self, results: Results, now_ms: int, results_offset: int = 0,
+                   reasons: Mapping[int, str] | None = None) -> Settled:
+        """Apply results read at ``results_offset`` of this task's results partition;
+        ``reasons``: why failed roots failed, where a bolt said (what their dead letters
+        will say)."""
         out = Settled()
         if not len(results):
             return out
@@ -350,7 +353,8 @@ class SpoutTask:
                     out.stale += 1  # a duplicate, or a tree the backstop already failed
                     continue
                 reason = "timeout" if oc[i] == Outcome.TIMED_OUT else "failed"
-                self._fail(src, off, reason, now_ms, out)
+                why = reasons.get(int(results.roots[mine][i])) if reasons else None
+                self._fail(src, off, reason, now_ms, out, why)
         if lats:
             out.latencies_ms = np.concatenate(lats)
         return out
@@ -379,16 +383,19 @@ class SpoutTask:
         self._next_expire_ms = None if oldest is None else oldest + 2 * self.cfg.timeout_ms
         return out
 
-    def _fail(self, src: int, off: int, reason: str, now_ms: int, out: Settled) -> None:
+    def _fail(self, src: int, off: int, reason: str, now_ms: int, out: Settled,
+              why: str | None = None) -> None:
+        """``reason``: the kind (failed, timeout, backstop); ``why``: what the bolt said."""
         om = self.offsets[src]
         out.failed[reason] = out.failed.get(reason, 0) + 1
         decision = om.failed(off, now_ms)
         if isinstance(decision, Retry):
             out.retries += 1
         elif isinstance(decision, GiveUp):
+            said = f"{reason} after {decision.failures} attempts"
             out.letters.append(Undeliverable(src, off, om.payload(off),
-                                      f"{reason} after {decision.failures} attempts",
-                                      decision.failures))
+                                             f"{said}: {why}" if why else said,
+                                             decision.failures))
 
     def dead_lettered(self, letter: Undeliverable, marker_offset: int | None = None) -> None:
         """The dead letter is confirmed by Kafka: the offset is done. ``marker_offset``:

@@ -11,7 +11,7 @@ component's last error; it never stops the job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,6 +43,8 @@ class ExecResult:
     #: the acker records of the micro-batch, XOR-coalesced per root
     acks: AckerBatch = field(default_factory=AckerBatch.empty)
     errors: list[str] = field(default_factory=list)
+    #: why roots were failed (what the bolt raised on them), for their dead letters
+    reasons: dict[int, str] = field(default_factory=dict)
     #: said once per task: e.g. state kept in attributes (per-process scratch)
     warnings: list[str] = field(default_factory=list)
     executed: int = 0
@@ -74,6 +76,7 @@ def merged(results: Sequence[ExecResult]) -> ExecResult:
         out.outputs += r.outputs
         out.records += r.records
         out.errors += r.errors
+        out.reasons.update(r.reasons)
         out.warnings += [w for w in r.warnings if w not in out.warnings]
         out.executed += r.executed
         out.emitted += r.emitted
@@ -176,6 +179,14 @@ class BoltExecutor:
     def report_error(self, error: BaseException | str) -> None:
         self._result.errors.append(_describe(error))
 
+    def _failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None:
+        """``error`` kept as the component's last error and as why ``roots`` failed."""
+        why = _describe(error)
+        self._result.errors.append(why)
+        reasons = self._result.reasons
+        for r in roots:
+            reasons.setdefault(r, f"bolt {self.context.component!r} raised {why}")
+
     # ----- a micro-batch -----------------------------------------------------
 
     def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
@@ -194,7 +205,7 @@ class BoltExecutor:
                 try:
                     self.bolt.execute(t)
                 except Exception as e:  # user code: fail the input, keep going
-                    self.report_error(e)
+                    self._failed_by(e, t.roots)
                     self.fail(t)
                 if watch is not None:
                     watch.leave()
@@ -242,7 +253,7 @@ class BoltExecutor:
                 fields = self.outputs[stream]
                 self.emit(stream, [cols[f][i] for f in fields], [tuples[parent]], None)
         except Exception as e:
-            self.report_error(e)
+            self._failed_by(e, [r for t in tuples for r in t.roots])
             for t in tuples:
                 self.fail(t)
             return
@@ -267,7 +278,8 @@ class BoltExecutor:
                         # A value that cannot share its column fails its trees, like an
                         # exception in the bolt would: the batch and the process go on.
                         res.records += [AckerRecord(RecordKind.FAIL, r) for r in b.anchors[idx[k]]]
-                        res.errors.append(f"emitted on stream {b.edge.stream!r}: {reason}")
+                        self._failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
+                                        b.anchors[idx[k]])
                     keep = [i for k, i in enumerate(idx) if k not in bad]
                     if not keep:
                         continue
@@ -313,9 +325,10 @@ class BoltExecutor:
                 for buf in self._edges[stream]:
                     self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins)
         except Exception as e:
-            self.report_error(e)
+            failed = np.unique(roots)
+            self._failed_by(e, failed.tolist())
             res.failed = n
-            res.acks = AckerBatch.fails(np.unique(roots), now)
+            res.acks = AckerBatch.fails(failed, now)
             return res
         res.acked = n
         res.acks = _coalesced_acks(roots, ack_vals, now)

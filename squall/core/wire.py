@@ -5,6 +5,8 @@
   little-endian columns root u64, value u64, task u16, kind u8;
 - result batches (``squall.<topo>.results``): header then root u64,
   task u16, outcome u8, latency_ms u32;
+- fail reasons (both topics): header then root u64, reason index u16, then each reason as
+  u16 length and UTF-8; before the fails (or failed results) they explain;
 - dead letters: the original key and value, the reason in headers.
 
 Every decoder raises :class:`WireFormatError` (and nothing else) on a
@@ -14,6 +16,7 @@ malformed payload, naming what was wrong.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -130,6 +133,74 @@ def decode_results(payload: bytes) -> Results:
     if n and (int(outcomes.min()) < Outcome.ACKED or int(outcomes.max()) > Outcome.RESET):
         raise WireFormatError(f"result batch: unknown outcome in {sorted(set(outcomes.tolist()))}")
     return Results(roots, tasks, outcomes, lat)
+
+
+# ----- fail reasons ---------------------------------------------------------
+# Why a bolt failed a tree (what its bolt raised, what killed its process), to the acker
+# that owns the root, and from it to the spout that dead-letters the message in the end.
+
+_REASONS_MAGIC = b"SQFR"
+#: A reason's bytes at most (the rest is cut).
+MAX_REASON_BYTES = 1_000
+_MAX_REASONS = 0xFFFF
+
+
+def encode_fail_reasons(reasons: Mapping[int, str], ts_ms: int) -> list[bytes]:
+    """Roots and why they failed, as messages (the same reason is written once a message)."""
+    items = list(reasons.items())
+    out = []
+    for lo in range(0, len(items), MAX_ACKER_RECORDS):
+        chunk = items[lo:lo + MAX_ACKER_RECORDS]
+        texts: dict[str, int] = {}
+        idx = [texts.setdefault(r, len(texts)) for _, r in chunk]
+        if len(texts) > _MAX_REASONS:
+            raise WireFormatError(f"fail reasons: {len(texts)} distinct reasons in a message")
+        blobs = [t.encode()[:MAX_REASON_BYTES] for t in texts]
+        out.append(b"".join((
+            _HEADER.pack(_REASONS_MAGIC, _VERSION, 0, 0, len(chunk), ts_ms, len(texts)),
+            np.asarray([r for r, _ in chunk], "<u8").tobytes(),
+            np.asarray(idx, "<u2").tobytes(),
+            *(struct.pack("<H", len(b)) + b for b in blobs))))
+    return out
+
+
+def encode_reason_messages(reasons: Mapping[int, str], num_ackers: int
+                           ) -> list[tuple[int, bytes]]:
+    """``(acker partition, message)`` pairs: each root's reason to the acker that owns it."""
+    if not reasons:
+        return []
+    roots = np.fromiter(reasons, np.uint64, len(reasons))
+    owner = acker_partitions(roots, num_ackers)
+    out = []
+    for p in np.unique(owner).tolist():
+        mine = {int(r): reasons[int(r)] for r in roots[owner == p].tolist()}
+        out += [(int(p), raw) for raw in encode_fail_reasons(mine, 0)]
+    return out
+
+
+def decode_fail_reasons(payload: bytes) -> dict[int, str] | None:
+    """Root -> reason if ``payload`` is a fail-reasons message; None for anything else."""
+    if payload[:4] != _REASONS_MAGIC:
+        return None
+    if len(payload) < _HEADER.size:
+        raise WireFormatError(f"fail reasons: {len(payload)} bytes is shorter than the header")
+    _, version, _, _, n, _, m = _HEADER.unpack_from(payload)
+    if version != _VERSION:
+        raise WireFormatError(f"fail reasons: version {version} is not supported")
+    o = _HEADER.size
+    if len(payload) < o + 10 * n:
+        raise WireFormatError(f"fail reasons: {len(payload)} bytes for {n} roots")
+    roots = np.frombuffer(payload, "<u8", n, o).tolist()
+    idx = np.frombuffer(payload, "<u2", n, o + 8 * n).tolist()
+    at, texts = o + 10 * n, []
+    try:
+        for _ in range(m):
+            (k,) = struct.unpack_from("<H", payload, at)
+            texts.append(payload[at + 2:at + 2 + k].decode(errors="replace"))
+            at += 2 + k
+        return {r: texts[i] for r, i in zip(roots, idx, strict=True)}
+    except (struct.error, IndexError) as e:
+        raise WireFormatError(f"fail reasons: truncated ({e})") from None
 
 
 # ----- salt markers ---------------------------------------------------------

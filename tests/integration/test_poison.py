@@ -57,12 +57,16 @@ def test_records_that_kill_or_hang_the_bolt_are_dead_lettered_once_and_the_rest_
     got = Counter(m.value() for m in letters)
     want = {feed[i] for i in poison}
     assert set(got) == want and all(n == 1 for n in got.values()), (got, log[-3000:])
+    said = {"crash": "killed the bolt's Python process (exit 17)",
+            "segv": "killed the bolt's Python process (SIGSEGV)",
+            "hang": f"did not return within {DEADLINE_S:g} s"}
     for m in letters:
         h = DeadLetterHeaders.from_headers(m.headers() or [])
         assert h.component == "sentences" and h.attempts == 2, h
+        kind = (m.value() or b"").split()[0].decode()
+        assert h.reason.startswith(f"failed after 2 attempts: {said[kind]} (in bolt 'split'"), h
     # Every healthy sentence's words counted: their trees completed around the poison.
     healthy = [s for i, s in enumerate(feed) if i not in poison]
     want_words = Counter(w for s in healthy for w in s.decode().split())
     top = highest_counts(report.values)
     assert all(top[w] >= n for w, n in want_words.items()), log[-3000:]
-    assert "did not return within 3 s" in log

@@ -75,9 +75,9 @@ class CulpritSearch:
 
     def died(self, part: Part, unit: int | None, reason: str) -> None:
         """``part`` died in a call on ``unit`` (None: on several units at once)."""
+        if unit is not None and unit not in part.units:
+            raise UsageError(f"unit {unit} is not in part {part.id} {part.units}")
         units = self._end(part).units
-        if unit is not None and unit not in units:
-            raise UsageError(f"unit {unit} is not in part {part.id} {units}")
         if unit is None and len(units) == 1:
             unit = units[0]
         if unit is not None:

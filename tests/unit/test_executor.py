@@ -136,6 +136,31 @@ def test_an_exception_fails_that_input_only_and_is_reported() -> None:
                          roots[2]: Outcome.ACKED}
     assert res.errors == ["ValueError: cannot split 'boom goes it'"]
     assert (res.acked, res.failed) == (2, 1)
+    # What it raised is why its tree failed, as the dead letter will say.
+    assert res.reasons == {roots[1]: "bolt 'split' raised ValueError: cannot split "
+                                     "'boom goes it'"}
+
+
+class Watched:
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+
+    def enter(self, index: int) -> None:
+        self.calls.append(index)
+
+    def leave(self) -> None:
+        self.calls.append("left")
+
+
+def test_a_watch_is_told_of_each_call_into_the_bolt() -> None:
+    h = Harness()
+    _, batch = h.spout(["fine words", "boom goes it"])
+    w = Watched()
+    make_executor(Explodes(), ctx("split"), [], ids=h.ids).run(through([batch]), w)
+    assert w.calls == [0, "left", 1, "left"]  # left after raising too
+    w = Watched()
+    make_executor(SplitSentenceArrow(), ctx("split"), [], ids=h.ids).run(through([batch]), w)
+    assert w.calls == [-1, "left"]  # one call on all of them
 
 
 def test_multi_anchored_aggregate_joins_the_trees() -> None:
@@ -206,6 +231,7 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
     h.send(res.acks)
     assert h.decided == {r: Outcome.FAILED for r in roots}
     assert res.errors == ["KeyError: 'no such column'"]
+    assert set(res.reasons) == set(roots)
 
 
 def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:

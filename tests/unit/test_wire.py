@@ -26,14 +26,17 @@ from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
 from squall.core.wire import (
     decode_acker_batch,
+    decode_fail_reasons,
     decode_letter_marker,
     decode_progress,
     decode_results,
     decode_salt_marker,
     encode_acker_batch,
     encode_acker_messages,
+    encode_fail_reasons,
     encode_letter_marker,
     encode_progress,
+    encode_reason_messages,
     encode_results,
 )
 
@@ -244,3 +247,34 @@ def test_acker_messages_go_to_the_partition_owning_each_root(
                    strict=True)
     want = [(r[0], r[1], int(r[2]), r[3]) for r in rows]
     assert sorted(got) == sorted(want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(ids, st.sampled_from(["killed (exit 17)", "did not return within 3 s",
+                                             "ValueError: é\n", ""]), max_size=50))
+def test_fail_reasons_round_trip_each_reason_written_once(reasons: dict[int, str]) -> None:
+    raws = encode_fail_reasons(reasons, 5)
+    got: dict[int, str] = {}
+    for raw in raws:
+        one = decode_fail_reasons(raw)
+        assert one is not None
+        got |= one
+    assert got == reasons
+    assert sum(len(r) for r in raws) < 24 + 10 * len(reasons) + 2 * 4 + 60 + 24
+
+
+def test_fail_reasons_go_to_the_acker_that_owns_each_root() -> None:
+    reasons = {i: f"r{i % 3}" for i in range(1, 40)}
+    for p, raw in encode_reason_messages(reasons, 4):
+        got = decode_fail_reasons(raw)
+        assert got is not None and all(r % 4 == p for r in got)
+    assert decode_fail_reasons(encode_results(Results.empty(), 0)) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80))
+def test_malformed_fail_reasons_raise_wire_format_error_only(junk: bytes) -> None:
+    raw = encode_fail_reasons({1: "a", 2: "bc"}, 0)[0]
+    for payload in (b"SQFR" + junk, raw[:len(junk) % len(raw)], raw[:24] + junk):
+        with contextlib.suppress(WireFormatError):
+            decode_fail_reasons(payload)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from services.acker.task import AckerTask, Message
 from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.core.wire import encode_acker_batch, encode_progress
+from squall.core.wire import encode_acker_batch, encode_fail_reasons, encode_progress
 
 
 def msg(offset: int, *records: AckerRecord, ts: int = 0) -> Message:
@@ -144,3 +144,16 @@ def test_records_applied_in_bounded_parts_decide_as_one_batch_does(
         assert parts.watermark() == len(msgs)
     # else: a failed tree's acks in a later part are orphans, held until they expire, as
     # with any poll that splits a tree's records
+
+
+def test_fail_reasons_travel_with_the_failed_result_and_are_let_go_with_their_tree() -> None:
+    t = AckerTask(0, 30_000, 0, 0)
+    why = {1: "killed the bolt's Python process (SIGSEGV)", 2: "raised ValueError: x"}
+    (reasons,) = encode_fail_reasons(why, 0)
+    out = t.apply([msg(0, init(1, 5), init(2, 6)), Message(1, reasons),
+                   msg(2, AckerRecord(RecordKind.FAIL, 1), ack(2, 6))], 0)
+    assert out.bad == []  # a reasons message is not a bad record
+    assert {r.root: r.outcome for r in out.results.results()} == {1: Outcome.FAILED,
+                                                                   2: Outcome.ACKED}
+    assert t.take_reasons(out.results) == {1: why[1]}  # an acked tree's reason is moot
+    assert t.reasons == {}

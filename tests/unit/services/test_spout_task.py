@@ -114,6 +114,17 @@ def test_fail_retries_with_a_new_root_then_dead_letters() -> None:
     assert task.commits() == {0: 1}
 
 
+def test_a_dead_letter_says_why_the_bolt_failed_its_last_attempt() -> None:
+    task = SpoutTask(cfg(retry=RetrySchedule(100, 2, 1000, 0)), [0], salt=7)
+    feed(task, [0], 0)
+    (r0,) = roots_of(task)
+    why = "killed the bolt's Python process (exit 17) (in bolt 'split' task 0)"
+    st = task.on_results(results(task, [r0], Outcome.FAILED), 10, reasons={r0: why})
+    (letter,) = st.letters
+    assert letter.reason == f"failed after 1 attempts: {why}"
+    assert letter.attempts == 1
+
+
 def test_stale_and_duplicate_results_are_ignored() -> None:
     task = SpoutTask(cfg(), [0], salt=7)
     feed(task, [0], 0)

@@ -1,0 +1,75 @@
+"""The culprit search (squall/core/culprits.py): every record that kills its process is
+named, every other one completes in exactly one part, and the search ends."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from squall.core.culprits import CulpritSearch, units_of
+from squall.core.errors import UsageError
+
+
+def simulate(n: int, poison: set[int], parallel: int, per_call: bool) -> CulpritSearch:
+    """Run the search against a bolt that dies on each ``poison`` unit: named by the call
+    (``per_call``, the per-tuple API) or not (a batch bolt's one call)."""
+    s = CulpritSearch(n, parallel)
+    while not s.done:
+        started = s.start()
+        assert 0 < len(started) <= parallel
+        for part in started:
+            bad = [u for u in part.units if u in poison]
+            if not bad:
+                s.completed_part(part)
+            else:
+                s.died(part, bad[0] if per_call else None, f"killed by {bad[0]}")
+        assert s.runs < 10 * (n + 1) * (len(poison) + 1)
+    return s
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 300).flatmap(lambda n: st.tuples(
+    st.just(n), st.sets(st.integers(0, max(0, n - 1)), max_size=min(n, 8)),
+    st.integers(1, 6), st.booleans())))
+def test_every_poison_unit_is_named_and_every_other_completes_once(
+        case: tuple[int, set[int], int, bool]) -> None:
+    n, poison, parallel, per_call = case
+    s = simulate(n, poison, parallel, per_call)
+    assert set(s.culprits) == poison
+    assert all(s.culprits[u] == f"killed by {u}" for u in poison)
+    done = [u for p in s.completed for u in p.units]
+    assert sorted(done) == sorted(set(range(n)) - poison)  # each exactly once
+
+
+def test_a_named_unit_costs_one_more_run_and_a_batch_call_is_split_in_parallel() -> None:
+    s = simulate(100, {42}, parallel=1, per_call=True)
+    assert s.runs == 2  # the part that died, then the rest without the culprit
+    s = simulate(1000, {999}, parallel=4, per_call=False)
+    assert s.runs <= 4 + 4 * 5  # a level per quarter: 1000 -> 250 -> 63 -> 16 -> 4 -> 1
+
+
+def test_a_stateful_bolts_parts_run_one_at_a_time() -> None:
+    s = CulpritSearch(10, parallel=1)
+    (part,) = s.start()
+    assert part.units == tuple(range(10))
+    assert s.start() == []  # nothing more while it runs
+    s.died(part, None, "x")
+    first, = s.start()
+    assert first.units == (0, 1, 2, 3, 4)
+
+
+def test_misuse_is_refused() -> None:
+    s = CulpritSearch(3, 1)
+    (part,) = s.start()
+    with pytest.raises(UsageError, match="unit 7 is not in part"):
+        s.died(part, 7, "x")
+    s.completed_part(part)
+    with pytest.raises(UsageError, match="not running"):
+        s.completed_part(part)
+    with pytest.raises(UsageError):
+        CulpritSearch(3, 0)
+
+
+def test_units_are_emissions_numbered_in_order_of_first_appearance() -> None:
+    assert units_of([9, 9, 4, 9, 0, 4]) == ([0, 0, 1, 0, 2, 1], [0, 2, 4])

@@ -158,3 +158,19 @@ class SplitOrDieArrow(BatchBolt):
         words, parents = pc.list_flatten(lists), pc.list_parent_indices(lists)
         keep = pc.not_equal(words, "")
         return pa.table({"word": words.filter(keep), PARENT: parents.filter(keep)})
+
+
+class CountOrDie(Bolt):
+    """Counts words (task state) like the word count's ``WordCount``; the words ``crash``,
+    ``segv`` and ``hang`` kill or hang its process (:func:`misbehave`), at every attempt."""
+
+    outputs: ClassVar = {"default": ("word", "count")}
+    stateful = True
+
+    def execute(self, t: Tuple) -> None:
+        word = str(t["word"])
+        misbehave(word)
+        n = self.state.get(word, 0) + 1
+        self.state.put(word, n)
+        self.collector.emit((word, n), t)
+        self.collector.ack(t)

@@ -155,28 +155,33 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     # A run of a batch this task began producing and did not finish: its first run's
     # acks may be in Kafka, and this run's would undo them (XOR).
     resent = marking and batch_marks.last_producing(marks_dir, task) == bid
-    # Written once, before this run's first message, only when it has one to send.
-    producing: Callable[[], None] = (
-        functools.cache(lambda: batch_marks.mark_producing(marks_dir, task, bid))
-        if marking and not resent else lambda: None)
+    # Sent once every bolt of the chain has run: a process that dies in a bolt has sent
+    # nothing of the micro-batch, and its next attempt runs it as if for the first time.
+    out: list[Outgoing] = []
     batches = []
     for topic, part, off, raw in got.records:
         try:
             batches.append(decode_tuples(raw or b""))
         except WireFormatError as e:
             reports[0].bad += 1
-            producing()
             letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
-            producer.produce(dlq_topic(spec.name), raw, headers=letter.headers())
+            out.append((dlq_topic(spec.name), raw, {"headers": letter.headers()}))
     if task >= 0:
         inputs: dict[int, list[TupleBatch]] = {task: batches}
         for i, comp in enumerate(chain):
             fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
             inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                    bootstrap, producer, reports[i], producing, task,
-                                    bid, isolate)
+                                    bootstrap, out, reports[i], task, bid, isolate)
             if not inputs:
                 break
+    t_sent = time.perf_counter()
+    if out:
+        if marking and not resent:  # before the first message
+            batch_marks.mark_producing(marks_dir, task, bid)
+        for topic, value, kw in out:
+            _produce(producer, topic, value, **kw)
+    reports[0].phases["produce"] = reports[0].phases.get("produce", 0.0) + \
+        time.perf_counter() - t_sent
     t_prod = time.perf_counter()
     _flush(producer, head, task)
     if resent and spec.ackers:
@@ -199,12 +204,12 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 
 
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
-                   fused_topic: str, state_url: str, bootstrap: str, producer: Any,
-                   report: BatchReport, producing: Callable[[], None], head_task: int,
-                   batch_id: int = 0, isolate: bool = False) -> dict[int, list[TupleBatch]]:
-    """Run ``component``'s tasks on their inputs, produce what they emit and their acks
-    (calling ``producing`` first); what goes to the fused bolt (``fused_topic``) is
-    returned by its task instead.
+                   fused_topic: str, state_url: str, bootstrap: str, out: list[Outgoing],
+                   report: BatchReport, head_task: int, batch_id: int = 0,
+                   isolate: bool = False) -> dict[int, list[TupleBatch]]:
+    """Run ``component``'s tasks on their inputs, and add what they emit and their acks to
+    ``out``, encoded; what goes to the fused bolt (``fused_topic``) is returned by its task
+    instead.
 
     A fused bolt's task runs in every head task's partition, one at a time (its lock):
     each head starts on a different task (``head_task`` on, in turn), so that two heads
@@ -241,20 +246,18 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
-        if res.outputs or len(res.acks):
-            producing()
-        for topic, part, out in res.outputs:
+        for topic, part, batch in res.outputs:
             if topic == fused_topic:
-                fused.setdefault(part, []).append(out)
+                fused.setdefault(part, []).append(batch)
                 continue
-            for raw_out in encode_tuples_chunked(out):
-                _produce(producer, topic, raw_out, part)
+            out += [(topic, raw, {"partition": part}) for raw in encode_tuples_chunked(batch)]
         if spec.ackers:
+            acks = acker_topic(spec.name)
             # Why roots failed goes before the fails: the acker keeps it for their results.
-            for p, raw in encode_reason_messages(res.reasons, spec.ackers):
-                _produce(producer, acker_topic(spec.name), raw, p)
-            for p, raw_acks in encode_acker_messages(res.acks, spec.ackers):
-                _produce(producer, acker_topic(spec.name), raw_acks, p)
+            out += [(acks, raw, {"partition": p})
+                    for p, raw in encode_reason_messages(res.reasons, spec.ackers)]
+            out += [(acks, raw, {"partition": p})
+                    for p, raw in encode_acker_messages(res.acks, spec.ackers)]
         report.executed += res.executed
         report.emitted += res.emitted
         report.acked += res.acked
@@ -284,7 +287,7 @@ def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch]
         return
     fails = AckerBatch.fails(roots, SystemClock().now_ms())
     for p, raw in encode_acker_messages(fails, spec.ackers):
-        _produce(producer, acker_topic(spec.name), raw, p)
+        _produce(producer, acker_topic(spec.name), raw, partition=p)
     _flush(producer, component, task)
     log.warning("task %d of %s: micro-batch %s is run again after a crash while it was "
                 "producing; its first run's acks may be in Kafka, so its %d roots are "
@@ -374,10 +377,14 @@ def _spec(spec_json: str) -> TopologySpec:
     return spec
 
 
-def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
+#: A message the micro-batch sends: topic, value, and how (partition, headers).
+Outgoing = tuple[str, bytes | None, dict[str, Any]]
+
+
+def _produce(producer: Any, topic: str, value: bytes | None, **kw: Any) -> None:
     from squall.kafka import produce
 
-    produce(producer, topic, value, partition=partition)
+    produce(producer, topic, value, **kw)
 
 
 def _executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""

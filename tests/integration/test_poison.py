@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from examples.faults import SplitOrDie, SplitOrDieArrow
-from examples.wordcount import WordCount
+from examples.faults import CountOrDie, SplitOrDie, SplitOrDieArrow
+from examples.wordcount import SplitSentence, WordCount
+from squall.backends import open_store
+from squall.backends.sql import StoreName
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import dlq_topic
 from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.trident.codec import MapKind
 from tests.integration.helpers import consume
 from tests.integration.test_topology_e2e import Run, highest_counts
 
@@ -70,3 +73,80 @@ def test_records_that_kill_or_hang_the_bolt_are_dead_lettered_once_and_the_rest_
     want_words = Counter(w for s in healthy for w in s.decode().split())
     top = highest_counts(report.values)
     assert all(top[w] >= n for w, n in want_words.items()), log[-3000:]
+
+
+def test_a_bolt_that_hangs_is_killed_at_the_deadline_and_its_record_dead_lettered(
+        bootstrap: str, tmp_path: Path) -> None:
+    """No other poison around it: the guardian kills the worker whose bolt outran the
+    deadline, and the micro-batch's second attempt names the record."""
+    name = f"hang{uuid.uuid4().hex[:6]}"
+    run = Run(bootstrap, tmp_path, topology(name, f"src-{name}", SplitOrDie), f"src-{name}")
+    run.spout.args += ["--max-retries", "0"]
+    feed = lines(120, {60: "hang"})
+    with run.acker.start(), run.report(), run.bolts() as bolts:
+        m = run.feed_and_wait(feed, bolts)
+        log = bolts.log_tail(400)
+    assert f"the bolt did not return within {DEADLINE_S:g} s; its Python worker" in log, log
+    (letter,) = consume(bootstrap, dlq_topic(name), 2, timeout_s=10)
+    assert letter.value() == feed[60]
+    h = DeadLetterHeaders.from_headers(letter.headers() or [])
+    assert h.reason.startswith(f"failed after 1 attempts: did not return within "
+                               f"{DEADLINE_S:g} s (in bolt 'split'"), h
+    assert m.get(f"squall_spout_replayed_total{{component=sentences,topology={name}}}") == 0
+
+
+def test_a_record_that_kills_a_fused_stateful_bolt_fails_alone(
+        bootstrap: str, tmp_path: Path) -> None:
+    """The count runs in the split's query and keeps state: its record is found among the
+    words, the head's other sentences are not replayed, and the counts go on."""
+    name = f"fused{uuid.uuid4().hex[:6]}"
+    b = TopologyBuilder()
+    b.set_spout("sentences", f"src-{name}")
+    b.set_bolt("split", SplitSentence, 2).shuffle_grouping("sentences")
+    b.set_bolt("count", CountOrDie, 2).fields_grouping("split", ["word"])
+    b.set_bolt("report", "examples.wordcount:WordCount", 1,
+               outputs={"default": ["word", "count"]}).global_grouping("count")
+    spec = b.build(name, ackers=2, message_timeout_s=30, bolt_deadline_s=DEADLINE_S)
+    run = Run(bootstrap, tmp_path, spec, f"src-{name}")
+    run.spout.args += ["--max-retries", "1"]
+    poison = {33: "crash", 101: "segv"}
+    feed = [(f"one {poison[i]} {i}" if i in poison else f"the lazy dog {i % 5}").encode()
+            for i in range(150)]
+    with run.acker.start(), run.report() as report, run.bolts() as bolts:
+        m = run.feed_and_wait(feed, bolts)
+        log = bolts.log_tail(400)
+    assert "(chains: ['split -> count'])" in log
+    got = Counter(m.value() for m in consume(bootstrap, dlq_topic(name), 3, timeout_s=10))
+    assert got == Counter(feed[i] for i in poison), log[-3000:]
+    # Only the poison was replayed (once each): their neighbours completed the first time.
+    assert m[f"squall_spout_replayed_total{{component=sentences,topology={name}}}"] == 2
+    top = highest_counts(report.values)
+    assert top["dog"] == 148 and top["lazy"] == 148, log[-3000:]
+    assert "crash" not in top and "segv" not in top
+
+
+def test_exact_counts_stay_exact_when_a_micro_batch_runs_in_parts(
+        bootstrap: str, tmp_path: Path) -> None:
+    """Trident state downstream of a bolt whose records kill it: every healthy word counted
+    exactly once, though the micro-batches around the poison ran more than once."""
+    name = f"exact{uuid.uuid4().hex[:6]}"
+    b = TopologyBuilder()
+    b.set_spout("sentences", f"src-{name}")
+    b.set_bolt("split", SplitOrDie, 2).shuffle_grouping("sentences")
+    b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
+                           ).fields_grouping("split", ["word"])
+    spec = b.build(name, ackers=2, message_timeout_s=30, bolt_deadline_s=DEADLINE_S)
+    run = Run(bootstrap, tmp_path, spec, f"src-{name}")
+    run.spout.args += ["--max-retries", "1"]
+    poison = {10: "crash", 75: "segv", 140: "crash"}
+    feed = lines(200, poison)
+    with run.acker.start(), run.bolts() as bolts:
+        run.feed_and_wait(feed, bolts)
+    store = open_store(f"sqlite://{tmp_path / 'ckpt' / name / 'state.db'}",
+                       StoreName(f"{name}.count", 0, MapKind.OPAQUE))
+    try:
+        counted = Counter({str(w): int(v.curr) for (w,), v in store.items()})
+    finally:
+        store.close()
+    healthy = [s for i, s in enumerate(feed) if i not in poison]
+    assert counted == Counter(w for s in healthy for w in s.decode().split())

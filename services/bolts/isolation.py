@@ -16,13 +16,14 @@ that reason, when its retries run out).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from services.bolts.sandbox import Completed, Died, Sandbox
+from services.bolts.suspects import Suspects
 from squall.core.culprits import CulpritSearch, units_of
 from squall.core.errors import BoltFault
 from squall.core.executor import BoltExecutor, CallWatch, ExecResult, merged
@@ -34,22 +35,24 @@ log = logging.getLogger("squall.bolts")
 
 #: Parts of a stateless bolt's micro-batch run at once: the culprits of a part are found one
 #: after another (each may cost a deadline), those of different parts at the same time.
-PARALLEL = 4
+PARALLEL = 8
 
 
 def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
-                 batches: Sequence[TupleBatch], deadline_s: float, now_ms: Callable[[], int]
-                 ) -> ExecResult:
+                 batches: Sequence[TupleBatch], deadline_s: float, now_ms: Callable[[], int],
+                 suspects: Suspects | None = None) -> ExecResult:
     """``ex``'s run of ``batches``, in parts in children each running ``fresh()`` (a new
-    executor of the same task); ``ex.state``, if any, ends as the completed parts left it."""
+    executor of the same task); ``ex.state``, if any, ends as the completed parts left it.
+    ``suspects``: the query's recent culprits, each run alone first; the new ones are added."""
     batches = [b for b in batches if len(b)]
     first_roots = np.concatenate([np.empty(0, np.uint64)] + [b.first_roots() for b in batches])
     unit_of, _ = units_of(first_roots.tolist())
     units = np.asarray(unit_of, np.int64)
     ctx = ex.context
     what = f"bolt {ctx.component!r} task {ctx.task}"
+    alone = np.unique(units[suspects.rows(batches)]).tolist() if suspects else []
     search = CulpritSearch(int(units.max()) + 1 if units.size else 0,
-                           1 if ex.state is not None else PARALLEL)
+                           1 if ex.state is not None else PARALLEL, alone)
     sandbox = Sandbox(deadline_s, what)
     parts: dict[int, Any] = {}
     results: list[ExecResult] = []
@@ -79,8 +82,10 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
     finally:
         sandbox.close()
     results.append(_culprits(search.culprits, units, batches, what, now_ms()))
-    log.warning("%s: micro-batch run in %d parts; %d records failed as culprits", what,
-                search.runs, len(search.culprits))
+    if suspects is not None and search.culprits:
+        suspects.add(_origins(batches, units, search.culprits))
+    log.warning("%s: micro-batch run in %d parts (%d under suspicion); %d records failed as "
+                "culprits", what, search.runs, len(alone), len(search.culprits))
     return merged(results)
 
 
@@ -136,6 +141,16 @@ def _culprits(culprits: dict[int, str], units: np.ndarray, batches: Sequence[Tup
                            for r in np.concatenate(mine).tolist())
     res.acks = AckerBatch.fails(np.unique(np.concatenate(roots)), now_ms)
     return res
+
+
+def _origins(batches: Sequence[TupleBatch], units: np.ndarray, culprits: Iterable[int]
+             ) -> list[tuple[str, int]]:
+    """The source messages the culprits' tuples descend from (where the tuples say)."""
+    out: set[tuple[str, int]] = set()
+    for unit in culprits:
+        for b in _rows(batches, np.flatnonzero(units == unit)):
+            out.update(t.origin for t in b.tuples() if t.origin is not None)
+    return sorted(out)
 
 
 def _describe(sub: Sequence[TupleBatch]) -> str:

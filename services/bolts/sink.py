@@ -30,6 +30,7 @@ from services.bolts.aggregate import AggregateTask
 from services.bolts.isolation import run_isolated
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
 from services.bolts.source import TaskInput, logged_partitions, range_batch, read_task_input
+from services.bolts.suspects import Suspects
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv
 from squall.core.bolt import TaskContext
@@ -150,8 +151,6 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     reports[0].records = len(got.records)
     marking = bool(marks_dir) and batch_id is not None and task >= 0
     bid = batch_id or 0
-    # A second attempt: the first died, maybe on a record that kills or hangs its process.
-    isolate = _attempt() > 0
     # A run of a batch this task began producing and did not finish: its first run's
     # acks may be in Kafka, and this run's would undo them (XOR).
     resent = marking and batch_marks.last_producing(marks_dir, task) == bid
@@ -166,12 +165,17 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             reports[0].bad += 1
             letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
             out.append((dlq_topic(spec.name), raw, {"headers": letter.headers()}))
+    suspects = _suspects(marks_dir) if marks_dir else None
+    # In sandboxes: a second attempt (the first died, maybe on a record that kills or hangs
+    # its process), or the replay of a source message that did.
+    isolate = _attempt() > 0 or (suspects is not None and bool(suspects.rows(batches).any()))
     if task >= 0:
         inputs: dict[int, list[TupleBatch]] = {task: batches}
         for i, comp in enumerate(chain):
             fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
             inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
-                                    bootstrap, out, reports[i], task, bid, isolate)
+                                    bootstrap, out, reports[i], task, bid, isolate,
+                                    suspects)
             if not inputs:
                 break
     t_sent = time.perf_counter()
@@ -206,7 +210,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str, bootstrap: str, out: list[Outgoing],
                    report: BatchReport, head_task: int, batch_id: int = 0,
-                   isolate: bool = False) -> dict[int, list[TupleBatch]]:
+                   isolate: bool = False, suspects: Suspects | None = None
+                   ) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, and add what they emit and their acks to
     ``out``, encoded; what goes to the fused bolt (``fused_topic``) is returned by its task
     instead.
@@ -219,7 +224,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     aggregate's with its transaction.
 
     The bolt's calls run under the topology's deadline (services/bolts/guardian.py); with
-    ``isolate``, in parts in sandboxes instead (services/bolts/isolation.py)."""
+    ``isolate``, in parts in sandboxes instead (services/bolts/isolation.py), the query's
+    ``suspects`` each in a part of its own, its culprits added to them."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
@@ -239,7 +245,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
                 if isolate:
                     res = run_isolated(ex, functools.partial(new_executor, spec, bolt, task,
                                                              state_url),
-                                       inputs[task], deadline, SystemClock().now_ms)
+                                       inputs[task], deadline, SystemClock().now_ms, suspects)
                 else:
                     with watcher.executing(label, deadline):
                         res = ex.run(inputs[task])
@@ -359,6 +365,17 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
                                      [range_batch(p.task, p.ranges)], urls, marks, bid)
 
     return each
+
+
+_SUSPECTS: dict[str, Suspects] = {}
+
+
+def _suspects(marks_dir: str) -> Suspects:
+    """A query's suspects, read again only when they changed."""
+    got = _SUSPECTS.get(marks_dir)
+    if got is None:
+        got = _SUSPECTS[marks_dir] = Suspects(marks_dir)
+    return got
 
 
 def _attempt() -> int:

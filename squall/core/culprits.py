@@ -6,8 +6,9 @@ of its own (services/bolts/sandbox.py). A part is a set of *units*: the input tu
 source message's emission (their first root), the smallest thing that can be failed and
 replayed alone. Rules:
 
-- at first the units are split into ``parallel`` parts (one when the bolt keeps state: each
-  part must start from the state the one before left);
+- at first each unit under suspicion (its source message killed a process before) is a part
+  of its own, and the rest are split into ``parallel`` parts (one when the bolt keeps state:
+  each part must start from the state the one before left);
 - a part that completes is done: its results are kept, and each of its units ran once;
 - a part that died in a call on one unit (the per-tuple API names the tuple) makes that
   unit a culprit, with the reason; the rest of the part runs again;
@@ -44,6 +45,8 @@ class CulpritSearch:
 
     units: int
     parallel: int = 1
+    #: units under suspicion, each run alone first
+    alone: Sequence[int] = ()
     culprits: dict[int, str] = field(default_factory=dict)
     #: parts that completed: every unit not a culprit ends in exactly one
     completed: list[Part] = field(default_factory=list)
@@ -54,7 +57,12 @@ class CulpritSearch:
     def __post_init__(self) -> None:
         if self.parallel < 1:
             raise UsageError(f"parallel must be >= 1, got {self.parallel}")
-        self._waiting.extend(_split(tuple(range(self.units)), self.parallel))
+        alone = sorted(set(self.alone))
+        if alone and not 0 <= alone[0] <= alone[-1] < self.units:
+            raise UsageError(f"units under suspicion {alone} are not all in 0..{self.units - 1}")
+        self._waiting.extend((u,) for u in alone)
+        rest = tuple(u for u in range(self.units) if u not in set(alone))
+        self._waiting.extend(_split(rest, self.parallel))
 
     @property
     def done(self) -> bool:

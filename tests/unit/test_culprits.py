@@ -73,3 +73,15 @@ def test_misuse_is_refused() -> None:
 
 def test_units_are_emissions_numbered_in_order_of_first_appearance() -> None:
     assert units_of([9, 9, 4, 9, 0, 4]) == ([0, 0, 1, 0, 2, 1], [0, 2, 4])
+
+
+def test_units_under_suspicion_run_alone_first_then_the_rest_in_parallel_parts() -> None:
+    s = CulpritSearch(10, parallel=2, alone=[7, 3])
+    parts = s.start()
+    assert [p.units for p in parts] == [(3,), (7,)]
+    s.died(parts[0], 3, "again")
+    s.completed_part(parts[1])
+    assert [p.units for p in s.start()] == [(0, 1, 2, 4), (5, 6, 8, 9)]
+    assert s.culprits == {3: "again"}
+    with pytest.raises(UsageError, match="not all in"):
+        CulpritSearch(3, alone=[3])

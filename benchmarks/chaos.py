@@ -14,9 +14,11 @@ drain and checks, from Kafka itself (not from counters that restart with the
 processes):
 
 - ``lost``: source messages neither committed nor dead-lettered (must be 0);
-- ``dead_lettered``: messages in the dead-letter topic (0 unless ``--poison``;
-  with it, each poison message exactly once, with its reason and attempt
-  count, and no healthy one);
+- ``dead_lettered``: messages in the dead-letter topic (0 unless ``--poison``,
+  ``--poison-crash`` or ``--poison-hang``; with them, each poison message exactly once,
+  with its reason and attempt count, and no healthy one);
+- ``max_stall_s``: the longest time the committed offsets stood still while behind what
+  was fed (a record that kills or hangs a bolt must not stall the topology: at most 60 s);
 - ``replays``: tree emissions beyond one per source message (the init records
   in the acker topic), against what was outstanding (fed, not committed) as each
   fault struck (``outstanding_by_fault``) and ``max_spout_pending`` per fault;
@@ -64,6 +66,10 @@ from squall.demo import (
 from squall.kafka import ensure_topics, produce, quiet_logger
 from squall.processes import child_pids
 
+#: The share of messages that kill (``--poison-crash``) or hang (``--poison-hang``) the bolt.
+POISON_SHARE = 0.0005
+#: The longest the commits may stand still while behind, with such poison.
+MAX_STALL_S = 60.0
 #: process kills, in turn: (fault, what its command line contains)
 KILLS = (("spout", "-m services.spout"), ("acker", "-m services.acker"),
          ("bolts-driver", "org.apache.spark.deploy.SparkSubmit"), ("api", "-m services.api"))
@@ -139,7 +145,7 @@ class Feeder(threading.Thread):
     """Feeds sentences at a steady rate; poison among them when asked."""
 
     def __init__(self, bootstrap: str, total: int | None, rate: float, poison: bool,
-                 seconds: float | None) -> None:
+                 seconds: float | None, crash: float = 0.0, hang: float = 0.0) -> None:
         super().__init__(daemon=True, name="feeder")
         from confluent_kafka import Producer
 
@@ -150,6 +156,9 @@ class Feeder(threading.Thread):
         self.words: Counter[str] = Counter()
         self.undecodable: set[bytes] = set()
         self.raising: set[bytes] = set()
+        #: sentences on which the split bolt kills or hangs its process (examples/faults.py)
+        self.crash, self.hang = crash, hang
+        self.killing: set[bytes] = set()
         self.done = threading.Event()
         # Set: the feed goes on past ``total`` (while faults are still to strike: each
         # one under load, however long the ones before took to recover from).
@@ -165,6 +174,11 @@ class Feeder(threading.Thread):
         if self.poison and r < 0.015:
             v = f"poison {i}".encode()
             self.raising.add(v)
+            return v
+        r -= 0.015
+        if 0 <= r < self.crash + self.hang:
+            v = f"{'crash' if r < self.crash else 'hang'} {i}".encode()
+            self.killing.add(v)
             return v
         text = self.rng.choice(SENTENCES)
         self.words.update(text.split())
@@ -200,16 +214,22 @@ class Commits(threading.Thread):
         self.value = 0
         self.moved_at = time.monotonic()
         self.max_gap_s = 0.0
+        #: the longest the commits stood still while behind what was fed
+        self.max_stall_s = 0.0
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.25):
             with contextlib.suppress(Exception):  # the broker is never killed; be patient
+                fed = self.fed()
                 v = self.prog.committed()
                 now = time.monotonic()
                 if v > self.value:
                     self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
                     self.value, self.moved_at = v, now
+                elif v >= fed:  # caught up: standing still is not a stall
+                    self.moved_at = now
+                self.max_stall_s = max(self.max_stall_s, now - self.moved_at)
 
 
 class CpuSampler:
@@ -362,6 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=1_000, help="sentences per second")
     ap.add_argument("--poison", action="store_true",
                     help="1%% undecodable messages and 0.5%% that the split bolt raises on")
+    ap.add_argument("--poison-crash", action="store_true",
+                    help="0.05%% of messages on which the split bolt exits its process")
+    ap.add_argument("--poison-hang", action="store_true",
+                    help="0.05%% of messages on which the split bolt never returns")
+    ap.add_argument("--bolt-deadline-s", type=float, default=10,
+                    help="the topology's bolt deadline: how long a bolt call may run before "
+                    "its process is killed and its record isolated (default 10)")
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,
                     help="with --no-kills: feed for this long (instead of --sentences)")
@@ -384,9 +411,10 @@ def main(argv: list[str] | None = None) -> int:
     with cluster(a.workdir.resolve(), stop) as cl:
         bootstrap = cl.info.bootstrap_servers
         ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
-        split = "examples.faults:SplitOrRaise" if a.poison else \
-            "examples.wordcount:SplitSentenceArrow"
-        spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact)
+        split = "examples.faults:SplitOrDie" if a.poison_crash or a.poison_hang else \
+            "examples.faults:SplitOrRaise" if a.poison else "examples.wordcount:SplitSentenceArrow"
+        spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact,
+                             bolt_deadline_s=a.bolt_deadline_s)
         cl.client.submit(spec.to_json())
         say("submitted; waiting for the bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
@@ -394,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the bolt queries did not start in 240 s")
         prog = Progress(cl.info, cl.client)
         feeder = Feeder(bootstrap, total, a.rate, a.poison,
-                        a.minutes * 60 if (a.no_kills and a.minutes) else None)
+                        a.minutes * 60 if (a.no_kills and a.minutes) else None,
+                        crash=POISON_SHARE if a.poison_crash else 0.0,
+                        hang=POISON_SHARE if a.poison_hang else 0.0)
         commits = Commits(prog, lambda: feeder.fed)
         faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
         if faults:
@@ -455,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
                    for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]
         spout_letters = [(v, d) for v, d in letters if d.component == SOURCE]
         by_value = Counter(v for v, _ in spout_letters)
-        poison = feeder.undecodable | feeder.raising
+        poison = feeder.undecodable | feeder.raising | feeder.killing
         inits = count_inits(bootstrap, spec.ackers)
         counted: Counter[str] = Counter()
         if a.exact:
@@ -495,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
             "recovery_s": recovery,
             "processes_back": all(back.values()), "back": back,
             "max_ack_gap_s": round(commits.max_gap_s, 1),
+            "max_stall_s": round(commits.max_stall_s, 1),
+            "killing_poison": len(feeder.killing), "bolt_deadline_s": spec.deadline_s,
             "restarts": {c.get("spoutId", c.get("boltId", "__acker")): c.get("restarts", 0)
                          for c in [*storm.get("spouts", []), *storm.get("bolts", []),
                                    storm.get("acker", {})]},
@@ -506,10 +538,12 @@ def main(argv: list[str] | None = None) -> int:
         }
         prog.close()
     print(json.dumps(summary), flush=True)
+    poisoned = a.poison or a.poison_crash or a.poison_hang
     ok = (summary["lost"] == 0 and summary["healthy_dead_lettered"] == 0
           and summary["processes_back"]
-          and (not a.poison or summary["poison_dead_lettered_once"] == len(poison))
-          and (a.poison or summary["dead_lettered"] == 0)
+          and (not poisoned or summary["poison_dead_lettered_once"] == len(poison))
+          and (poisoned or summary["dead_lettered"] == 0)
+          and (not (a.poison_crash or a.poison_hang) or summary["max_stall_s"] <= MAX_STALL_S)
           and (not a.exact or summary["counts_delta"] == 0))
     return 0 if ok else 1
 

@@ -131,16 +131,14 @@ def misbehave(text: str) -> None:
         threading.Event().wait()
 
 
-class SplitOrDie(BasicBolt):
+class SplitOrDie(SplitOrRaise):
     """Splits sentences into words; a sentence starting with ``crash``, ``segv`` or ``hang``
-    kills or hangs the process running the bolt (:func:`misbehave`), at every attempt."""
-
-    outputs: ClassVar = {"default": ("word",)}
+    kills or hangs the process running the bolt (:func:`misbehave`), one starting with
+    ``poison`` raises (:class:`SplitOrRaise`), at every attempt."""
 
     def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
-        text = str(t[0])
-        misbehave(text)
-        return [(w,) for w in text.split()]
+        misbehave(str(t[0]))
+        return super().process(t)
 
 
 class SplitOrDieArrow(BatchBolt):

@@ -53,7 +53,8 @@ class DemoSettings:
 
 
 def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceArrow",
-                  message_timeout_s: float = 60, exact: bool = True) -> TopologySpec:
+                  message_timeout_s: float = 60, exact: bool = True,
+                  bolt_deadline_s: float | None = None) -> TopologySpec:
     """Sentences -> split -> count. ``exact``: the counts are a persistent aggregate
     (Trident state, read with :func:`state_counts`); else a counting bolt whose counts a
     sink publishes to Kafka (at least once; :func:`top_counts`)."""
@@ -65,14 +66,14 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
         b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
                                ).fields_grouping("split", ["word"])
         return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
-                       max_spout_pending=20_000)
+                       max_spout_pending=20_000, bolt_deadline_s=bolt_deadline_s)
     b.set_bolt("count", "examples.wordcount:WordCountArrow", 2,
                outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
     b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
                config={"topic": COUNTS, "bootstrap_servers": bootstrap}
                ).global_grouping("count")
     return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
-                   max_spout_pending=20_000)
+                   max_spout_pending=20_000, bolt_deadline_s=bolt_deadline_s)
 
 
 #: The fetch waits of a bounded burst's spout and acker (``--sentences`` without ``--rate``;

@@ -1,14 +1,16 @@
 """The bolt deadline on Spark's Python workers: a watcher process kills a worker whose bolt
-has run one micro-batch's calls past it.
+has been in one call past it.
 
-A worker notes, in a small file it maps into memory, when its bolt's calls on a micro-batch
-began and which task they are; a process of its own (started with the worker's first bolt
-task, ``python -m services.bolts.guardian``) reads it every tenth of a second and, once the
-deadline has passed, kills the worker. A watcher outside the worker sees a worker that
-holds the interpreter's lock for ever (a loop in C, a lock taken with it held) as well as
-one that sleeps. Spark then runs the task again, and the task's second attempt runs its
-micro-batch in parts in sandboxes (services/bolts/isolation.py), where the call that hangs
-is named. The watcher ends with its worker.
+A worker notes, in a small file it maps into memory, that its bolt is running a micro-batch
+(which task, since when) and counts each call into the bolt there; a process of its own
+(started with the worker's first bolt task, ``python -m services.bolts.guardian``) reads it
+every tenth of a second and kills the worker once the count has not moved for the deadline:
+a call has not returned. A large micro-batch whose calls keep returning is never killed. A
+watcher outside the worker sees a worker that holds the interpreter's lock for ever (a loop
+in C, a lock taken with it held) as well as one that sleeps. Spark then runs the task again,
+and its second attempt runs the micro-batch in parts in sandboxes
+(services/bolts/isolation.py), where the call that hangs is named. The watcher ends with its
+worker.
 """
 
 from __future__ import annotations
@@ -25,11 +27,17 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-#: ``phase, since_ns, deadline_ns``, then the running task's name (UTF-8, NUL-padded).
+if TYPE_CHECKING:  # the watcher's own process imports nothing heavier than the stdlib
+    from squall.core.executor import CallWatch
+
+#: ``phase, since_ns, deadline_ns``, then the running task's name (UTF-8, NUL-padded); the
+#: calls' count is the last 8 bytes.
 _FIELDS = struct.Struct("<qqq")
 _LABEL = 240
-_SIZE = _FIELDS.size + _LABEL
+_CALLS = _FIELDS.size + _LABEL
+_SIZE = _CALLS + 8
 IDLE, EXECUTING = 0, 1
 #: How often the watcher looks.
 TICK_S = 0.1
@@ -44,20 +52,37 @@ class Guard:
         self.path = path
         self.memory = mmap.mmap(fd, _SIZE)
         os.close(fd)
+        self.calls = _Calls(memoryview(self.memory)[_CALLS:].cast("q"))
         self.watcher = subprocess.Popen(
             [sys.executable, "-m", "services.bolts.guardian", "--pid", str(os.getpid()),
              "--journal", path], stdin=subprocess.DEVNULL, close_fds=True)
 
     @contextlib.contextmanager
-    def executing(self, label: str, deadline_s: float) -> Iterator[None]:
-        """The body runs bolt code under the deadline (seconds from now)."""
+    def executing(self, label: str, deadline_s: float) -> Iterator[CallWatch]:
+        """The body runs bolt code under the deadline; it gives the watch it yields to the
+        executor, which tells it of each call."""
         name = label.encode()[:_LABEL]
-        self.memory[_FIELDS.size:] = name.ljust(_LABEL, b"\0")
+        self.memory[_FIELDS.size:_CALLS] = name.ljust(_LABEL, b"\0")
         _FIELDS.pack_into(self.memory, 0, EXECUTING, time.monotonic_ns(), int(deadline_s * 1e9))
         try:
-            yield
+            yield self.calls
         finally:
             _FIELDS.pack_into(self.memory, 0, IDLE, 0, 0)
+
+
+class _Calls:
+    """Counts the calls into the bolt (a :class:`~squall.core.executor.CallWatch`)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: memoryview) -> None:
+        self.count = count
+
+    def enter(self, index: int) -> None:
+        self.count[0] += 1
+
+    def leave(self) -> None:
+        pass
 
 
 _GUARDS: dict[int, Guard] = {}
@@ -75,11 +100,17 @@ def watch(pid: int, journal: Path) -> int:
     """Until ``pid`` is gone: kill it once its bolt runs past its deadline."""
     with open(journal, "r+b") as f:
         memory = mmap.mmap(f.fileno(), _SIZE)
+    calls, moved = -1, 0
     try:
         while _alive(pid):
             phase, since, deadline = _FIELDS.unpack_from(memory, 0)
-            if phase == EXECUTING and time.monotonic_ns() - since > deadline:
-                label = bytes(memory[_FIELDS.size:]).rstrip(b"\0").decode(errors="replace")
+            now = time.monotonic_ns()
+            (count,) = struct.unpack_from("<q", memory, _CALLS)
+            if count != calls:  # a call began since the last look: the bolt moves
+                calls, moved = count, now
+            if phase == EXECUTING and now - max(since, moved) > deadline:
+                label = bytes(memory[_FIELDS.size:_CALLS]).rstrip(b"\0").decode(
+                    errors="replace")
                 print(f"squall guardian: {label}: the bolt did not return within "
                       f"{deadline / 1e9:g} s; its Python worker {pid} is killed (Spark runs "
                       "the micro-batch again, in parts, to find the record)",
@@ -96,13 +127,9 @@ def watch(pid: int, journal: Path) -> int:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether the worker (this watcher's parent) lives: once it died, even as a zombie not
+    reaped yet, the watcher has another parent."""
+    return os.getppid() == pid
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -247,8 +247,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
                                                              state_url),
                                        inputs[task], deadline, SystemClock().now_ms, suspects)
                 else:
-                    with watcher.executing(label, deadline):
-                        res = ex.run(inputs[task])
+                    with watcher.executing(label, deadline) as calls:
+                        res = ex.run(inputs[task], calls)
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()

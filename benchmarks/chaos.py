@@ -216,6 +216,9 @@ class Commits(threading.Thread):
         self.max_gap_s = 0.0
         #: the longest the commits stood still while behind what was fed
         self.max_stall_s = 0.0
+        #: the stalls of 5 s or more: (seconds into the run when each began, its length)
+        self.stalls: list[tuple[float, float]] = []
+        self.started = time.monotonic()
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -224,12 +227,15 @@ class Commits(threading.Thread):
                 fed = self.fed()
                 v = self.prog.committed()
                 now = time.monotonic()
+                stall = now - self.moved_at
                 if v > self.value:
                     self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
                     self.value, self.moved_at = v, now
                 elif v >= fed:  # caught up: standing still is not a stall
                     self.moved_at = now
                 self.max_stall_s = max(self.max_stall_s, now - self.moved_at)
+                if self.moved_at == now and stall >= 5:
+                    self.stalls.append((round(now - stall - self.started, 1), round(stall, 1)))
 
 
 class CpuSampler:
@@ -386,9 +392,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="0.05%% of messages on which the split bolt exits its process")
     ap.add_argument("--poison-hang", action="store_true",
                     help="0.05%% of messages on which the split bolt never returns")
-    ap.add_argument("--bolt-deadline-s", type=float, default=10,
+    ap.add_argument("--bolt-deadline-s", type=float, default=5,
                     help="the topology's bolt deadline: how long a bolt call may run before "
-                    "its process is killed and its record isolated (default 10)")
+                    "its process is killed and its record isolated (default 5: a hanging "
+                    "record's six attempts each cost one or two of them)")
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,
                     help="with --no-kills: feed for this long (instead of --sentences)")
@@ -525,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
             "recovery_s": recovery,
             "processes_back": all(back.values()), "back": back,
             "max_ack_gap_s": round(commits.max_gap_s, 1),
-            "max_stall_s": round(commits.max_stall_s, 1),
+            "max_stall_s": round(commits.max_stall_s, 1), "stalls": commits.stalls[:20],
             "killing_poison": len(feeder.killing), "bolt_deadline_s": spec.deadline_s,
             "restarts": {c.get("spoutId", c.get("boltId", "__acker")): c.get("restarts", 0)
                          for c in [*storm.get("spouts", []), *storm.get("bolts", []),

@@ -33,9 +33,10 @@ from squall.core.tuple_batch import TupleBatch
 
 log = logging.getLogger("squall.bolts")
 
-#: Parts of a stateless bolt's micro-batch run at once: the culprits of a part are found one
-#: after another (each may cost a deadline), those of different parts at the same time.
-PARALLEL = 8
+#: The parts a stateless bolt's micro-batch is split into, and how many run at once: the
+#: culprits of a part are found one after another (each may cost a deadline), those of
+#: different parts at the same time; a part that hangs only waits.
+PARALLEL, AT_ONCE = 8, 32
 
 
 def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
@@ -51,8 +52,9 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
     ctx = ex.context
     what = f"bolt {ctx.component!r} task {ctx.task}"
     alone = np.unique(units[suspects.rows(batches)]).tolist() if suspects else []
+    stateless = ex.state is None
     search = CulpritSearch(int(units.max()) + 1 if units.size else 0,
-                           1 if ex.state is not None else PARALLEL, alone)
+                           PARALLEL if stateless else 1, alone, AT_ONCE if stateless else 1)
     sandbox = Sandbox(deadline_s, what)
     parts: dict[int, Any] = {}
     results: list[ExecResult] = []

@@ -11,7 +11,10 @@ replayed alone. Rules:
   each part must start from the state the one before left);
 - a part that completes is done: its results are kept, and each of its units ran once;
 - a part that died in a call on one unit (the per-tuple API names the tuple) makes that
-  unit a culprit, with the reason; the rest of the part runs again;
+  unit a culprit, with the reason; the rest of the part runs again: the units before it
+  (they ran) as one part, the units after it (not tried yet, and as likely as any to hold
+  another culprit) in up to ``parallel`` parts, so that culprits of one part are found at
+  the same time as well (one part in order, when they run one at a time);
 - a part that died in a call on several units (a batch bolt's one call) is split in up to
   ``parallel`` pieces (two at least), each run again; a part of one unit that dies is a
   culprit.
@@ -44,9 +47,13 @@ class CulpritSearch:
     """The search over units ``0 .. units - 1``; see the module's rules."""
 
     units: int
+    #: how many parts a set of units is split into
     parallel: int = 1
     #: units under suspicion, each run alone first
     alone: Sequence[int] = ()
+    #: parts running at once (default ``parallel``): a part that hangs holds its place for a
+    #: deadline while doing nothing, so more may run than the pieces of one split
+    at_once: int = 0
     culprits: dict[int, str] = field(default_factory=dict)
     #: parts that completed: every unit not a culprit ends in exactly one
     completed: list[Part] = field(default_factory=list)
@@ -57,6 +64,7 @@ class CulpritSearch:
     def __post_init__(self) -> None:
         if self.parallel < 1:
             raise UsageError(f"parallel must be >= 1, got {self.parallel}")
+        self.at_once = self.at_once or self.parallel
         alone = sorted(set(self.alone))
         if alone and not 0 <= alone[0] <= alone[-1] < self.units:
             raise UsageError(f"units under suspicion {alone} are not all in 0..{self.units - 1}")
@@ -69,9 +77,9 @@ class CulpritSearch:
         return not self._waiting and not self._running
 
     def start(self) -> list[Part]:
-        """The parts to start now (at most ``parallel`` run at once)."""
+        """The parts to start now (at most ``at_once`` run at once)."""
         out = []
-        while self._waiting and len(self._running) < self.parallel:
+        while self._waiting and len(self._running) < self.at_once:
             part = Part(self.runs, self._waiting.popleft())
             self.runs += 1
             self._running[part.id] = part
@@ -90,9 +98,11 @@ class CulpritSearch:
             unit = units[0]
         if unit is not None:
             self.culprits[unit] = reason
-            rest = tuple(u for u in units if u != unit)
-            if rest:
-                self._waiting.appendleft(rest)
+            at = units.index(unit)
+            before, after = units[:at], units[at + 1:]
+            rest = [before, *_split(after, self.parallel)] if self.parallel > 1 else \
+                [before + after]
+            self._waiting.extendleft(reversed([r for r in rest if r]))
             return
         # Next to run, first piece first: the search narrows before anything else runs.
         self._waiting.extendleft(reversed(_split(units, max(2, self.parallel))))

@@ -90,3 +90,17 @@ def test_chaos_poison_is_dead_lettered_once_each_and_nothing_else(tmp_path: Path
     assert s["lost"] == 0 and s["missing_words"] == 0, s
     assert {"undecodable", "failed after 6 attempts"} <= set(s["poison_reasons"]), s
     assert s["exit"] == 0, s
+
+
+def test_chaos_records_that_kill_or_hang_the_bolt_stall_nothing_for_long(
+        tmp_path: Path) -> None:
+    """Messages on which the split bolt exits its process or never returns: each found,
+    retried and dead-lettered once with what it did; the rest complete, and the commits
+    never stand still for more than a minute while behind."""
+    s = chaos(tmp_path, "--poison-crash", "--poison-hang", "--no-kills", "--sentences", "6000",
+              "--rate", "500", "--bolt-deadline-s", "4")
+    assert s["killing_poison"] > 0, s
+    assert s["poison_dead_lettered_once"] == s["poison"] == s["dead_lettered"], s
+    assert s["healthy_dead_lettered"] == 0 and s["lost"] == 0 and s["missing_words"] == 0, s
+    assert s["max_stall_s"] <= 60, s
+    assert s["exit"] == 0, s

@@ -11,13 +11,14 @@ from squall.core.culprits import CulpritSearch, units_of
 from squall.core.errors import UsageError
 
 
-def simulate(n: int, poison: set[int], parallel: int, per_call: bool) -> CulpritSearch:
+def simulate(n: int, poison: set[int], parallel: int, per_call: bool,
+             at_once: int = 0) -> CulpritSearch:
     """Run the search against a bolt that dies on each ``poison`` unit: named by the call
     (``per_call``, the per-tuple API) or not (a batch bolt's one call)."""
-    s = CulpritSearch(n, parallel)
+    s = CulpritSearch(n, parallel, at_once=at_once)
     while not s.done:
         started = s.start()
-        assert 0 < len(started) <= parallel
+        assert 0 < len(started) <= (at_once or parallel)
         for part in started:
             bad = [u for u in part.units if u in poison]
             if not bad:
@@ -31,11 +32,11 @@ def simulate(n: int, poison: set[int], parallel: int, per_call: bool) -> Culprit
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 300).flatmap(lambda n: st.tuples(
     st.just(n), st.sets(st.integers(0, max(0, n - 1)), max_size=min(n, 8)),
-    st.integers(1, 6), st.booleans())))
+    st.integers(1, 6), st.booleans(), st.integers(0, 12))))
 def test_every_poison_unit_is_named_and_every_other_completes_once(
-        case: tuple[int, set[int], int, bool]) -> None:
-    n, poison, parallel, per_call = case
-    s = simulate(n, poison, parallel, per_call)
+        case: tuple[int, set[int], int, bool, int]) -> None:
+    n, poison, parallel, per_call, at_once = case
+    s = simulate(n, poison, parallel, per_call, at_once)
     assert set(s.culprits) == poison
     assert all(s.culprits[u] == f"killed by {u}" for u in poison)
     done = [u for p in s.completed for u in p.units]
@@ -45,6 +46,14 @@ def test_every_poison_unit_is_named_and_every_other_completes_once(
 def test_a_named_unit_costs_one_more_run_and_a_batch_call_is_split_in_parallel() -> None:
     s = simulate(100, {42}, parallel=1, per_call=True)
     assert s.runs == 2  # the part that died, then the rest without the culprit
+    # Parallel: what ran before the culprit as one part, what was not tried yet in pieces.
+    s = CulpritSearch(15, parallel=3)
+    first, *others = s.start()
+    assert first.units == (0, 1, 2, 3, 4)
+    for p in others:
+        s.completed_part(p)
+    s.died(first, 1, "x")
+    assert [p.units for p in s.start()] == [(0,), (2,), (3,)]
     s = simulate(1000, {999}, parallel=4, per_call=False)
     assert s.runs <= 4 + 4 * 5  # a level per quarter: 1000 -> 250 -> 63 -> 16 -> 4 -> 1
 

@@ -172,3 +172,16 @@ class CountOrDie(Bolt):
         self.state.put(word, n)
         self.collector.emit((word, n), t)
         self.collector.ack(t)
+
+
+class DependencyDown(BasicBolt):
+    """A bolt whose ``prepare`` fails, as one whose database is down would: no record is at
+    fault, so none may be dead-lettered; the bolts job crash-loops, and says why."""
+
+    outputs: ClassVar = {"default": ("word",)}
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        raise ConnectionError(f"cannot reach {conf.get('url', 'db:5432')}: connection refused")
+
+    def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
+        return [(w,) for w in str(t[0]).split()]

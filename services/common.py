@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from socketserver import ThreadingMixIn
 from typing import Annotated, Any, Protocol, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -18,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 from services import heap_decay
 from squall.core.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
+from squall.supervision import EXIT_FILE_ENV
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -96,5 +100,19 @@ def run_service(name: str, load: Callable[[], Any],
         service.run(stop)
     except SquallError as e:
         print(f"squall {name}: error: {e}", file=sys.stderr)
+        _exit_error(str(e))
         return 2
+    except Exception as e:
+        _exit_error(f"{type(e).__name__}: {e}")
+        raise
     return 0
+
+
+
+def _exit_error(message: str) -> None:
+    """The error this service exits with, for its supervisor to publish (a crash loop's
+    last error); nothing if it is not supervised."""
+    path = os.environ.get(EXIT_FILE_ENV)
+    if path:
+        with contextlib.suppress(OSError):
+            Path(path).write_text(message[-2000:])

@@ -142,13 +142,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from squall.client import format_table, status_rows
+    from squall.client import crash_loops, format_table, status_rows
 
     c = _client(args)
     while True:
         st = c.storm_topology(args.id)
-        table = (f"{st['id']}  {st['status']}  up {st['uptimeSeconds']}s  "
-                 f"workers {st['workersTotal']}\n" + format_table(status_rows(st)))
+        table = "\n".join([f"{st['id']}  {st['status']}  up {st['uptimeSeconds']}s  "
+                           f"workers {st['workersTotal']}", format_table(status_rows(st)),
+                           *crash_loops(st)])
         if not args.watch:
             print(table)
             return 0

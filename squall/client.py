@@ -62,6 +62,14 @@ class ApiClient:
         return self.request("POST", f"/topologies/{tid}/{op}", json=body or None)
 
 
+def crash_loops(storm: dict[str, Any]) -> list[str]:
+    """Each component in a crash loop, with the error its process last exited with."""
+    comps = [(s["spoutId"], s) for s in storm["spouts"]] + \
+        [(b["boltId"], b) for b in storm["bolts"]] + [("__acker", storm["acker"])]
+    return [f"{name}: CRASH LOOP: {c.get('lastExit') or 'no error given (see its log)'}"
+            for name, c in comps if c.get("crashLooping")]
+
+
 def status_rows(storm: dict[str, Any]) -> list[tuple[str, ...]]:
     """``squall status``'s table from ``/api/v1/topology/:id``."""
     rows: list[tuple[str, ...]] = [

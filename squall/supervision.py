@@ -23,6 +23,9 @@ from squall.core.restarts import Restarts
 from squall.processes import die_with_parent, free_port
 
 log = logging.getLogger("squall.supervision")
+#: Where a child leaves the error it exits with (``services.common.run_service`` writes it):
+#: what a crash loop is shown with.
+EXIT_FILE_ENV = "SQUALL_EXIT_FILE"
 
 
 def monotonic_ms() -> int:
@@ -49,9 +52,15 @@ class Child:
     started_ms: int
     metrics_port: int | None
     policy: Restarts = field(default_factory=Restarts)
+    #: the error the child last exited with, as it said ("" if it said none)
+    last_error: str = ""
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    @property
+    def exit_file(self) -> Path:
+        return self.log.with_suffix(".exit")
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,11 @@ class Exit:
     in_a_row: int
     crash_looping: bool
     log: Path
+    error: str = ""
 
     def __str__(self) -> str:
-        return (f"{self.name} exited with {self.returncode} after {self.ran_s:.1f} s; "
+        said = f": {self.error.splitlines()[-1]}" if self.error else ""
+        return (f"{self.name} exited with {self.returncode} after {self.ran_s:.1f} s{said}; "
                 f"restarting in {self.restart_in_s:.1f} s ({self.in_a_row} exits in a row"
                 f"{', a crash loop' if self.crash_looping else ''}; see {self.log})")
 
@@ -95,12 +106,16 @@ class Supervisor:
         argv = [sys.executable, "-m", command.module, *command.args]
         if port is not None:
             argv += ["--metrics-port", str(port)]
+        exit_file = logf.with_suffix(".exit")
+        exit_file.unlink(missing_ok=True)
         with open(logf, "ab") as out:  # the child has its own copy of the descriptor
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     preexec_fn=die_with_parent,
-                                    env={**os.environ, **command.env} if command.env else None)
+                                    env={**os.environ, **command.env,
+                                         EXIT_FILE_ENV: str(exit_file)})
         log.info("started %s (pid %d, log %s)", name, proc.pid, logf)
-        child = Child(name, command, logf, proc, self.clock(), port, policy or Restarts())
+        child = Child(name, command, logf, proc, self.clock(), port, policy or Restarts(),
+                      self.children[name].last_error if name in self.children else "")
         with self._lock:
             self.children[name] = child
         return child
@@ -116,9 +131,13 @@ class Supervisor:
                     continue
                 if not c.policy.waiting:
                     due = c.policy.exited(now, c.started_ms)
+                    try:
+                        c.last_error = c.exit_file.read_text().strip()
+                    except OSError:
+                        c.last_error = ""
                     out.exits.append(Exit(name, c.proc.returncode, (now - c.started_ms) / 1000,
                                           (due - now) / 1000, c.policy.in_a_row,
-                                          c.policy.crash_looping, c.log))
+                                          c.policy.crash_looping, c.log, c.last_error))
                 if c.policy.due(now):
                     c.policy.restarted()
                     self.start(name, c.command, c.policy)

@@ -78,7 +78,7 @@ class ApiContext:
                        self.cluster.endpoint_stats_of(tid), self.cluster.errors_of(tid),
                        self.cluster.endpoint_windows_of(tid, self.now()))
 
-    async def restarts_of(self, tid: str) -> dict[str, tuple[int, bool]]:
+    async def restarts_of(self, tid: str) -> dict[str, views.Health]:
         return views.restarts_of(tid, await self.workers())
 
     async def view(self, tid: str) -> dict[str, Any]:

@@ -23,7 +23,8 @@ svg{display:block;margin:10px auto} .node rect{fill:#1c2733;stroke:#3b4b5c;strok
 .node.hot rect{stroke:#d29922;stroke-width:3} .node.failing rect{stroke:#f85149;stroke-width:3}
 .node text{fill:#e6edf3;font-size:12px} .node .name{font-size:14px;font-weight:600}
 .edge{stroke:#6e7681;stroke-width:1.5;fill:none;marker-end:url(#arrow)}
-.elabel{fill:#9da7b3;font-size:11px} #err{color:#f85149;padding:0 20px}
+.elabel{fill:#9da7b3;font-size:11px} #err,#loops{color:#f85149;padding:0 20px}
+#loops div{margin:4px 0;white-space:pre-wrap}
 """
 
 _SCRIPT = r"""
@@ -103,6 +104,15 @@ function draw(t) {
     `trees acked ${fmt(a.treesAcked)}   failed ${fmt(a.treesFailed)}`,
     `timed out ${fmt(a.treesTimedOut)}   tasks ${a.tasks}${restarts(a)}`],
     a.treesFailed > 0 || a.crashLooping ? 'failing' : '');
+  // Under the diagram, each crash loop with the error its process last exited with.
+  const loops = [...t.spouts.map(x => [x.spoutId, x]), ...t.bolts.map(x => [x.boltId, x]),
+                 ['__acker', a]].filter(([, x]) => x.crashLooping);
+  document.getElementById('loops').replaceChildren(...loops.map(([name, x]) => {
+    const d = document.createElement('div');
+    d.className = 'loop'; d.dataset.component = name;
+    d.textContent = `${name}: crash loop: ${x.lastExit || 'no error given (see its log)'}`;
+    return d;
+  }));
   document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
 }
 async function refresh() {
@@ -127,7 +137,7 @@ def topology_page(topology_id: str) -> str:
 <title>{safe} · Squall</title><style>{_STYLE}</style></head>
 <body><header><h1>{safe}</h1><span id="status" class="status">…</span>
 <div id="totals"></div></header><div id="err"></div>
-<svg id="dag" role="img" aria-label="topology {safe}"></svg>
+<svg id="dag" role="img" aria-label="topology {safe}"></svg><div id="loops"></div>
 <script id="topology-id" type="application/json">{data}</script>
 <script>{_SCRIPT}</script></body></html>"""
 

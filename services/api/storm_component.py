@@ -18,7 +18,7 @@ from services.api.storm_views import (
     storm_topology,
     window_pretty,
 )
-from services.api.views import placements_of, pretty_uptime, uptime_s
+from services.api.views import Health, placements_of, pretty_uptime, uptime_s
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import NotFoundError, TopologyError
@@ -33,7 +33,7 @@ def _range(tasks: list[int]) -> str:
 
 def storm_component(rec: TopologyRecord, component: str, now_ms: int,
                     assignments: dict[str, WorkerAssignment], numbers: Numbers,
-                    workers: list[WorkerInfo], restarts: dict[str, tuple[int, bool]] | None = None,
+                    workers: list[WorkerInfo], restarts: dict[str, Health] | None = None,
                     window: str = ALL_TIME) -> dict[str, Any]:
     """``GET /api/v1/topology/:id/component/:component`` in Storm UI's shape."""
     full = storm_topology(rec, now_ms, assignments, numbers, workers, restarts, window)

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from services.api.stats import ComponentStats, ReportedError, Sample, is_counter
-from services.api.views import placements_of, pretty_uptime, uptime_s
+from services.api.views import Health, placements_of, pretty_uptime, uptime_s
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.rolling import ALL_TIME, ALL_TIME_PRETTY, WINDOWS, Window
@@ -193,7 +193,7 @@ def storm_workers(rec: TopologyRecord, workers: list[WorkerInfo],
 
 def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
                    numbers: Numbers, workers: list[WorkerInfo],
-                   restarts: dict[str, tuple[int, bool]] | None = None,
+                   restarts: dict[str, Health] | None = None,
                    window: str = ALL_TIME) -> dict[str, Any]:
     """``GET /api/v1/topology/:id`` in Storm UI's shape, its components' numbers over
     ``window`` (``restarts``: see :func:`services.api.views.restarts_of`)."""
@@ -204,8 +204,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
     span_s = up if span is None else min(span, up)
 
     def health(comp: str) -> dict[str, Any]:
-        n, looping = rs.get(comp, (0, False))
-        return {"restarts": n, "crashLooping": looping}
+        return rs.get(comp, Health()).fields()
 
     placed = placements_of(rec.id, assignments)
     spouts = []
@@ -269,7 +268,8 @@ def acker_bolt(acker: dict[str, Any]) -> dict[str, Any]:
             "executeLatency": "0.000", "processLatency": "0.000", "capacity": "0.000",
             "errors": 0, **{k: acker.get(k, v) for k, v in NO_ERROR.items()},
             "restarts": acker.get("restarts", 0),
-            "crashLooping": acker.get("crashLooping", False)}
+            "crashLooping": acker.get("crashLooping", False),
+            "lastExit": acker.get("lastExit", "")}
 
 
 def storm_lag(rec: TopologyRecord, samples: list[Sample]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ shares with them: placements, restarts, uptimes, the API replicas."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,17 +18,36 @@ def placements_of(tid: str, assignments: dict[str, WorkerAssignment]) -> list[di
             for w, a in sorted(assignments.items()) for p in a.placements if p.topology == tid]
 
 
-def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, tuple[int, bool]]:
-    """Per component: its processes' restarts and whether one is in a crash loop (the
-    workers publish both with their endpoints; the acker as ``__acker``)."""
-    out: dict[str, tuple[int, bool]] = {}
+@dataclass(frozen=True)
+class Health:
+    """A component's processes as their workers see them."""
+
+    restarts: int = 0
+    crash_looping: bool = False
+    #: the error a process in a crash loop last exited with
+    last_exit: str = ""
+
+    def fields(self) -> dict[str, Any]:
+        """As the topology's Storm UI view shows them."""
+        return {"restarts": self.restarts, "crashLooping": self.crash_looping,
+                "lastExit": self.last_exit}
+
+
+def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, Health]:
+    """Per component: its processes' restarts, whether one is in a crash loop and the error
+    it last exited with (the workers publish them with their endpoints; the acker as
+    ``__acker``)."""
+    out: dict[str, Health] = {}
     for w in workers:
         for e in w.endpoints:
             if e.get("topology") != tid:
                 continue
             comp = ACKER if e.get("kind") == "acker" else str(e.get("component", ""))
-            n, looping = out.get(comp, (0, False))
-            out[comp] = (n + int(e.get("restarts", 0) or 0), looping or bool(e.get("crashLooping")))
+            h = out.get(comp, Health())
+            looping = bool(e.get("crashLooping"))
+            out[comp] = Health(h.restarts + int(e.get("restarts", 0) or 0),
+                               h.crash_looping or looping,
+                               str(e.get("lastExit") or "") if looping else h.last_exit)
     return out
 
 

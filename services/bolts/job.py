@@ -77,6 +77,22 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     return spark
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+#: An exception's own line in a Python traceback: ``module.Name: message``, unindented.
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*: .*$", re.MULTILINE)
+
+
+def python_error(text: str) -> str:
+    """What a query's failure says in a line: the exception its Python worker raised (the
+    line after the traceback's frames), else its first line."""
+    at = text.rfind(_TRACEBACK)
+    if at >= 0:
+        m = _RAISED.search(text, at + len(_TRACEBACK))
+        if m:
+            return m.group(0)
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
+
+
 #: Attempts at a task in local mode, as a cluster's ``spark.task.maxFailures`` default: a
 #: task whose Python worker died runs again, its records isolated (services/bolts/isolation.py).
 LOCAL_TASK_ATTEMPTS = 4
@@ -335,7 +351,9 @@ class BoltJob:
                 progress = {}
                 for q in queries:
                     if not q.isActive:
-                        raise ConfigError(f"bolt query {q.name} stopped: {q.exception()}")
+                        why = str(q.exception())
+                        log.error("bolt query %s stopped: %s", q.name, why)
+                        raise ConfigError(f"bolt query {q.name} stopped: {python_error(why)}")
                     progress[q.name] = q.lastProgress
                     early = len(shown) < tasks_sink.FIRST_BATCHES_LOGGED
                     for p in q.recentProgress if early else ():

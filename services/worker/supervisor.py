@@ -143,7 +143,8 @@ class WorkerService:
     def _info(self) -> WorkerInfo:
         from squall.core.assignment import Worker
 
-        eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping}
+        eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping,
+                     "lastExit": c.last_error[-500:]}
                     for k, c in sorted(self.sup.children.items()) if k in self.running
                     for e in self._endpoints(self.running[k], c))
         if self.s.metrics_port:  # the worker's own (no topology: not a task process)

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 
 from squall.kafka import ensure_topics
 from tests.integration import storm_contract as sc
-from tests.integration.cluster import ApiProcess, namespace
+from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import (
     ServiceProcess,
     committed_offsets,
@@ -255,3 +255,38 @@ def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any
     log = next(p.log for w, p in cluster["workers"].items() if w.startswith("bolts"))
     wait_for(lambda: log.read_text().count("started spare") == 2, 60, "a new spare")
     assert log.read_text().count(f"now runs {name}.bolts") == 1
+
+
+def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poison(
+        cluster: dict[str, Any], bootstrap: str, tmp_path: Path) -> None:
+    """The bolt's prepare fails on every record (its database is down): the bolts job exits
+    and is restarted with backoff, a crash loop, shown with the error in the topology's
+    view and ``squall status``; no record is failed for it, none is dead-lettered."""
+    import subprocess
+    import sys
+
+    api: ApiProcess = cluster["api"]
+    name = f"down{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: PARTS}, 30)
+    spec = topology(name, source)
+    spec["bolts"][0]["class"] = "examples.faults:DependencyDown"
+    spec["bolts"][0]["config"] = {"url": "postgresql://db.example:5432"}
+    http = api.client()
+    assert http.post("/topologies", json=spec).status_code == 201
+    produce_source(bootstrap, source, [f"sentence {i}".encode() for i in range(50)], PARTS)
+
+    def split() -> dict[str, Any]:
+        got: dict[str, Any] = http.get(f"/api/v1/topology/{name}").json()["bolts"][0]
+        return got
+
+    wait_for(lambda: split()["crashLooping"], 300, "the bolts job's crash loop")
+    assert "cannot reach postgresql://db.example:5432: connection refused" in \
+        split()["lastExit"], split()
+    status = subprocess.run(
+        [sys.executable, "-m", "squall", "status", name, "--api", api.url, "--token", TOKEN],
+        capture_output=True, text=True, timeout=60)
+    assert "split: CRASH LOOP: " in status.stdout and "connection refused" in status.stdout, \
+        status
+    assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
+    assert http.get(f"/api/v1/topology/{name}").json()["acker"]["treesFailed"] == 0

@@ -20,6 +20,8 @@ from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
 from services.bolts.spark_python import launching_env, with_site
+from services.bolts.stall import StallWatch
+from services.bolts.stall import limit_s as stall_limit_s
 from services.bolts.standby import (
     driver_alive,
     mark_running,
@@ -29,7 +31,7 @@ from services.bolts.standby import (
     warm_up,
 )
 from squall.core.chains import chains
-from squall.core.errors import ConfigError, WireFormatError
+from squall.core.errors import BoltFault, ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import consume_ready, ensure_topics
@@ -346,15 +348,18 @@ class BoltJob:
             [(self.s.checkpoint_dir / self.spec.name / c[0]).resolve() for c in plan],
             self.s.bootstrap_servers, "bolts:" + ",".join(self.s.components))
         shown: set[int] = set()
+        watches = {q.name: StallWatch() for q in queries}
+        limit = stall_limit_s(self.spec.deadline_s)
         try:
             while not stop.wait(0.5):
                 progress = {}
-                for q in queries:
+                for q, chain in zip(queries, plan, strict=True):
                     if not q.isActive:
                         why = str(q.exception())
                         log.error("bolt query %s stopped: %s", q.name, why)
                         raise ConfigError(f"bolt query {q.name} stopped: {python_error(why)}")
                     progress[q.name] = q.lastProgress
+                    self._watch_stall(q, chain, watches[q.name], progress[q.name], limit)
                     early = len(shown) < tasks_sink.FIRST_BATCHES_LOGGED
                     for p in q.recentProgress if early else ():
                         if p["batchId"] not in shown:
@@ -370,6 +375,20 @@ class BoltJob:
                 for b in self.bolts:
                     m.stopped(b.name)
             spark.stop()
+
+    def _watch_stall(self, q: Any, chain: Sequence[str], watch: StallWatch,
+                     last: Mapping[str, Any] | None, limit: float) -> None:
+        """How long ``q``'s micro-batch has run, into the metrics; past ``limit``, the job
+        stops (services/bolts/stall.py)."""
+        running = bool(q.status.get("isTriggerActive"))
+        ran = watch.observe(time.monotonic(), running, last["batchId"] if last else None)
+        if self.metrics:
+            for c in chain:
+                self.metrics.batch_running.labels(self.spec.name, c).set(ran)
+        if ran > limit:
+            raise BoltFault(f"bolt query {q.name}: a micro-batch has run {ran:.0f} s (over "
+                            f"{limit:.0f} s: ten bolt deadlines) without ending; the job "
+                            "stops, to be started again")
 
     def _open_reports(self) -> Any:
         """A consumer of the reports topic, assigned at its current end (no group join:

@@ -42,6 +42,10 @@ class BoltMetrics:
         self.duration = Histogram("squall_bolt_batch_duration_seconds",
                                   "Micro-batch duration, read to commit", base,
                                   buckets=LATENCY_BUCKETS, registry=registry)
+        self.batch_running = Gauge(
+            "squall_bolt_batch_running_seconds",
+            "How long the query's current micro-batch has run (0: none runs); the job stops "
+            "past ten bolt deadlines (services/bolts/stall.py)", base, registry=registry)
         self._seen: dict[str, int] = {}
         self.phases = Counter("squall_bolt_batch_phase_seconds_total",
                               "Micro-batch time by Spark phase (addBatch = the bolt tasks, "

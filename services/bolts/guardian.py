@@ -52,7 +52,7 @@ class Guard:
         self.path = path
         self.memory = mmap.mmap(fd, _SIZE)
         os.close(fd)
-        self.calls = _Calls(memoryview(self.memory)[_CALLS:].cast("q"))
+        self.calls = Calls(memoryview(self.memory)[_CALLS:].cast("q"))
         self.watcher = subprocess.Popen(
             [sys.executable, "-m", "services.bolts.guardian", "--pid", str(os.getpid()),
              "--journal", path], stdin=subprocess.DEVNULL, close_fds=True)
@@ -70,7 +70,7 @@ class Guard:
             _FIELDS.pack_into(self.memory, 0, IDLE, 0, 0)
 
 
-class _Calls:
+class Calls:
     """Counts the calls into the bolt (a :class:`~squall.core.executor.CallWatch`)."""
 
     __slots__ = ("count",)

@@ -24,11 +24,11 @@ import pyarrow as pa
 
 from services.bolts.sandbox import Completed, Died, Sandbox
 from services.bolts.suspects import Suspects
-from squall.core.culprits import CulpritSearch, units_of
+from squall.core.culprits import CulpritSearch, Part, units_of
 from squall.core.errors import BoltFault
 from squall.core.executor import BoltExecutor, CallWatch, ExecResult, merged
 from squall.core.records import AckerBatch
-from squall.core.state import DELETED
+from squall.core.state import DELETED, KeyValueState
 from squall.core.tuple_batch import TupleBatch
 
 log = logging.getLogger("squall.bolts")
@@ -56,7 +56,7 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
     search = CulpritSearch(int(units.max()) + 1 if units.size else 0,
                            PARALLEL if stateless else 1, alone, AT_ONCE if stateless else 1)
     sandbox = Sandbox(deadline_s, what)
-    parts: dict[int, Any] = {}
+    parts: dict[int, Part] = {}
     results: list[ExecResult] = []
     try:
         while not search.done:
@@ -64,8 +64,7 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
                 rows = np.flatnonzero(np.isin(units, part.units))
                 sub = _rows(batches, rows)
                 parts[part.id] = part
-                snapshot = ex.state.snapshot() if ex.state is not None else None
-                sandbox.start(part.id, _work(fresh, sub, snapshot), units[rows].tolist())
+                sandbox.start(part.id, _work(fresh, sub, ex.state), units[rows].tolist())
             for key, outcome in sandbox.wait():
                 part = parts.pop(key)
                 if isinstance(outcome, Completed):
@@ -92,12 +91,13 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
 
 
 def _work(fresh: Callable[[], BoltExecutor], batches: list[TupleBatch],
-          snapshot: dict[Any, Any] | None
+          state: KeyValueState | None
           ) -> Callable[[CallWatch], tuple[ExecResult, dict[Any, Any] | None]]:
+    """A part's run, in the child: ``state``, the task's as the child inherited it."""
     def work(watch: CallWatch) -> tuple[ExecResult, dict[Any, Any] | None]:
         ex = fresh()  # the bolt built here: the worker's clients are not the child's to use
-        if snapshot is not None and ex.state is not None:
-            ex.state.apply(snapshot, replace=True)
+        if state is not None and ex.state is not None:
+            ex.state.apply(state.snapshot(), replace=True)
         res = ex.run(batches, watch)
         return res, ex.state.changes() if ex.state is not None else None
 

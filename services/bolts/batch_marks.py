@@ -15,7 +15,13 @@ runs again and then fails the roots of its input, so that the spouts replay
 those trees at once instead of a timeout later (a replay is exact: tuples carry
 their source message).
 
-One small file per head task, next to the query's checkpoint (shared storage,
+And a task records the batch it starts, with how many times it started it: a batch
+started before and not finished died with its process (a crash, the guardian's kill at
+the bolt deadline, the driver's JVM), maybe because of a record, and runs in sandboxes
+(services/bolts/isolation.py). Spark's own attempt count says so after a Python worker
+died; this says it after the whole job restarted too.
+
+One small file per head task and mark, next to the query's checkpoint (shared storage,
 like the checkpoint), replaced atomically.
 """
 
@@ -54,12 +60,25 @@ def _read(path: Path) -> int:
         return -1
 
 
+def mark_started(directory: str, task: int, batch_id: int) -> int:
+    """Note that ``task`` starts ``batch_id``; how many times it started it before without
+    finishing it (0: the first time)."""
+    d = Path(directory)
+    try:
+        got, before = (int(x) for x in (d / f"started-{task}").read_text().split())
+    except (OSError, ValueError):
+        got, before = -1, 0
+    again = before + 1 if got == batch_id and last_done(directory, task) < batch_id else 0
+    _write(d, f"started-{task}", batch_id, again)
+    return again
+
+
 def mark_producing(directory: str, task: int, batch_id: int) -> None:
     _write(Path(directory), f"producing-{task}", batch_id)
 
 
-def _write(d: Path, name: str, batch_id: int) -> None:
+def _write(d: Path, name: str, *values: int) -> None:
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".{name}.{os.getpid()}"
-    tmp.write_text(str(batch_id))
+    tmp.write_text(" ".join(map(str, values)))
     os.replace(tmp, d / name)

@@ -167,8 +167,11 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             out.append((dlq_topic(spec.name), raw, {"headers": letter.headers()}))
     suspects = _suspects(marks_dir) if marks_dir else None
     # In sandboxes: a second attempt (the first died, maybe on a record that kills or hangs
-    # its process), or the replay of a source message that did.
-    isolate = _attempt() > 0 or (suspects is not None and bool(suspects.rows(batches).any()))
+    # its process; Spark counts a task's attempts, the marks a job's), or the replay of a
+    # source message that did.
+    again = batch_marks.mark_started(marks_dir, task, bid) if marking else 0
+    isolate = _attempt() > 0 or again > 0 or \
+        (suspects is not None and bool(suspects.rows(batches).any()))
     if task >= 0:
         inputs: dict[int, list[TupleBatch]] = {task: batches}
         for i, comp in enumerate(chain):

@@ -153,3 +153,51 @@ def test_exact_counts_stay_exact_when_a_micro_batch_runs_in_parts(
         store.close()
     healthy = [s for i, s in enumerate(feed) if i not in poison]
     assert counted == Counter(w for s in healthy for w in s.decode().split())
+
+
+def test_a_record_whose_micro_batch_took_the_whole_job_down_is_isolated_after_the_restart(
+        bootstrap: str, tmp_path: Path) -> None:
+    """The bolts job (its driver's JVM, which in local mode is the executor too) dies while
+    a bolt is in a call that would hang: the restarted job's first attempt at that
+    micro-batch is its second, and runs it in sandboxes (the marks count a job's attempts,
+    Spark only a task's)."""
+    import signal
+
+    from services.bolts.batch_marks import DIRECTORY
+    from tests.integration.helpers import produce_source, wait_for
+
+    name = f"jvm{uuid.uuid4().hex[:6]}"
+    spec = topology(name, f"src-{name}", SplitOrDie)
+    spec = TopologySpec.from_dict({**spec.to_dict(), "bolt_deadline_s": 8})
+    run = Run(bootstrap, tmp_path, spec, f"src-{name}")
+    run.spout.args += ["--max-retries", "0"]
+    feed = lines(60, {30: "hang"})
+    marks = tmp_path / "ckpt" / name / "split" / DIRECTORY
+
+    def hanging() -> bool:  # a task started a batch it neither finished nor began to send
+        for f in marks.glob("started-*"):
+            t = f.name.removeprefix("started-")
+            bid = int(f.read_text().split()[0])
+            if all(int((marks / f"{m}-{t}").read_text()) < bid if (marks / f"{m}-{t}").exists()
+                   else True for m in ("task", "producing")):
+                return True
+        return False
+
+    with run.acker.start(), run.report(), run.spout.start():
+        first = run.bolts().start()
+        wait_for(lambda: "bolt queries running" in first.log_tail(200) or not first.alive(),
+                 120, "the bolt queries")
+        produce_source(bootstrap, run.source, feed, 2)
+        wait_for(hanging, 60, "a task in the hanging call")
+        first.signal(signal.SIGKILL)
+        first.wait()
+        with run.bolts() as second:
+            wait_for(lambda: run.committed() >= len(feed) or not second.alive(), 240,
+                     "every sentence committed after the restart")
+            log = second.log_tail(400)
+    assert "squall guardian" not in first.log_tail(400) + log  # the job's death, not a kill
+    assert "micro-batch run in" in log and "1 records failed as culprits" in log, log
+    (letter,) = consume(bootstrap, dlq_topic(name), 2, timeout_s=10)
+    assert letter.value() == feed[30]
+    assert "did not return within 8 s" in DeadLetterHeaders.from_headers(
+        letter.headers() or []).reason

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from services.bolts.batch_marks import last_done, last_producing, mark_done, mark_producing
+from services.bolts.batch_marks import (
+    last_done,
+    last_producing,
+    mark_done,
+    mark_producing,
+    mark_started,
+)
 from services.bolts.marks import committed_offsets, end_offsets
 
 
@@ -48,3 +54,14 @@ def test_the_batch_a_task_started_producing_is_kept_apart_from_the_done_one(
     mark_done(d, 0, 5)
     mark_producing(d, 0, 6)
     assert (last_producing(d, 0), last_done(d, 0), last_producing(d, 1)) == (6, 5, -1)
+
+
+def test_a_batch_started_again_before_it_finished_is_counted(tmp_path: Path) -> None:
+    d = str(tmp_path)
+    assert mark_started(d, 0, 7) == 0
+    assert mark_started(d, 0, 7) == 1  # its process died: started again
+    assert mark_started(d, 0, 7) == 2
+    assert mark_started(d, 1, 7) == 0  # another task's own count
+    mark_done(d, 0, 7)
+    assert mark_started(d, 0, 7) == 0  # Spark runs a finished batch again: not a death
+    assert mark_started(d, 0, 8) == 0

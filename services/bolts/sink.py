@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,28 +24,19 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from services.bolts import batch_marks, clients, guardian, heap
-from services.bolts.aggregate import AggregateTask
+from services.bolts import batch_marks, clients, guardian, heap, resident
 from services.bolts.isolation import run_isolated
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
 from services.bolts.source import TaskInput, logged_partitions, range_batch, read_task_input
 from services.bolts.suspects import Suspects
-from services.bolts.task_state import TaskState
-from squall.backends import open_kv
-from squall.core.bolt import TaskContext
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.executor import BoltExecutor
 from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.spec import (
-    QUERY_CLASS,
     STATEFUL,
-    QuerySpec,
-    stored_state,
-    trident_spec,
 )
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
 from squall.core.wire import encode_acker_messages, encode_reason_messages
@@ -54,9 +44,6 @@ from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")
 
-# Bolt tasks live as long as the Python worker: state (e.g. counts) survives micro-batches.
-_EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
-_SPECS: dict[str, TopologySpec] = {}
 
 
 class BoltSink(DataSource):
@@ -96,7 +83,7 @@ class BoltWriter(DataSourceStreamArrowWriter):
         # The micro-batch's numbers go to the bolts job's driver through Kafka: this method
         # runs in a Python worker of Spark's, not in the process that serves /metrics.
         try:
-            spec = _spec(self.spec_json)
+            spec = resident.spec_of(self.spec_json)
             producer = clients.producer(self.bootstrap)
             producer.produce(metrics_topic(spec.name), rep.to_json(self.run_id))
             producer.flush(5)
@@ -143,7 +130,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     t_input = time.perf_counter()
     t0 = t_input if started is None else started
     t_rows = t0 if rows_at is None else rows_at
-    spec = _spec(spec_json)
+    spec = resident.spec_of(spec_json)
     head, task = chain[0], got.task
     producer = clients.producer(bootstrap)
     reports = [BatchReport(task, component=c) for c in chain]
@@ -165,7 +152,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
             reports[0].bad += 1
             letter = DeadLetterHeaders(str(e), topic, part, off, 0, head)
             out.append((dlq_topic(spec.name), raw, {"headers": letter.headers()}))
-    suspects = _suspects(marks_dir) if marks_dir else None
+    suspects = resident.suspects(marks_dir) if marks_dir else None
     # In sandboxes: a second attempt (the first died, maybe on a record that kills or hangs
     # its process; Spark counts a task's attempts, the marks a job's), or the replay of a
     # source message that did.
@@ -239,16 +226,17 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         label, watcher = f"bolt {component!r} task {task}, micro-batch {batch_id}", \
             guardian.guard()
         if bolt.cls in STATEFUL:  # its database's own timeouts bound it, not the deadline
-            res = _aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
+            res = resident.aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
             with watcher.executing(label, deadline):  # building the bolt runs its prepare
-                ex = _executor(spec, bolt, task, state_url)
-            kv = _task_state(spec, bolt, ex, state_url, task)
+                ex = resident.executor(spec, bolt, task, state_url)
+            kv = resident.task_state(spec, bolt, ex, state_url, task)
             with kv.turn() if kv is not None else contextlib.nullcontext():
                 if isolate:
-                    res = run_isolated(ex, functools.partial(new_executor, spec, bolt, task,
-                                                             state_url),
-                                       inputs[task], deadline, SystemClock().now_ms, suspects)
+                    fresh = functools.partial(resident.new_executor, spec, bolt, task,
+                                              state_url)
+                    res = run_isolated(ex, fresh, inputs[task], deadline, SystemClock().now_ms,
+                                       suspects)
                 else:
                     with watcher.executing(label, deadline) as calls:
                         res = ex.run(inputs[task], calls)
@@ -370,17 +358,6 @@ def logged_runner(spec_json: str, chain: Sequence[str], bootstrap: str,
     return each
 
 
-_SUSPECTS: dict[str, Suspects] = {}
-
-
-def _suspects(marks_dir: str) -> Suspects:
-    """A query's suspects, read again only when they changed."""
-    got = _SUSPECTS.get(marks_dir)
-    if got is None:
-        got = _SUSPECTS[marks_dir] = Suspects(marks_dir)
-    return got
-
-
 def _attempt() -> int:
     """Which attempt at its task this is, as Spark counts them (0: the first; 0 outside
     Spark)."""
@@ -388,13 +365,6 @@ def _attempt() -> int:
 
     ctx = SparkTask.get()
     return int(ctx.attemptNumber()) if ctx is not None else 0
-
-
-def _spec(spec_json: str) -> TopologySpec:
-    spec = _SPECS.get(spec_json)
-    if spec is None:
-        spec = _SPECS[spec_json] = TopologySpec.from_text(spec_json)
-    return spec
 
 
 #: A message the micro-batch sends: topic, value, and how (partition, headers).
@@ -405,62 +375,3 @@ def _produce(producer: Any, topic: str, value: bytes | None, **kw: Any) -> None:
     from squall.kafka import produce
 
     produce(producer, topic, value, **kw)
-
-
-def _executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
-              ) -> BoltExecutor:
-    key = (spec.name, bolt.name, task)
-    ex = _EXECUTORS.get(key)
-    if ex is None:
-        ex = _EXECUTORS[key] = new_executor(spec, bolt, task, state_url)
-        heap.grew()
-    return ex
-
-
-def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
-                 ) -> BoltExecutor:
-    """A task's executor, its bolt built and prepared."""
-    module, _, cls = bolt.cls.partition(":")
-    instance = getattr(importlib.import_module(module), cls)()
-    ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
-    conf = {**bolt.config, "squall.state_url": state_url}
-    if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
-        target = spec.component(bolt.config["state"])
-        assert isinstance(target, BoltSpec)
-        t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
-        assert not isinstance(t, QuerySpec)
-        conf["squall.queried"] = stored_state(spec.name, target.name, t)
-    return BoltExecutor(instance, ctx, spec.edges_from(bolt.name), conf, clock=SystemClock(),
-                        outputs=bolt.outputs)
-
-
-_AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}
-
-
-def _aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
-               bootstrap: str) -> AggregateTask:
-    """A persistent aggregate's task lives as long as the Python worker (its connection)."""
-    key = (spec.name, bolt.name, task)
-    agg = _AGGREGATES.get(key)
-    if agg is None:
-        groups = {f"squall.{spec.name}.{s.name}": s.topics for s in spec.spouts}
-        clock = SystemClock()
-        agg = _AGGREGATES[key] = AggregateTask(
-            spec, bolt, task, url, clock,
-            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
-    return agg
-
-
-_TASK_STATES: dict[int, TaskState] = {}
-
-
-def _task_state(spec: TopologySpec, bolt: BoltSpec, ex: BoltExecutor, url: str, task: int
-                ) -> TaskState | None:
-    """What keeps a stateful task's state current in this worker (one per executor)."""
-    if ex.state is None or not url:
-        return None
-    kv = _TASK_STATES.get(id(ex))
-    if kv is None:
-        kv = _TASK_STATES[id(ex)] = TaskState(
-            open_kv(url, f"{spec.name}.{bolt.name}", task), ex.state)
-    return kv

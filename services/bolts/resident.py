@@ -1,0 +1,105 @@
+"""What a Spark Python worker keeps between micro-batches: its bolt tasks (their executors,
+persistent aggregates and state) and its queries' suspects, each built once and looked up
+by the task or query; and the topology, parsed once.
+
+Bolt tasks live as long as the Python worker, which Spark reuses: a task's Kafka clients,
+database connections and prepared bolt serve its next micro-batch here. What must outlive
+the worker is in the state database (services/bolts/task_state.py) or beside the checkpoint.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from services.bolts import clients, heap
+from services.bolts.aggregate import AggregateTask
+from services.bolts.suspects import Suspects
+from services.bolts.task_state import TaskState
+from squall.backends import open_kv
+from squall.core.bolt import TaskContext
+from squall.core.executor import BoltExecutor
+from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.trident.spec import QUERY_CLASS, QuerySpec, stored_state, trident_spec
+from squall.wallclock import SystemClock
+
+_EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
+_SPECS: dict[str, TopologySpec] = {}
+
+
+def spec_of(spec_json: str) -> TopologySpec:
+    """The topology of a JSON document, parsed once."""
+    spec = _SPECS.get(spec_json)
+    if spec is None:
+        spec = _SPECS[spec_json] = TopologySpec.from_text(spec_json)
+    return spec
+
+
+def executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
+             ) -> BoltExecutor:
+    """The task's executor in this worker (built, and its bolt prepared, on first use)."""
+    key = (spec.name, bolt.name, task)
+    ex = _EXECUTORS.get(key)
+    if ex is None:
+        ex = _EXECUTORS[key] = new_executor(spec, bolt, task, state_url)
+        heap.grew()
+    return ex
+
+
+def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str = ""
+                 ) -> BoltExecutor:
+    """A task's executor, its bolt built and prepared."""
+    module, _, cls = bolt.cls.partition(":")
+    instance = getattr(importlib.import_module(module), cls)()
+    ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
+    conf = {**bolt.config, "squall.state_url": state_url}
+    if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
+        target = spec.component(bolt.config["state"])
+        assert isinstance(target, BoltSpec)
+        t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
+        assert not isinstance(t, QuerySpec)
+        conf["squall.queried"] = stored_state(spec.name, target.name, t)
+    return BoltExecutor(instance, ctx, spec.edges_from(bolt.name), conf, clock=SystemClock(),
+                        outputs=bolt.outputs)
+
+
+_AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}
+
+
+def aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
+              bootstrap: str) -> AggregateTask:
+    """A persistent aggregate's task lives as long as the Python worker (its connection)."""
+    key = (spec.name, bolt.name, task)
+    agg = _AGGREGATES.get(key)
+    if agg is None:
+        groups = {f"squall.{spec.name}.{s.name}": s.topics for s in spec.spouts}
+        clock = SystemClock()
+        agg = _AGGREGATES[key] = AggregateTask(
+            spec, bolt, task, url, clock,
+            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
+    return agg
+
+
+_TASK_STATES: dict[int, TaskState] = {}
+
+
+def task_state(spec: TopologySpec, bolt: BoltSpec, ex: BoltExecutor, url: str, task: int
+               ) -> TaskState | None:
+    """What keeps a stateful task's state current in this worker (one per executor)."""
+    if ex.state is None or not url:
+        return None
+    kv = _TASK_STATES.get(id(ex))
+    if kv is None:
+        kv = _TASK_STATES[id(ex)] = TaskState(
+            open_kv(url, f"{spec.name}.{bolt.name}", task), ex.state)
+    return kv
+
+
+_SUSPECTS: dict[str, Suspects] = {}
+
+
+def suspects(marks_dir: str) -> Suspects:
+    """A query's suspects, read again only when they changed."""
+    got = _SUSPECTS.get(marks_dir)
+    if got is None:
+        got = _SUSPECTS[marks_dir] = Suspects(marks_dir)
+    return got

@@ -41,51 +41,30 @@ PARALLEL, AT_ONCE = 8, 32
 
 def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
                  batches: Sequence[TupleBatch], deadline_s: float, now_ms: Callable[[], int],
-                 suspects: Suspects | None = None,
-                 in_worker: Callable[[list[TupleBatch]], ExecResult] | None = None
-                 ) -> ExecResult:
+                 suspects: Suspects | None = None) -> ExecResult:
     """``ex``'s run of ``batches``, in parts in children each running ``fresh()`` (a new
     executor of the same task); ``ex.state``, if any, ends as the completed parts left it.
-    ``suspects``: the query's recent culprits, each run alone first; the new ones are added.
-    ``in_worker``: runs the records not under suspicion in the worker, as a first attempt
-    does (while the suspects' children run; before them for a stateful bolt, whose children
-    start from the state it leaves); only the suspects run in children then."""
+    ``suspects``: the query's recent culprits, each run alone first; the new ones are added."""
     batches = [b for b in batches if len(b)]
     first_roots = np.concatenate([np.empty(0, np.uint64)] + [b.first_roots() for b in batches])
     unit_of, _ = units_of(first_roots.tolist())
     units = np.asarray(unit_of, np.int64)
     ctx = ex.context
     what = f"bolt {ctx.component!r} task {ctx.task}"
-    suspected = np.unique(units[suspects.rows(batches)]).tolist() if suspects else []
+    alone = np.unique(units[suspects.rows(batches)]).tolist() if suspects else []
     stateless = ex.state is None
-    # The units searched, by their place here: all, or (in_worker) the suspects alone.
-    pool = suspected if in_worker is not None else list(range(int(units.max()) + 1
-                                                                if units.size else 0))
-    local = {u: i for i, u in enumerate(pool)}
-    search = CulpritSearch(len(pool), PARALLEL if stateless else 1,
-                           [local[u] for u in suspected], AT_ONCE if stateless else 1)
+    search = CulpritSearch(int(units.max()) + 1 if units.size else 0,
+                           PARALLEL if stateless else 1, alone, AT_ONCE if stateless else 1)
     sandbox = Sandbox(deadline_s, what)
     parts: dict[int, Part] = {}
     results: list[ExecResult] = []
-    rest = _rows(batches, np.flatnonzero(~np.isin(units, suspected))) \
-        if in_worker is not None else []
-
-    def run_rest() -> None:
-        nonlocal rest
-        if rest and in_worker is not None:
-            results.append(in_worker(rest))
-            rest = []
-
-    if not stateless:
-        run_rest()
     try:
         while not search.done:
             for part in search.start():
-                rows = np.flatnonzero(np.isin(units, [pool[u] for u in part.units]))
+                rows = np.flatnonzero(np.isin(units, part.units))
+                sub = _rows(batches, rows)
                 parts[part.id] = part
-                sandbox.start(part.id, _work(fresh, _rows(batches, rows), ex.state),
-                              units[rows].tolist())
-            run_rest()  # while the first children run
+                sandbox.start(part.id, _work(fresh, sub, ex.state), units[rows].tolist())
             for key, outcome in sandbox.wait():
                 part = parts.pop(key)
                 if isinstance(outcome, Completed):
@@ -95,23 +74,19 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
                         _apply(ex, changes)
                     search.completed_part(part)
                 elif isinstance(outcome, Died):
-                    unit = None if outcome.unit is None else local[outcome.unit]
-                    search.died(part, unit, outcome.reason)
+                    search.died(part, outcome.unit, outcome.reason)
                     log.warning("%s: a part of %d records %s; %s", what, len(part.units),
-                                outcome.reason, "its record is failed" if unit is not None
-                                or len(part.units) == 1 else "split further")
+                                outcome.reason, "its record is failed" if outcome.unit
+                                is not None or len(part.units) == 1 else "split further")
                 else:
                     raise BoltFault(outcome.reason)
-        run_rest()  # no suspect among them after all
     finally:
         sandbox.close()
-    culprits = {pool[u]: why for u, why in search.culprits.items()}
-    results.append(_culprits(culprits, units, batches, what, now_ms()))
-    if suspects is not None and culprits:
-        suspects.add(_origins(batches, units, culprits))
-    log.warning("%s: micro-batch run in %d parts (%d under suspicion%s); %d records failed as "
-                "culprits", what, search.runs, len(suspected),
-                ", the rest in the worker" if in_worker is not None else "", len(culprits))
+    results.append(_culprits(search.culprits, units, batches, what, now_ms()))
+    if suspects is not None and search.culprits:
+        suspects.add(_origins(batches, units, search.culprits))
+    log.warning("%s: micro-batch run in %d parts (%d under suspicion); %d records failed as "
+                "culprits", what, search.runs, len(alone), len(search.culprits))
     return merged(results)
 
 

@@ -12,7 +12,6 @@ at once (its roots replayed by the spouts) by one that crashed while producing
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import logging
 import time
@@ -33,7 +32,6 @@ from services.bolts.suspects import Suspects
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.executor import BoltExecutor, ExecResult
 from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
@@ -46,15 +44,6 @@ from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")
 
-
-
-class Isolate(enum.Enum):
-    """How a micro-batch's bolt tasks run: in the worker; the query's suspects in sandboxes
-    and the rest in the worker; or all in sandboxes (an attempt after one that died)."""
-
-    NONE = "none"
-    SUSPECTS = "suspects"
-    ALL = "all"
 
 
 class BoltSink(DataSource):
@@ -168,9 +157,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     # its process; Spark counts a task's attempts, the marks a job's), or the replay of a
     # source message that did.
     again = batch_marks.mark_started(marks_dir, task, bid) if marking else 0
-    isolate = Isolate.ALL if _attempt() > 0 or again > 0 else \
-        Isolate.SUSPECTS if suspects is not None and bool(suspects.rows(batches).any()) \
-        else Isolate.NONE
+    isolate = _attempt() > 0 or again > 0 or \
+        (suspects is not None and bool(suspects.rows(batches).any()))
     if task >= 0:
         inputs: dict[int, list[TupleBatch]] = {task: batches}
         for i, comp in enumerate(chain):
@@ -212,7 +200,7 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str, bootstrap: str, out: list[Outgoing],
                    report: BatchReport, head_task: int, batch_id: int = 0,
-                   isolate: Isolate = Isolate.NONE, suspects: Suspects | None = None
+                   isolate: bool = False, suspects: Suspects | None = None
                    ) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, and add what they emit and their acks to
     ``out``, encoded; what goes to the fused bolt (``fused_topic``) is returned by its task
@@ -225,10 +213,9 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     then, before the chain's flush; at least once, as its tuples), and a persistent
     aggregate's with its transaction.
 
-    The bolt's calls run under the topology's deadline (services/bolts/guardian.py); as
-    ``isolate`` says, all in parts in sandboxes instead (services/bolts/isolation.py), or
-    the query's ``suspects`` among them alone, each in a part of its own; new culprits are
-    added to the suspects."""
+    The bolt's calls run under the topology's deadline (services/bolts/guardian.py); with
+    ``isolate``, in parts in sandboxes instead (services/bolts/isolation.py), the query's
+    ``suspects`` each in a part of its own, its culprits added to them."""
     bolt = spec.component(component)
     assert isinstance(bolt, BoltSpec)
     fused: dict[int, list[TupleBatch]] = {}
@@ -236,23 +223,23 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     deadline = spec.deadline_s
     for task in rotated(sorted(inputs), head_task):
         t0 = time.perf_counter()
-        label = f"bolt {component!r} task {task}, micro-batch {batch_id}"
+        label, watcher = f"bolt {component!r} task {task}, micro-batch {batch_id}", \
+            guardian.guard()
         if bolt.cls in STATEFUL:  # its database's own timeouts bound it, not the deadline
             res = resident.aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
-            with guardian.guard().executing(label, deadline):  # building it runs its prepare
+            with watcher.executing(label, deadline):  # building the bolt runs its prepare
                 ex = resident.executor(spec, bolt, task, state_url)
             kv = resident.task_state(spec, bolt, ex, state_url, task)
-            in_worker = functools.partial(_guarded_run, ex, label, deadline)
             with kv.turn() if kv is not None else contextlib.nullcontext():
-                if isolate is Isolate.NONE:
-                    res = in_worker(inputs[task])
-                else:
+                if isolate:
                     fresh = functools.partial(resident.new_executor, spec, bolt, task,
                                               state_url)
                     res = run_isolated(ex, fresh, inputs[task], deadline, SystemClock().now_ms,
-                                       suspects,
-                                       in_worker if isolate is Isolate.SUSPECTS else None)
+                                       suspects)
+                else:
+                    with watcher.executing(label, deadline) as calls:
+                        res = ex.run(inputs[task], calls)
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()
@@ -279,13 +266,6 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     report.phases = {"execute": run_s, "produce": prod_s}
     report.seconds = run_s + prod_s
     return fused
-
-
-def _guarded_run(ex: BoltExecutor, label: str, deadline_s: float, batches: list[TupleBatch]
-                 ) -> ExecResult:
-    """``ex`` runs ``batches`` in this worker, each call under the bolt deadline."""
-    with guardian.guard().executing(label, deadline_s) as calls:
-        return ex.run(batches, calls)
 
 
 def rotated(tasks: Sequence[int], first: int) -> list[int]:

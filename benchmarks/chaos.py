@@ -392,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="0.05%% of messages on which the split bolt exits its process")
     ap.add_argument("--poison-hang", action="store_true",
                     help="0.05%% of messages on which the split bolt never returns")
-    ap.add_argument("--bolt-deadline-s", type=float, default=4,
+    ap.add_argument("--bolt-deadline-s", type=float, default=3,
                     help="the topology's bolt deadline: how long a bolt call may run before "
-                    "its process is killed and its record isolated (default 4: a hanging "
+                    "its process is killed and its record isolated (default 3: a hanging "
                     "record's six attempts each cost one or two of them)")
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,

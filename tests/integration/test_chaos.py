@@ -98,7 +98,7 @@ def test_chaos_records_that_kill_or_hang_the_bolt_stall_nothing_for_long(
     retried and dead-lettered once with what it did; the rest complete, and the commits
     never stand still for more than a minute while behind."""
     s = chaos(tmp_path, "--poison-crash", "--poison-hang", "--no-kills", "--sentences", "6000",
-              "--rate", "500", "--bolt-deadline-s", "4")
+              "--rate", "500")
     assert s["killing_poison"] > 0, s
     assert s["poison_dead_lettered_once"] == s["poison"] == s["dead_lettered"], s
     assert s["healthy_dead_lettered"] == 0 and s["lost"] == 0 and s["missing_words"] == 0, s

@@ -138,6 +138,7 @@ def _culprits(culprits: dict[int, str], units: np.ndarray, batches: Sequence[Tup
         mine = [b.all_roots() for b in sub]
         roots += mine
         res.failed += sum(len(b) for b in sub)
+        res.executed += sum(len(b) for b in sub)  # called, as a tuple that raised is
         res.errors.append(f"{reason} (in {what}, on {_describe(sub)})")
         res.reasons.update((int(r), f"{reason} (in {what})")
                            for r in np.concatenate(mine).tolist())

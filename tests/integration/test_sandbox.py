@@ -5,18 +5,29 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import random
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections import Counter
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
+from examples.faults import CountOrDie, SplitOrDieArrow
+from services.bolts.isolation import run_isolated
 from services.bolts.sandbox import Completed, Died, Fault, Outcome, Sandbox
-from squall.core.executor import ALL_INPUTS, CallWatch
+from squall.core.bolt import TaskContext
+from squall.core.executor import ALL_INPUTS, BoltExecutor, CallWatch
+from squall.core.grouping import Edge, Grouping
+from squall.core.records import RecordKind
+from squall.core.tuple_batch import TupleBatch
+from squall.wallclock import SystemClock
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +139,54 @@ def test_the_guardian_kills_a_worker_whose_call_outran_the_deadline_and_no_other
         assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr)
         assert "bolt 'b' task 0, micro-batch 7: the bolt did not return within 0.6 s" in \
             p.stderr
+
+
+def sentences_batch(texts: list[str], seed: int = 3) -> tuple[TupleBatch, list[int]]:
+    """Spout tuples: one root each, as the split bolt's input."""
+    rng = random.Random(seed)
+    roots = [rng.getrandbits(63) + 1 for _ in texts]
+    ids = np.asarray([rng.getrandbits(63) + 1 for _ in texts], np.uint64)
+    return TupleBatch.single_anchored({"sentence": pa.array(texts)},
+                                      np.asarray(roots, np.uint64), ids), roots
+
+
+def executor(bolt: type, edges: list[Edge]) -> BoltExecutor:
+    return BoltExecutor(bolt(), TaskContext("t", "b", 0, 1), edges, clock=SystemClock())
+
+
+@pytest.mark.parametrize(("kind", "reason"), [
+    ("crash", "killed the bolt's Python process (exit 17)"),
+    ("hang", "did not return within 0.5 s")])
+def test_a_batch_call_over_2000_rows_with_one_poison_row_completes_the_other_1999(
+        kind: str, reason: str) -> None:
+    texts = [f"the lazy dog {i}" for i in range(2000)]
+    texts[1234] = f"{kind} 1234 here"
+    batch, roots = sentences_batch(texts)
+    edges = [Edge("count", "t.edge", 2, Grouping.SHUFFLE)]
+    res = run_isolated(executor(SplitOrDieArrow, edges), lambda: executor(SplitOrDieArrow, edges),
+                       [batch], 0.5, lambda: 0)
+    assert (res.acked, res.failed, res.executed) == (1999, 1, 2000)
+    assert res.emitted == 1999 * 4  # every other sentence's words, once each
+    fails = res.acks.of_kind(RecordKind.FAIL)
+    assert fails.roots.tolist() == [roots[1234]]
+    assert res.reasons[roots[1234]].startswith(f"{reason} (in bolt 'b' task 0")
+    acked = set(res.acks.of_kind(RecordKind.ACK).roots.tolist())
+    assert acked == set(roots) - {roots[1234]}
+
+
+def test_a_stateful_bolts_parts_leave_its_state_as_one_run_without_the_culprit_would() -> None:
+    words = [f"w{i % 13}" for i in range(300)]
+    words[77] = "segv"
+    rng = random.Random(5)
+    anchors = [{rng.getrandbits(63) + 1: rng.getrandbits(63) + 1} for _ in words]
+    batch = TupleBatch.from_columns({"word": words}, anchors)
+    ex = executor(CountOrDie, [])
+    assert ex.state is not None
+    ex.state.put("w0", 100)  # what the task had counted before
+    ex.state.changes()
+    res = run_isolated(ex, lambda: executor(CountOrDie, []), [batch], 2.0, lambda: 0)
+    assert (res.acked, res.failed) == (299, 1)
+    want = Counter(w for w in words if w != "segv")
+    want["w0"] += 100
+    assert ex.state.snapshot() == dict(want)
+    assert ex.state.changes() == {w: n for w, n in want.items()}  # to be saved by the task

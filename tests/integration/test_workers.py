@@ -4,6 +4,7 @@ is lost."""
 
 from __future__ import annotations
 
+import re
 import signal
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from tests.integration.helpers import (
     produce_source,
     wait_for,
 )
+from tests.integration.test_topology_page import browse
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -288,5 +290,11 @@ def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poiso
         capture_output=True, text=True, timeout=60)
     assert "split: CRASH LOOP: " in status.stdout and "connection refused" in status.stdout, \
         status
+    # ... and under the topology page's diagram, in a real browser.
+    page = browse(f"{api.url}/ui/topologies/{name}", tmp_path, "--dump-dom")
+    loops = re.findall(r'<div class="loop" data-component="split">(.*?)</div>', page.stdout)
+    assert loops == [f"split: crash loop: bolt query {name}.split stopped: ConnectionError: "
+                     "cannot reach postgresql://db.example:5432: connection refused"], \
+        re.findall(r'<div id="(?:err|loops)".*?</div>', page.stdout)
     assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
     assert http.get(f"/api/v1/topology/{name}").json()["acker"]["treesFailed"] == 0

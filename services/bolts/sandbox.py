@@ -34,7 +34,7 @@ from squall.core.executor import ALL_INPUTS, CallWatch
 from squall.processes import die_with_parent
 
 #: What a child is doing, as its journal says.
-PREPARING, CALLING, BETWEEN = 1, 2, 3
+PREPARING, CALLING, BETWEEN, RETURNING = 1, 2, 3, 4
 #: How often the worker looks at its children.
 POLL_S = 0.002
 
@@ -159,6 +159,10 @@ class Sandbox:
             return Completed(value) if ok else Fault(f"{self.what}: {value}")
         if got is not None:  # raised past the bolt in a call (SystemExit and the like)
             return self._judged(c, f"raised {got[1]}")
+        if c.journal[0] == RETURNING and code is not None:
+            self._forget(c)
+            return Fault(f"{self.what}: a sandbox could not hand its result back (it ended "
+                         f"with {_status(code)})")
         return self._judged(c, _killed(code))
 
     def _judged(self, c: _Child, reason: str) -> Outcome:
@@ -168,6 +172,8 @@ class Sandbox:
             return Died(None if unit < 0 else unit, reason)
         if phase == BETWEEN:
             return Died(None, reason)
+        if phase == RETURNING:
+            return Fault(f"{self.what}: a sandbox handing its result back {reason}")
         return Fault(f"{self.what}: the bolt's prepare {reason}")
 
     def _forget(self, c: _Child) -> None:
@@ -181,11 +187,16 @@ class Sandbox:
 def _killed(code: int | None) -> str:
     if code is None:
         return "ended the bolt's Python process (its status is unknown)"
+    return f"killed the bolt's Python process ({_status(code)})"
+
+
+def _status(code: int) -> str:
+    """An exit status as a reader knows it: ``exit 17``, ``SIGSEGV``."""
     if code < 0:
         with contextlib.suppress(ValueError):
-            return f"killed the bolt's Python process ({signal.Signals(-code).name})"
-        return f"killed the bolt's Python process (signal {-code})"
-    return f"killed the bolt's Python process (exit {code})"
+            return signal.Signals(-code).name
+        return f"signal {-code}"
+    return f"exit {code}"
 
 
 def _child(journal: memoryview, path: str, work: Callable[[CallWatch], Any],
@@ -200,9 +211,11 @@ def _child(journal: memoryview, path: str, work: Callable[[CallWatch], Any],
                 payload, code = (False, f"{type(e).__name__}: {e}"), 3
             else:
                 payload = (False, "".join(traceback.format_exception(e)).strip()[-2000:])
+        if journal[0] != CALLING:
+            journal[2], journal[0] = time.monotonic_ns(), RETURNING
         with open(path, "wb") as f:
             pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-    except BaseException:  # the result could not be written
+    except BaseException:  # the result could not be written (the phase says so)
         code = 70
     finally:
         os._exit(code)

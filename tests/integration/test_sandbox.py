@@ -190,3 +190,9 @@ def test_a_stateful_bolts_parts_leave_its_state_as_one_run_without_the_culprit_w
     want["w0"] += 100
     assert ex.state.snapshot() == dict(want)
     assert ex.state.changes() == {w: n for w, n in want.items()}  # to be saved by the task
+
+
+def test_a_child_that_cannot_hand_its_result_back_is_no_records_doing() -> None:
+    got = one(lambda watch: lambda: None)  # a function: pickle refuses it
+    assert isinstance(got, Fault) and "could not hand its result back (it ended with exit 70)" in \
+        got.reason

@@ -108,11 +108,23 @@ def component() -> dict[str, Any]:
             description="Above the parallelism: the bolt is the bottleneck"),
         panel(6, "Errors per second", [
             (q("squall_bolt_errors_total", sel=TC), "errors"),
-            (q("squall_bolt_bad_records_total", sel=TC), "undecodable")], 12, 16, unit="ops"),
+            (q("squall_bolt_bad_records_total", sel=TC), "undecodable"),
+            (q("squall_bolt_culprits_total", sel=TC), "killed or hung the bolt")], 12, 16,
+            unit="ops", description="Records the bolt raised on, could not decode, or that "
+            "killed or hung its process (found in sandboxes: docs/poison.md)"),
         panel(7, "Query running", [(f"max(squall_bolt_query_active{{{TC}}})", "running")],
               0, 24, w=6, h=4, kind="stat"),
         panel(8, "Micro-batches", [(f"sum(squall_bolt_batches_total{{{TC}}})", "batches")],
               6, 24, w=6, h=4, kind="stat"),
+        panel(10, "Micro-batch running (seconds)", [
+            (f"max(squall_bolt_batch_running_seconds{{{TC}}})", "running")],
+              12, 24, w=6, h=4, kind="stat",
+              description="How long the current micro-batch has run; the job stops past ten "
+              "bolt deadlines"),
+        panel(11, "Sandboxes", [(f"sum(squall_bolt_sandboxes_total{{{TC}}})", "sandboxes")],
+              18, 24, w=6, h=4, kind="stat",
+              description="Processes of their own run to find records that kill or hang the "
+              "bolt"),
         panel(9, "Where the micro-batches' time goes (seconds per second)", [
             (q("squall_bolt_task_phase_seconds_total", "phase", TC), "task: {{phase}}"),
             (q("squall_bolt_batch_phase_seconds_total", "phase", TC), "spark: {{phase}}")],

@@ -82,7 +82,9 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
                     raise BoltFault(outcome.reason)
     finally:
         sandbox.close()
-    results.append(_culprits(search.culprits, units, batches, what, now_ms()))
+    found = _culprits(search.culprits, units, batches, what, now_ms())
+    found.culprits, found.sandboxes = len(search.culprits), search.runs
+    results.append(found)
     if suspects is not None and search.culprits:
         suspects.add(_origins(batches, units, search.culprits))
     log.warning("%s: micro-batch run in %d parts (%d under suspicion); %d records failed as "

@@ -61,6 +61,11 @@ class BoltMetrics:
         self.errors = counter("squall_bolt_errors_total",
                               "Exceptions in bolt code (each fails its input)")
         self.bad = counter("squall_bolt_bad_records_total", "Undecodable edge messages")
+        self.culprits = counter("squall_bolt_culprits_total",
+                                "Source messages failed because a call on them killed or hung "
+                                "the bolt's process (docs/poison.md)")
+        self.sandboxes = counter("squall_bolt_sandboxes_total",
+                                 "Processes of their own run to find such messages")
         self.fetch_retries = counter(
             "squall_bolt_fetch_retries_total",
             "Edge range reads that brought nothing for a while and were re-positioned")
@@ -80,7 +85,7 @@ class BoltMetrics:
         # before the first error (checked against a real Prometheus).
         for c in (self.batches, self.rows, self.executed, self.emitted, self.acked,
                   self.failed, self.errors, self.bad, self.fetch_retries,
-                  self.execute_seconds):
+                  self.culprits, self.sandboxes, self.execute_seconds):
             c.labels(*lab)
         self.duration.labels(*lab)
 
@@ -160,6 +165,7 @@ class BoltMetrics:
                      (rep.failed, self.failed),
                      (rep.error_count, self.errors), (rep.bad, self.bad),
                      (rep.fetch_retries, self.fetch_retries),
+                     (rep.culprits, self.culprits), (rep.sandboxes, self.sandboxes),
                      (rep.seconds, self.execute_seconds)):
             if v > 0:
                 c.labels(*lab).inc(v)

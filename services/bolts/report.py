@@ -24,7 +24,7 @@ from squall.core.errors import WireFormatError
 PHASES = ("input", "read", "execute", "produce", "flush")
 #: Counters summed across tasks.
 COUNTS = ("records", "executed", "emitted", "acked", "failed", "bad", "error_count",
-          "fetch_retries")
+          "fetch_retries", "culprits", "sandboxes")
 #: How many of the last errors a report keeps (the count keeps them all).
 LAST_ERRORS = 5
 
@@ -45,6 +45,10 @@ class BatchReport(WriterCommitMessage):
     error_count: int = 0
     #: edge range reads that brought nothing for a while and were re-positioned
     fetch_retries: int = 0
+    #: source messages failed because a call on them killed or hung the process, and the
+    #: sandboxes run to find them (docs/poison.md)
+    culprits: int = 0
+    sandboxes: int = 0
     seconds: float = 0.0
     #: ... and the last few of them, for the log
     errors: list[str] = field(default_factory=list)

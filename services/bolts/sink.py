@@ -259,6 +259,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         report.emitted += res.emitted
         report.acked += res.acked
         report.failed += res.failed
+        report.culprits += res.culprits
+        report.sandboxes += res.sandboxes
         report.error_count += len(res.errors)
         report.errors = (report.errors + res.errors)[-LAST_ERRORS:]
         run_s += t1 - t0

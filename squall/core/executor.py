@@ -51,6 +51,10 @@ class ExecResult:
     emitted: int = 0
     acked: int = 0
     failed: int = 0
+    #: source messages failed because a call on them killed or hung the process
+    culprits: int = 0
+    #: processes of its own the run took (a micro-batch run in parts to find culprits)
+    sandboxes: int = 0
 
 
 ALL_INPUTS = -1
@@ -82,6 +86,8 @@ def merged(results: Sequence[ExecResult]) -> ExecResult:
         out.emitted += r.emitted
         out.acked += r.acked
         out.failed += r.failed
+        out.culprits += r.culprits
+        out.sandboxes += r.sandboxes
     out.acks = AckerBatch.concat([r.acks for r in results]).coalesced()
     return out
 

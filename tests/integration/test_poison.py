@@ -22,7 +22,7 @@ from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import dlq_topic
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.core.trident.codec import MapKind
-from tests.integration.helpers import consume
+from tests.integration.helpers import consume, wait_for
 from tests.integration.test_topology_e2e import Run, highest_counts
 
 pytestmark = pytest.mark.integration
@@ -56,6 +56,13 @@ def test_records_that_kill_or_hang_the_bolt_are_dead_lettered_once_and_the_rest_
     with run.acker.start(), run.report() as report, run.bolts() as bolts:
         run.feed_and_wait(feed, bolts)
         log = bolts.log_tail(400)
+        # Each attempt of each poison message counted where it was found (two attempts).
+        culprits = f"squall_bolt_culprits_total{{component=split,topology={name}}}"
+        wait_for(lambda: bolts.metrics().get(culprits, 0) >= 2 * len(poison), 30,
+                 "the culprits counted")
+        assert bolts.metrics()[culprits] == 2 * len(poison)
+        assert bolts.metrics()[f"squall_bolt_sandboxes_total{{component=split,topology={name}}}"] \
+            >= 2 * len(poison)
     letters = consume(bootstrap, dlq_topic(name), len(poison) + 1, timeout_s=10)
     got = Counter(m.value() for m in letters)
     want = {feed[i] for i in poison}
@@ -164,7 +171,7 @@ def test_a_record_whose_micro_batch_took_the_whole_job_down_is_isolated_after_th
     import signal
 
     from services.bolts.batch_marks import DIRECTORY
-    from tests.integration.helpers import produce_source, wait_for
+    from tests.integration.helpers import produce_source
 
     name = f"jvm{uuid.uuid4().hex[:6]}"
     spec = topology(name, f"src-{name}", SplitOrDie)

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ex = BoltExecutor(WordCount(), TaskContext("wc", "count", 0, 1),
                       [Edge("report", "t", 1, Grouping.GLOBAL)], clock=SystemClock())
     work = batches(a.batches, 2_000, 1)
-    calls = Calls(memoryview(mmap.mmap(-1, 8)).cast("q"))
+    calls = Calls(memoryview(mmap.mmap(-1, 16)).cast("q"))
     run(ex, work[:5], None)  # warm
     plain, watched = [], []
     for _ in range(a.rounds):

@@ -21,6 +21,10 @@ the bolt deadline, the driver's JVM), maybe because of a record, and runs in san
 (services/bolts/isolation.py). Spark's own attempt count says so after a Python worker
 died; this says it after the whole job restarted too.
 
+When the guardian kills a worker whose head bolt did not return (services/bolts/guardian.py),
+it leaves the input of that call and the deadline for the next attempt (``hung-<task>-<batch>``):
+that input fails at once, without a sandbox waiting the deadline again for it.
+
 One small file per head task and mark, next to the query's checkpoint (shared storage,
 like the checkpoint), replaced atomically.
 """
@@ -46,6 +50,22 @@ def last_done(directory: str, task: int) -> int:
 
 def mark_done(directory: str, task: int, batch_id: int) -> None:
     _write(Path(directory), f"task-{task}", batch_id)
+    (Path(directory) / f"hung-{task}-{batch_id}").unlink(missing_ok=True)
+
+
+def hung_path(directory: str, task: int, batch_id: int) -> str:
+    """Where the guardian leaves the input of ``task``'s call that did not return."""
+    return str(Path(directory) / f"hung-{task}-{batch_id}")
+
+
+def hung(directory: str, task: int, batch_id: int) -> tuple[int, float] | None:
+    """The input (its index in the task's input; -1: a call on all of them) of the call that
+    did not return on the batch's last attempt, and the deadline it outran; None: none."""
+    try:
+        index, deadline = Path(hung_path(directory, task, batch_id)).read_text().split()
+        return int(index), float(deadline)
+    except (OSError, ValueError):
+        return None
 
 
 def last_producing(directory: str, task: int) -> int:

@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the watcher's own process imports nothing heavier than the stdlib
     from squall.core.executor import CallWatch
 
-#: ``phase, since_ns, deadline_ns``, then the running task's name (UTF-8, NUL-padded); the
-#: calls' count is the last 8 bytes.
+#: ``phase, since_ns, deadline_ns``, then the running task's name and where to write a
+#: verdict (UTF-8, NUL-padded); then the calls' count and the input of the last call.
 _FIELDS = struct.Struct("<qqq")
 _LABEL = 240
-_CALLS = _FIELDS.size + _LABEL
-_SIZE = _CALLS + 8
+_VERDICT = _FIELDS.size + _LABEL
+_PATH = 1024
+_CALLS = _VERDICT + _PATH
+_SIZE = _CALLS + 16
 IDLE, EXECUTING = 0, 1
 #: How often the watcher looks.
 TICK_S = 0.1
@@ -58,11 +60,16 @@ class Guard:
              "--journal", path], stdin=subprocess.DEVNULL, close_fds=True)
 
     @contextlib.contextmanager
-    def executing(self, label: str, deadline_s: float) -> Iterator[CallWatch]:
+    def executing(self, label: str, deadline_s: float, verdict: str = ""
+                  ) -> Iterator[CallWatch]:
         """The body runs bolt code under the deadline; it gives the watch it yields to the
-        executor, which tells it of each call."""
-        name = label.encode()[:_LABEL]
-        self.memory[_FIELDS.size:_CALLS] = name.ljust(_LABEL, b"\0")
+        executor, which tells it of each call. ``verdict``: where the watcher writes the
+        input of the call that did not return, and the deadline, if it kills the worker."""
+        path = verdict.encode()
+        if len(path) > _PATH:
+            path = b""  # a verdict is a shortcut: without one, the sandboxes find the input
+        self.memory[_FIELDS.size:_VERDICT] = label.encode()[:_LABEL].ljust(_LABEL, b"\0")
+        self.memory[_VERDICT:_CALLS] = path.ljust(_PATH, b"\0")
         _FIELDS.pack_into(self.memory, 0, EXECUTING, time.monotonic_ns(), int(deadline_s * 1e9))
         try:
             yield self.calls
@@ -71,7 +78,8 @@ class Guard:
 
 
 class Calls:
-    """Counts the calls into the bolt (a :class:`~squall.core.executor.CallWatch`)."""
+    """Counts the calls into the bolt and notes the input of the last one (a
+    :class:`~squall.core.executor.CallWatch`)."""
 
     __slots__ = ("count",)
 
@@ -79,7 +87,9 @@ class Calls:
         self.count = count
 
     def enter(self, index: int) -> None:
-        self.count[0] += 1
+        c = self.count
+        c[0] += 1
+        c[1] = index
 
     def leave(self) -> None:
         pass
@@ -105,12 +115,14 @@ def watch(pid: int, journal: Path) -> int:
         while _alive(pid):
             phase, since, deadline = _FIELDS.unpack_from(memory, 0)
             now = time.monotonic_ns()
-            (count,) = struct.unpack_from("<q", memory, _CALLS)
+            count, index = struct.unpack_from("<qq", memory, _CALLS)
             if count != calls:  # a call began since the last look: the bolt moves
                 calls, moved = count, now
             if phase == EXECUTING and now - max(since, moved) > deadline:
-                label = bytes(memory[_FIELDS.size:_CALLS]).rstrip(b"\0").decode(
+                label = bytes(memory[_FIELDS.size:_VERDICT]).rstrip(b"\0").decode(
                     errors="replace")
+                _verdict(bytes(memory[_VERDICT:_CALLS]).rstrip(b"\0").decode(errors="replace"),
+                         index, deadline / 1e9)
                 print(f"squall guardian: {label}: the bolt did not return within "
                       f"{deadline / 1e9:g} s; its Python worker {pid} is killed (Spark runs "
                       "the micro-batch again, in parts, to find the record)",
@@ -124,6 +136,17 @@ def watch(pid: int, journal: Path) -> int:
         memory.close()
         with contextlib.suppress(OSError):
             journal.unlink()
+
+
+def _verdict(path: str, index: int, deadline_s: float) -> None:
+    """The input whose call did not return (-1: a call on all of them), for the task's next
+    attempt (services/bolts/batch_marks.py); written whole, or not at all."""
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        tmp = f"{path}.{os.getpid()}"
+        Path(tmp).write_text(f"{index} {deadline_s!r}")
+        os.replace(tmp, path)
 
 
 def _alive(pid: int) -> bool:

@@ -41,10 +41,13 @@ PARALLEL, AT_ONCE = 8, 32
 
 def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
                  batches: Sequence[TupleBatch], deadline_s: float, now_ms: Callable[[], int],
-                 suspects: Suspects | None = None) -> ExecResult:
+                 suspects: Suspects | None = None, hung: tuple[int, float] | None = None
+                 ) -> ExecResult:
     """``ex``'s run of ``batches``, in parts in children each running ``fresh()`` (a new
     executor of the same task); ``ex.state``, if any, ends as the completed parts left it.
-    ``suspects``: the query's recent culprits, each run alone first; the new ones are added."""
+    ``suspects``: the query's recent culprits, each run alone first; the new ones are added.
+    ``hung``: the input (its index) whose call the guardian saw outrun the deadline (given)
+    on the last attempt: a culprit at once, not run again."""
     batches = [b for b in batches if len(b)]
     first_roots = np.concatenate([np.empty(0, np.uint64)] + [b.first_roots() for b in batches])
     unit_of, _ = units_of(first_roots.tolist())
@@ -55,6 +58,8 @@ def run_isolated(ex: BoltExecutor, fresh: Callable[[], BoltExecutor],
     stateless = ex.state is None
     search = CulpritSearch(int(units.max()) + 1 if units.size else 0,
                            PARALLEL if stateless else 1, alone, AT_ONCE if stateless else 1)
+    if hung is not None and 0 <= hung[0] < units.size:
+        search.convicted(int(units[hung[0]]), f"did not return within {hung[1]:g} s")
     sandbox = Sandbox(deadline_s, what)
     parts: dict[int, Part] = {}
     results: list[ExecResult] = []

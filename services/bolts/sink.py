@@ -159,13 +159,17 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     again = batch_marks.mark_started(marks_dir, task, bid) if marking else 0
     isolate = _attempt() > 0 or again > 0 or \
         (suspects is not None and bool(suspects.rows(batches).any()))
+    # The head's input comes in the same order at every attempt: the guardian's verdict on
+    # a call that did not return names it for the next one (services/bolts/batch_marks.py).
+    verdict = batch_marks.hung_path(marks_dir, task, bid) if marking else ""
+    hung = batch_marks.hung(marks_dir, task, bid) if marking and isolate else None
     if task >= 0:
         inputs: dict[int, list[TupleBatch]] = {task: batches}
         for i, comp in enumerate(chain):
             fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
             inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
                                     bootstrap, out, reports[i], task, bid, isolate,
-                                    suspects)
+                                    suspects, *((verdict, hung) if i == 0 else ("", None)))
             if not inputs:
                 break
     t_sent = time.perf_counter()
@@ -200,7 +204,8 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
 def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list[TupleBatch]],
                    fused_topic: str, state_url: str, bootstrap: str, out: list[Outgoing],
                    report: BatchReport, head_task: int, batch_id: int = 0,
-                   isolate: bool = False, suspects: Suspects | None = None
+                   isolate: bool = False, suspects: Suspects | None = None,
+                   verdict: str = "", hung: tuple[int, float] | None = None
                    ) -> dict[int, list[TupleBatch]]:
     """Run ``component``'s tasks on their inputs, and add what they emit and their acks to
     ``out``, encoded; what goes to the fused bolt (``fused_topic``) is returned by its task
@@ -214,6 +219,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
     aggregate's with its transaction.
 
     The bolt's calls run under the topology's deadline (services/bolts/guardian.py); with
+    ``verdict``: where the guardian names the input of a call that does not return, and
+    ``hung``, what it named on the last attempt (the head's tasks only). With
     ``isolate``, in parts in sandboxes instead (services/bolts/isolation.py), the query's
     ``suspects`` each in a part of its own, its culprits added to them."""
     bolt = spec.component(component)
@@ -236,9 +243,9 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
                     fresh = functools.partial(resident.new_executor, spec, bolt, task,
                                               state_url)
                     res = run_isolated(ex, fresh, inputs[task], deadline, SystemClock().now_ms,
-                                       suspects)
+                                       suspects, hung)
                 else:
-                    with watcher.executing(label, deadline) as calls:
+                    with watcher.executing(label, deadline, verdict) as calls:
                         res = ex.run(inputs[task], calls)
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)

@@ -20,7 +20,8 @@ replayed alone. Rules:
   culprit.
 
 Every death either names a culprit or splits a part, so the search ends; a unit is a
-culprit only once a process died or hung in a call on it, or in a call on it alone. What
+culprit only once a process died or hung in a call on it, or in a call on it alone (here, or
+as the guardian saw it on the attempt before: :meth:`CulpritSearch.convicted`). What
 killed a process outside any call (a bolt's ``prepare``, the framework) is not a record's
 fault: the caller stops the search and says so.
 """
@@ -85,6 +86,16 @@ class CulpritSearch:
             self._running[part.id] = part
             out.append(part)
         return out
+
+    def convicted(self, unit: int, reason: str) -> None:
+        """``unit`` is a culprit already (a process died or hung on it, seen elsewhere): it
+        runs in no part."""
+        if not 0 <= unit < self.units or self._running:
+            raise UsageError(f"unit {unit} cannot be convicted now (of {self.units}, "
+                             f"{len(self._running)} parts running)")
+        self.culprits[unit] = reason
+        waiting = [tuple(u for u in p if u != unit) for p in self._waiting]
+        self._waiting = deque(p for p in waiting if p)
 
     def completed_part(self, part: Part) -> None:
         self.completed.append(self._end(part))

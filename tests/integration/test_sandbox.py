@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,11 +118,12 @@ def test_children_run_at_once_and_each_is_judged_alone() -> None:
 WORKER = textwrap.dedent("""
     import sys, time
     from services.bolts.guardian import guard
-    with guard().executing("bolt 'b' task 0, micro-batch 7", 0.6) as calls:
-        for _ in range(15):  # 1.5 s of calls, each well within the deadline
-            calls.enter(0); calls.leave(); time.sleep(0.1)
+    with guard().executing("bolt 'b' task 0, micro-batch 7", 0.6, sys.argv[2]) as calls:
+        for i in range(15):  # 1.5 s of calls, each well within the deadline
+            calls.enter(i); calls.leave(); time.sleep(0.1)
         print("progressing: alive", flush=True)
         if sys.argv[1] == "hang":
+            calls.enter(15)
             time.sleep(30)
     print("done", flush=True)
 """)
@@ -129,9 +131,10 @@ WORKER = textwrap.dedent("""
 
 @pytest.mark.parametrize("fate", ["return", "hang"])
 def test_the_guardian_kills_a_worker_whose_call_outran_the_deadline_and_no_other(
-        fate: str) -> None:
-    p = subprocess.run([sys.executable, "-c", WORKER, fate], capture_output=True, text=True,
-                       timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        fate: str, tmp_path: Path) -> None:
+    verdict = tmp_path / "hung-0-7"
+    p = subprocess.run([sys.executable, "-c", WORKER, fate, str(verdict)], capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert "progressing: alive" in p.stdout, p.stderr
     if fate == "return":
         assert p.returncode == 0 and "done" in p.stdout, p.stderr
@@ -139,6 +142,9 @@ def test_the_guardian_kills_a_worker_whose_call_outran_the_deadline_and_no_other
         assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr)
         assert "bolt 'b' task 0, micro-batch 7: the bolt did not return within 0.6 s" in \
             p.stderr
+        assert verdict.read_text() == "15 0.6"  # the input of the call, for the next attempt
+    if fate == "return":
+        assert not verdict.exists()
 
 
 def sentences_batch(texts: list[str], seed: int = 3) -> tuple[TupleBatch, list[int]]:

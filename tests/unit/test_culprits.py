@@ -94,3 +94,12 @@ def test_units_under_suspicion_run_alone_first_then_the_rest_in_parallel_parts()
     assert s.culprits == {3: "again"}
     with pytest.raises(UsageError, match="not all in"):
         CulpritSearch(3, alone=[3])
+
+
+def test_a_unit_convicted_elsewhere_runs_in_no_part() -> None:
+    s = CulpritSearch(8, parallel=2, alone=[5])
+    s.convicted(3, "did not return within 3 s")
+    assert [p.units for p in s.start()] == [(5,), (0, 1, 2)]
+    assert s.culprits == {3: "did not return within 3 s"}
+    with pytest.raises(UsageError, match="cannot be convicted now"):
+        s.convicted(4, "x")  # parts run already

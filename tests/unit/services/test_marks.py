@@ -65,3 +65,16 @@ def test_a_batch_started_again_before_it_finished_is_counted(tmp_path: Path) -> 
     mark_done(d, 0, 7)
     assert mark_started(d, 0, 7) == 0  # Spark runs a finished batch again: not a death
     assert mark_started(d, 0, 8) == 0
+
+
+def test_the_guardians_verdict_is_read_by_the_batchs_next_attempt_and_gone_once_done(
+        tmp_path: Path) -> None:
+    from services.bolts.batch_marks import hung, hung_path
+
+    d = str(tmp_path)
+    assert hung(d, 0, 7) is None
+    Path(hung_path(d, 0, 7)).write_text("42 3.0")
+    assert hung(d, 0, 7) == (42, 3.0)
+    assert hung(d, 0, 8) is None and hung(d, 1, 7) is None  # another batch's, task's
+    mark_done(d, 0, 7)
+    assert hung(d, 0, 7) is None

@@ -18,10 +18,10 @@ from services.bolts.cds import with_archive
 from services.bolts.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
+from services.bolts.query_watch import StallWatch, python_error
+from services.bolts.query_watch import limit_s as stall_limit_s
 from services.bolts.settings import JAVA_OPTIONS, BoltSettings
 from services.bolts.spark_python import launching_env, with_site
-from services.bolts.stall import StallWatch
-from services.bolts.stall import limit_s as stall_limit_s
 from services.bolts.standby import (
     driver_alive,
     mark_running,
@@ -77,22 +77,6 @@ def spark_session(master: str, app: str, no_fork: bool = True,
         spark = builder.master(with_task_retries(master)).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
-
-
-_TRACEBACK = "Traceback (most recent call last):"
-#: An exception's own line in a Python traceback: ``module.Name: message``, unindented.
-_RAISED = re.compile(r"^[A-Za-z_][\w.]*: .*$", re.MULTILINE)
-
-
-def python_error(text: str) -> str:
-    """What a query's failure says in a line: the exception its Python worker raised (the
-    line after the traceback's frames), else its first line."""
-    at = text.rfind(_TRACEBACK)
-    if at >= 0:
-        m = _RAISED.search(text, at + len(_TRACEBACK))
-        if m:
-            return m.group(0)
-    return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
 #: Attempts at a task in local mode, as a cluster's ``spark.task.maxFailures`` default: a
@@ -379,7 +363,7 @@ class BoltJob:
     def _watch_stall(self, q: Any, chain: Sequence[str], watch: StallWatch,
                      last: Mapping[str, Any] | None, limit: float) -> None:
         """How long ``q``'s micro-batch has run, into the metrics; past ``limit``, the job
-        stops (services/bolts/stall.py)."""
+        stops (services/bolts/query_watch.py)."""
         running = bool(q.status.get("isTriggerActive"))
         ran = watch.observe(time.monotonic(), running, last["batchId"] if last else None)
         if self.metrics:

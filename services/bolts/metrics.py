@@ -45,7 +45,7 @@ class BoltMetrics:
         self.batch_running = Gauge(
             "squall_bolt_batch_running_seconds",
             "How long the query's current micro-batch has run (0: none runs); the job stops "
-            "past ten bolt deadlines (services/bolts/stall.py)", base, registry=registry)
+            "past ten bolt deadlines (services/bolts/query_watch.py)", base, registry=registry)
         self._seen: dict[str, int] = {}
         self.phases = Counter("squall_bolt_batch_phase_seconds_total",
                               "Micro-batch time by Spark phase (addBatch = the bolt tasks, "

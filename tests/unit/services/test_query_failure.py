@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from services.bolts.job import python_error, with_task_retries
+from services.bolts.job import with_task_retries
+from services.bolts.query_watch import python_error
 
 SPARK = """[PYTHON_EXCEPTION] An exception was thrown from the Python worker: \
 Traceback (most recent call last):

@@ -1,4 +1,5 @@
-"""A bolt query whose micro-batch does not end: noticed on the wall clock, and acted on.
+"""The bolts driver's watch over its queries: one that stopped, told by what its Python
+worker raised; one whose micro-batch does not end, noticed on the wall clock and acted on.
 
 Trees time out on the bolts' processed time, so a micro-batch that never ends would stop
 every timeout with it, silently. A call into a bolt that does not return is the guardian's
@@ -11,7 +12,23 @@ again by its worker (a crash loop, shown with the error, if it does not pass).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_TRACEBACK = "Traceback (most recent call last):"
+#: An exception's own line in a Python traceback: ``module.Name: message``, unindented.
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*: .*$", re.MULTILINE)
+
+
+def python_error(text: str) -> str:
+    """What a query's failure says in a line: the exception its Python worker raised (the
+    line after the traceback's frames), else its first line."""
+    at = text.rfind(_TRACEBACK)
+    if at >= 0:
+        m = _RAISED.search(text, at + len(_TRACEBACK))
+        if m:
+            return m.group(0)
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
 def limit_s(deadline_s: float) -> float:

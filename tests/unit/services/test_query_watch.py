@@ -1,8 +1,8 @@
-"""A micro-batch that does not end, as the bolts driver sees it (services/bolts/stall.py)."""
+"""A micro-batch that does not end, as the bolts driver sees it (services/bolts/query_watch.py)."""
 
 from __future__ import annotations
 
-from services.bolts.stall import StallWatch, limit_s
+from services.bolts.query_watch import StallWatch, limit_s
 
 
 def test_a_running_batch_ages_until_another_ends_and_idle_is_no_stall() -> None:

@@ -32,6 +32,7 @@ from services.bolts.suspects import Suspects
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
+from squall.core.executor import add_counts
 from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
@@ -262,12 +263,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
                     for p, raw in encode_reason_messages(res.reasons, spec.ackers)]
             out += [(acks, raw, {"partition": p})
                     for p, raw in encode_acker_messages(res.acks, spec.ackers)]
-        report.executed += res.executed
-        report.emitted += res.emitted
-        report.acked += res.acked
-        report.failed += res.failed
-        report.culprits += res.culprits
-        report.sandboxes += res.sandboxes
+        add_counts(report, res)
         report.error_count += len(res.errors)
         report.errors = (report.errors + res.errors)[-LAST_ERRORS:]
         run_s += t1 - t0

@@ -57,6 +57,16 @@ class ExecResult:
     sandboxes: int = 0
 
 
+#: What a run counts (a bolt's report of a micro-batch sums the same).
+COUNTS = ("executed", "emitted", "acked", "failed", "culprits", "sandboxes")
+
+
+def add_counts(into: Any, res: ExecResult) -> None:
+    """``res``'s :data:`COUNTS` added to ``into`` (another result, or a report)."""
+    for k in COUNTS:
+        setattr(into, k, getattr(into, k) + getattr(res, k))
+
+
 ALL_INPUTS = -1
 
 
@@ -82,12 +92,7 @@ def merged(results: Sequence[ExecResult]) -> ExecResult:
         out.errors += r.errors
         out.reasons.update(r.reasons)
         out.warnings += [w for w in r.warnings if w not in out.warnings]
-        out.executed += r.executed
-        out.emitted += r.emitted
-        out.acked += r.acked
-        out.failed += r.failed
-        out.culprits += r.culprits
-        out.sandboxes += r.sandboxes
+        add_counts(out, r)
     out.acks = AckerBatch.concat([r.acks for r in results]).coalesced()
     return out
 

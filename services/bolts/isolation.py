@@ -1,9 +1,10 @@
 """A bolt task's micro-batch run in parts, each in a process of its own, to find the records
 that kill or hang the process running them (docs/poison.md).
 
-A task runs this way when Spark runs its micro-batch again after the task's first attempt
-died: its Python worker crashed (a segfault, ``os._exit``, the kernel's out-of-memory
-killer) or was killed for running a call past the bolt deadline (services/bolts/guardian.py).
+A task runs this way on an attempt at its micro-batch after one that died: its Python worker
+crashed (a segfault, ``os._exit``, the kernel's out-of-memory killer), was killed for running
+a call past the bolt deadline (services/bolts/guardian.py), or the whole job died with it;
+and when its micro-batch holds a suspect (services/bolts/suspects.py).
 The parts are chosen by :class:`~squall.core.culprits.CulpritSearch`; each runs in a child
 (services/bolts/sandbox.py) that builds the bolt afresh and, for a stateful bolt, starts from
 the task's state as the parts before it left it. The worker keeps what each completed part

@@ -92,6 +92,37 @@ class SpoutService:
 
     # ----- start-up -----------------------------------------------------
 
+    def _starts(self, consumer: Any, sources: list[tuple[str, int]], committed: list[int]
+                ) -> list[int]:
+        """Where each source partition starts: its group's committed offset, or, where it has
+        none (a new topology), as the spout's ``start`` says."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        s = self.s
+        if s.start == "earliest" or all(o >= 0 for o in committed):
+            return [max(o, 0) for o in committed]
+        new = [tp for tp, o in zip(sources, committed, strict=True) if o < 0]
+        if s.start == "latest":
+            at = {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)[1]
+                  for tp in new}
+        else:
+            group = s.start.removeprefix("group:")
+            other = Consumer({"bootstrap.servers": s.bootstrap_servers, "group.id": group,
+                              "enable.auto.commit": False})
+            try:
+                at = {(c.topic, c.partition): max(c.offset, 0) for c in other.committed(
+                    [TopicPartition(*tp) for tp in new], timeout=30)}
+            finally:
+                other.close()
+        log.info("spout %s starts %s where its group committed nothing (%s): %s",
+                 s.component, [f"{t}[{p}]" for t, p in new], s.start,
+                 [at[tp] for tp in new])
+        # Committed at once: a restart before the first ack starts there too, not at a later
+        # end (what came in between would be skipped).
+        consumer.commit(offsets=[TopicPartition(t, p, at[(t, p)]) for t, p in new],
+                        asynchronous=False)
+        return [o if o >= 0 else at[tp] for tp, o in zip(sources, committed, strict=True)]
+
     def _setup(self, consumer: Any) -> None:
         from confluent_kafka import TopicPartition
 
@@ -128,7 +159,7 @@ class SpoutService:
             res_tp = TopicPartition(self.results, task_id)
             got = consumer.committed([TopicPartition(t, p) for t, p in sources] + [res_tp],
                                      timeout=30)
-            committed = [max(c.offset, 0) for c in got[:-1]]
+            committed = self._starts(consumer, sources, [c.offset for c in got[:-1]])
             res_start = max(got[-1].offset, 0)
             scan = scan_results(s.bootstrap_servers, self.results, task_id, res_start)
             salt = new_salt()

@@ -11,9 +11,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, load_settings
-from squall.core.errors import ConfigError
+from squall.core.errors import ConfigError, TopologyError
 from squall.core.grouping import Edge, edge_flag, parse_edge
 from squall.core.retry import RetrySchedule
+from squall.core.spec_checks import check_start
 from squall.core.topics import check_name
 from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
 from squall.kafka import FETCH_WAIT_MS
@@ -34,6 +35,9 @@ class SpoutSettings(BaseSettings):
     num_ackers: int = Field(1, ge=0, description="0: every tuple is acked at once")
     edges: tuple[str, ...] = ()
     scheme: str = "text"
+    # Where a partition starts when this spout's group committed nothing in it (a new
+    # topology): earliest, latest, or group:<id> (where that consumer group got to).
+    start: str = "earliest"
     fields: tuple[str, ...] = ()
     guarantee: Guarantee = Guarantee.AT_LEAST_ONCE
     message_timeout_s: float = Field(30.0, gt=0, le=86_400)
@@ -112,6 +116,15 @@ class SpoutSettings(BaseSettings):
     def _names(cls, v: str) -> str:
         return check_name("topology or component", v)
 
+    @field_validator("start")
+    @classmethod
+    def _start(cls, v: str) -> str:
+        try:
+            check_start(v, "the spout")
+        except TopologyError as e:
+            raise ValueError(str(e)) from None
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> SpoutSettings:
         if not self.topics:
@@ -144,6 +157,7 @@ def from_topology(spec: TopologySpec, component: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "topology": spec.name, "component": s.name, "topics": s.topics,
         "num_tasks": s.parallelism, "num_ackers": spec.ackers, "scheme": s.scheme,
+        "start": s.start,
         "fields": s.fields, "guarantee": spec.guarantee,
         "edges": tuple(edge_flag(e) for e in spec.edges_from(s.name)),
         "message_timeout_s": spec.message_timeout_s, "max_retries": spec.retry.max_retries,
@@ -171,6 +185,9 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
     p.add_argument("--edge", dest="edges", action="append",
                    help="subscriber target:partitions[:grouping[:fields]][@stream] (repeatable)")
     p.add_argument("--scheme", help="raw, text, json or module:Class")
+    p.add_argument("--start", help="where a partition starts when the spout's group "
+                   "committed nothing in it: earliest (default), latest, or group:<id> (where "
+                   "that consumer group got to)")
     p.add_argument("--fields", help="declared output fields (json scheme)")
     p.add_argument("--guarantee", choices=[g.value for g in Guarantee],
                    help="at_least_once (default: trees tracked, replayed on failure), "

@@ -26,7 +26,7 @@ MAX_NAME = {"topology": 64, "component": 48, "stream": 48}
 SCHEMES = ("text", "raw", "json")
 #: A scheme of the user's: ``module:Class``.
 SCHEME_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-SPOUT_KEYS = frozenset({"name", "topics", "parallelism", "scheme", "fields"})
+SPOUT_KEYS = frozenset({"name", "topics", "parallelism", "scheme", "fields", "start"})
 BOLT_KEYS = frozenset({"name", "class", "cls", "parallelism", "executors", "inputs", "outputs",
                        "config",
                        "persistent_aggregate", "partition_persist", "state_query"})
@@ -109,6 +109,17 @@ def check_topic(topic: str, where: str) -> None:
     if not isinstance(topic, str) or not _TOPIC.match(topic) or topic in (".", ".."):
         raise TopologyError(f"{where}: topic {topic!r} is not a Kafka topic name (1-249 of "
                             "letters, digits, '.', '_', '-'; not '.' or '..')")
+
+
+#: Where a spout starts a partition its own group has committed nothing in: the log's
+#: start, its end, or where another consumer group got to (``group:<id>``).
+START = re.compile(r"^(earliest|latest|group:[A-Za-z0-9._-]{1,249})$")
+
+
+def check_start(start: str, where: str) -> None:
+    if not isinstance(start, str) or not START.match(start):
+        raise TopologyError(f"{where}: start {start!r} is not earliest, latest or "
+                            "group:<consumer group id>")
 
 
 def check_graph(spouts: Sequence[str], edges: Mapping[str, Sequence[str]]) -> None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from squall.core.grouping import Grouping
-from squall.core.spec_checks import BOLT_KEYS, INPUT_KEYS, MAX_NAME, SCHEMES, SPOUT_KEYS
+from squall.core.spec_checks import (
+    BOLT_KEYS,
+    INPUT_KEYS,
+    MAX_NAME,
+    SCHEMES,
+    SPOUT_KEYS,
+    START,
+)
 from squall.core.topology import MAX_PARALLELISM, Guarantee
 
 _NAME = r"^[A-Za-z0-9_-]+$"
@@ -36,7 +43,11 @@ def topology_json_schema() -> dict[str, Any]:
         "topics": {"oneOf": [{"type": "string"}, _FIELDS]},
         "parallelism": parallelism,
         "scheme": {"type": "string", "description": f"{', '.join(SCHEMES)} or module:Class"},
-        "fields": _FIELDS}, SPOUT_KEYS, ["name", "topics"])
+        "fields": _FIELDS,
+        "start": {"type": "string", "pattern": START.pattern,
+                  "description": "where a partition starts when the spout's group committed "
+                                 "nothing in it: earliest (default), latest or group:<id>"}},
+        SPOUT_KEYS, ["name", "topics"])
     inp = _closed({
         "component": _name("component"), "stream": _name("stream"),
         "grouping": {"type": "string", "enum": [g.value for g in Grouping]},

@@ -29,6 +29,7 @@ from squall.core.spec_checks import (
     check_graph,
     check_keys,
     check_length,
+    check_start,
     check_topic,
     load_text,
 )
@@ -72,6 +73,9 @@ class SpoutSpec:
     parallelism: int = 1
     scheme: str = "text"
     fields: tuple[str, ...] = ()
+    #: where a partition starts when the spout's own group committed nothing in it
+    #: (squall/core/spec_checks.py: ``earliest``, ``latest``, ``group:<id>``)
+    start: str = "earliest"
 
     def outputs(self) -> dict[str, tuple[str, ...]]:
         if self.scheme == "raw":
@@ -208,6 +212,7 @@ class TopologySpec:
                                     f"{', '.join(SCHEMES)} or a 'module:Class'")
             if s.scheme == "json" and not s.fields:
                 raise TopologyError(f"{where}: the json scheme needs fields")
+            check_start(s.start, where)
         for b in self.bolts:
             where = f"bolt {b.name!r}"
             if b.cls in TRIDENT_CLASSES:
@@ -326,7 +331,7 @@ def _spout(raw: Mapping[str, Any]) -> SpoutSpec:
     topics = _req(raw, "topics", f"spout {name!r}")
     return SpoutSpec(name, tuple([topics] if isinstance(topics, str) else topics),
                      int(raw.get("parallelism", 1)), str(raw.get("scheme", "text")),
-                     tuple(raw.get("fields", ())))
+                     tuple(raw.get("fields", ())), raw.get("start", "earliest"))
 
 
 def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
@@ -404,9 +409,10 @@ class TopologyBuilder(TridentBuilder):
                                 dict[str, Any]]] = []
 
     def set_spout(self, name: str, topics: str | Sequence[str], parallelism: int = 1,
-                  scheme: str = "text", fields: Sequence[str] = ()) -> None:
+                  scheme: str = "text", fields: Sequence[str] = (),
+                  start: str = "earliest") -> None:
         t = (topics,) if isinstance(topics, str) else tuple(topics)
-        self._spouts.append(SpoutSpec(name, t, parallelism, scheme, tuple(fields)))
+        self._spouts.append(SpoutSpec(name, t, parallelism, scheme, tuple(fields), start))
 
     def set_bolt(self, name: str, bolt: str | type, parallelism: int = 1,
                  outputs: Mapping[str, Sequence[str]] | None = None,

@@ -96,6 +96,10 @@ def doc(**changes: Any) -> dict[str, Any]:
         ({"colour": "blue"}, "unknown topology fields ['colour']"),
         ({"retry": {"max_retries": -3}}, "max_retries must be >= 0"),
         ({"guarantee": "maybe"}, "guarantee 'maybe' is not one of"),
+        ({"spouts__0__start": "oldest"},
+         "spout 'sentences': start 'oldest' is not earliest, latest or group:<consumer group"),
+        ({"spouts__0__start": "group:"}, "spout 'sentences': start 'group:' is not"),
+        ({"bolt_deadline_s": 0.01}, "bolt_deadline_s must be in [0.1, 86400], got 0.01"),
     ],
 )
 def test_invalid_specs_name_the_problem(changes: dict[str, Any], message: str) -> None:

@@ -7,7 +7,7 @@ import pytest
 from services.spout.settings import parse_args
 from squall.core.errors import ConfigError
 from squall.core.grouping import parse_edge
-from squall.core.topology import Guarantee
+from squall.core.topology import Guarantee, TopologySpec
 
 WORDCOUNT = Path("examples/wordcount.yaml")
 
@@ -38,6 +38,8 @@ def test_flags_and_env_win_over_the_file(monkeypatch: pytest.MonkeyPatch) -> Non
       "--num-tasks", "1"], "'split' is not a spout"),
     (["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "3",
       "--num-tasks", "2"], "within 0..1"),
+    (["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
+      "--num-tasks", "1", "--start", "tail"], "start 'tail' is not earliest, latest or group"),
 ])
 def test_bad_settings_name_what_is_wrong(argv: list[str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
@@ -62,3 +64,16 @@ def test_a_fetchs_least_bytes_is_a_flag() -> None:
     assert parse_args([*base, "--fetch-min-bytes", "1048576"]).fetch_min_bytes == 1 << 20
     with pytest.raises(ConfigError, match="fetch_min_bytes"):
         parse_args([*base, "--fetch-min-bytes", "0"])
+
+
+def test_where_a_new_spout_starts_comes_from_the_topology_or_a_flag(tmp_path: Path) -> None:
+    spec = TopologySpec.from_text(WORDCOUNT.read_text())
+    doc = spec.to_dict()
+    doc["spouts"][0]["start"] = "group:legacy-app"
+    f = tmp_path / "t.json"
+    f.write_text(TopologySpec.from_dict(doc).to_json())
+    args = ["--topology-file", str(f), "--component", "sentences", "--tasks", "0",
+            "--num-tasks", "1"]
+    assert parse_args(args).start == "group:legacy-app"
+    assert parse_args([*args, "--start", "latest"]).start == "latest"
+    assert parse_args(["--topology-file", str(WORDCOUNT), *args[2:]]).start == "earliest"

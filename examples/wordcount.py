@@ -131,12 +131,13 @@ class PublishCounts(BatchBolt):
     outputs: ClassVar = {}
 
     def prepare(self, conf: Any, context: Any) -> None:
-        from confluent_kafka import Producer
+        from squall.kafka_clients import from_environment
 
         super().prepare(conf, context)
         self.topic = str(conf["topic"])
-        self.producer = Producer({"bootstrap.servers": conf["bootstrap_servers"],
-                                  "enable.idempotence": True})
+        # from_environment: with the Kafka client properties Squall's own clients use
+        self.producer = from_environment(conf["bootstrap_servers"]).producer(
+            {"enable.idempotence": True})
 
     def process(self, df: pd.DataFrame) -> pd.DataFrame:
         counts = df["word"].astype(str).value_counts()

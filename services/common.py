@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 from services import heap_decay
 from squall.core.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
+from squall.kafka_clients import Scrubbing, load_properties
 from squall.supervision import EXIT_FILE_ENV
 
 S = TypeVar("S", bound=BaseModel)
@@ -43,6 +44,8 @@ def load_settings(cls: type[S], parser: argparse.ArgumentParser,
     """Flags override env (the settings class reads env); errors name every bad field."""
     given = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     try:
+        if "kafka" in cls.model_fields:
+            given["kafka"] = load_properties(os.environ)
         return cls(**given)
     except ValidationError as e:
         raise ConfigError(f"invalid {what} settings: " + "; ".join(
@@ -88,8 +91,11 @@ def run_service(name: str, load: Callable[[], Any],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load()
+        secrets = settings.kafka.secrets() if hasattr(settings, "kafka") else []
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(Scrubbing(secrets))
         registry = CollectorRegistry()
-        errors = ErrorReports()
+        errors = ErrorReports(secrets=secrets)
         service = build(settings, registry, errors)
         if settings.metrics_port:
             serve_telemetry(settings.metrics_host, settings.metrics_port, registry, errors)

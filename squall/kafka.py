@@ -9,6 +9,7 @@ from typing import Any
 
 from squall.core.contiguity import Admitted, Contiguity
 from squall.core.errors import KafkaUnavailable
+from squall.kafka_clients import KafkaClients
 
 log = logging.getLogger("squall.kafka")
 
@@ -141,18 +142,31 @@ def _seek(consumer: Any, key: tuple[str, int], offset: int) -> None:
         log.debug("seek %s[%d] to %d: %s", key[0], key[1], offset, e)
 
 
-def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 10.0,
-                  quiet: bool = False) -> None:
-    """Create ``{topic: partitions}``; topics that exist already are fine."""
-    from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined,unused-ignore]
+def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
+                  timeout_s: float = 10.0, quiet: bool = False) -> None:
+    """Create ``{topic: partitions}`` with the replication factor and configs of the user's
+    properties (default ``min(3, brokers)`` replicas); topics that exist already are fine.
+    A plain bootstrap string: a cluster without client properties (development, tests)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000}
+    clients = KafkaClients(kafka) if isinstance(kafka, str) else kafka
+    conf: dict[str, Any] = {"socket.timeout.ms": 3000}
     if quiet:
         conf["logger"] = quiet_logger("admin")
-    admin = AdminClient(conf)
-    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()],
-                                  operation_timeout=timeout_s, request_timeout=timeout_s)
+    admin = clients.admin(conf)
+    replication = clients.properties.replication_factor
+    if replication is None:
+        try:
+            brokers = len(admin.list_topics(timeout=timeout_s).brokers)
+        except KafkaException as e:
+            raise KafkaUnavailable(f"could not reach Kafka at {clients.bootstrap} to create "
+                                   f"topics {sorted(topics)}: {e}") from e
+        replication = max(1, min(3, brokers))
+    configs = clients.properties.topic_config(replication)
+    futures = admin.create_topics(
+        [NewTopic(t, n, replication, config=configs) for t, n in topics.items()],
+        operation_timeout=timeout_s, request_timeout=timeout_s)
     for topic, fut in futures.items():
         try:
             fut.result(timeout=timeout_s)
@@ -160,4 +174,7 @@ def ensure_topics(bootstrap: str, topics: Mapping[str, int], timeout_s: float = 
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
-            raise KafkaUnavailable(f"could not create topic {topic!r} on {bootstrap}: {e}") from e
+            raise KafkaUnavailable(
+                f"could not create topic {topic!r} on {clients.bootstrap} (replication.factor="
+                f"{replication}, {', '.join(f'topic.{k}={v}' for k, v in configs.items())}): "
+                f"{e}") from e

@@ -8,12 +8,14 @@ ackers.
 from __future__ import annotations
 
 import contextlib
+import os
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
 from squall.core.topology import TopologySpec
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients, load_properties
 from squall.supervision import Command, Supervisor
 
 
@@ -45,8 +47,9 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
                    master: str = "local[*]") -> Supervisor:
     """Acker, spouts and bolts of ``spec`` as supervised child processes (not waiting for
     them); stop them with :func:`stop_topology`."""
+    kafka = KafkaClients(bootstrap, load_properties(os.environ))
     for s in spec.spouts:
-        ensure_topics(bootstrap, {t: s.parallelism for t in s.topics}, 30)
+        ensure_topics(kafka, {t: s.parallelism for t in s.topics}, 30)
     sup = Supervisor(workdir)
     if spec.ackers:
         sup.start("acker", Command("services.acker",

@@ -59,19 +59,19 @@ class AckerService:
     # ----- the loop ------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        from confluent_kafka import Consumer, Producer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         s = self.s
         if s.create_topics:
-            ensure_topics(s.bootstrap_servers, {self.topic: s.num_ackers, self.dlq: 1}, 30)
-        conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
-        consumer = Consumer({
+            ensure_topics(s.clients, {self.topic: s.num_ackers, self.dlq: 1}, 30)
+        conf = {"error_cb": self._kafka_error}
+        consumer = s.clients.consumer({
             **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
             "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": s.fetch_wait_max_ms,
             **paced_fetches(s.fetch_backoff_ms),
         })
-        self.producer = Producer({**conf, "linger.ms": 2, "enable.idempotence": True})
+        self.producer = s.clients.producer({**conf, "linger.ms": 2, "enable.idempotence": True})
         now = self.clock.now_ms()
         committed = consumer.committed([TopicPartition(self.topic, t) for t in s.tasks],
                                        timeout=30)

@@ -10,8 +10,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, load_settings
+from squall.core.client_properties import ClientProperties
 from squall.core.topics import check_name
 from squall.kafka import FETCH_WAIT_MS
+from squall.kafka_clients import KafkaClients
 
 
 class AckerSettings(BaseSettings):
@@ -24,6 +26,8 @@ class AckerSettings(BaseSettings):
     num_ackers: int = Field(ge=1, description="partitions of the acker topic")
     message_timeout_s: float = Field(30.0, gt=0, le=86_400)
     bootstrap_servers: str = "127.0.0.1:9092"
+    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     metrics_port: int = Field(0, ge=0, le=65535, description="0: no metrics server")
     metrics_host: str = "0.0.0.0"
     dlq_topic: str | None = None
@@ -67,6 +71,11 @@ class AckerSettings(BaseSettings):
     @property
     def timeout_ms(self) -> int:
         return int(self.message_timeout_s * 1000)
+
+    @property
+    def clients(self) -> KafkaClients:
+        """This service's Kafka clients: its brokers and the user's properties."""
+        return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:

@@ -9,6 +9,8 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
+from squall.core.client_properties import ClientProperties
+from squall.kafka_clients import KafkaClients
 
 
 class ApiSettings(BaseSettings):
@@ -16,6 +18,8 @@ class ApiSettings(BaseSettings):
 
     zookeeper: str = "127.0.0.1:2181"
     bootstrap_servers: str = "127.0.0.1:9092"
+    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     advertise_url: str | None = Field(
@@ -46,6 +50,11 @@ class ApiSettings(BaseSettings):
     @property
     def url(self) -> str:
         return self.advertise_url or f"http://{self.host}:{self.port}"
+
+    @property
+    def clients(self) -> KafkaClients:
+        """This service's Kafka clients: its brokers and the user's properties."""
+        return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ApiSettings:

@@ -1,7 +1,8 @@
 """Kafka clients kept for the life of a Spark Python worker, one of each per broker.
 
 Spark reuses its Python workers across tasks and micro-batches; a client made
-per task cost a connection and a metadata round trip every time.
+per task cost a connection and a metadata round trip every time. The user's client
+properties come from the worker's environment (squall/kafka_clients.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import uuid
 from typing import Any
 
 from services.bolts import heap
+from squall.kafka_clients import from_environment
 
 _PRODUCERS: dict[str, Any] = {}
 _READERS: dict[str, Any] = {}
@@ -17,13 +19,11 @@ _READERS: dict[str, Any] = {}
 
 def producer(bootstrap: str) -> Any:
     """The worker's producer (idempotent: a retried send is not written twice)."""
-    from confluent_kafka import Producer
-
     p = _PRODUCERS.get(bootstrap)
     if p is None:
         heap.grew()
-        p = _PRODUCERS[bootstrap] = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2,
-                                              "enable.idempotence": True})
+        p = _PRODUCERS[bootstrap] = from_environment(bootstrap).producer(
+            {"linger.ms": 2, "enable.idempotence": True})
     return p
 
 
@@ -36,13 +36,11 @@ def edge_consumer(bootstrap: str) -> Any:
     the next range's first fetch at most this long. A range the broker no longer
     has is an error (``auto.offset.reset``), never a silent jump.
     """
-    from confluent_kafka import Consumer
-
     c = _READERS.get(bootstrap)
     if c is None:
         heap.grew()
-        c = _READERS[bootstrap] = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
+        c = _READERS[bootstrap] = from_environment(bootstrap).consumer({
+            "group.id": f"squall-read-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "fetch.max.bytes": 64 << 20,
             "max.partition.fetch.bytes": 16 << 20, "auto.offset.reset": "error",
             "fetch.wait.max.ms": 10})
@@ -59,7 +57,7 @@ def spout_committed(bootstrap: str, groups: dict[str, tuple[str, ...]],
     """The spouts' committed offsets, ``{"topic:partition": offset}``, for ``groups``
     (consumer group -> its source topics); cached ``COMMITTED_MAX_AGE_S``. Best effort: a
     broker that does not answer gives what was known (records are kept a little longer)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
     out: dict[str, int] = {}
     for group, topics in sorted(groups.items()):
@@ -67,8 +65,7 @@ def spout_committed(bootstrap: str, groups: dict[str, tuple[str, ...]],
         if now_s - at < COMMITTED_MAX_AGE_S:
             out.update(known)
             continue
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                      "enable.auto.commit": False})
+        c = from_environment(bootstrap).consumer({"group.id": group, "enable.auto.commit": False})
         try:
             md = c.list_topics(timeout=5)
             tps = [TopicPartition(t, p) for t in topics if t in md.topics

@@ -35,6 +35,7 @@ from squall.core.errors import BoltFault, ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import consume_ready, ensure_topics
+from squall.kafka_clients import KafkaClients, property_environment
 
 log = logging.getLogger("squall.bolts")
 
@@ -65,7 +66,11 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              # the JVM's CPU at the word count's half rate (docs/performance.md, session 20).
              "spark.sql.codegen.wholeStage": "false",
              # Memory the workers keep and touch once (services/bolts/heap.py).
-             **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()}}
+             **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()},
+             # The executors' Kafka clients read the user's properties from their
+             # environment; Spark hides those values wherever it shows its settings.
+             **{f"spark.executorEnv.{k}": v for k, v in property_environment(os.environ).items()},
+             "spark.redaction.regex": "(?i)secret|password|token|access[.]key|SQUALL_KAFKA_"}
     conf |= dict(extra_conf or {})
     if classes:  # BatchJob's function runs in the executors: they fetch the jar (spark.jars)
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(classes)) if j)
@@ -109,13 +114,13 @@ def register_for_query(spark: Any, source: type[Any], query: str) -> str:
     return fmt
 
 
-def ensure_bolt_topics(spec: TopologySpec, bootstrap: str) -> None:
+def ensure_bolt_topics(spec: TopologySpec, kafka: KafkaClients | str) -> None:
     topics = {dlq_topic(spec.name): 1, metrics_topic(spec.name): 1}
     if spec.ackers:
         topics[acker_topic(spec.name)] = spec.ackers
     for c in spec.components():
         topics |= {e.topic: e.partitions for e in spec.edges_from(c.name)}
-    ensure_topics(bootstrap, topics, 30)
+    ensure_topics(kafka, topics, 30)
 
 
 def query_name(spec: TopologySpec, chain: Sequence[str]) -> str:
@@ -258,7 +263,7 @@ class BoltJob:
 
     def run(self, stop: threading.Event) -> None:
         t0 = time.monotonic()
-        ensure_bolt_topics(self.spec, self.s.bootstrap_servers)
+        ensure_bolt_topics(self.spec, self.s.clients)
         lock_path = self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock"
         if self.s.standby and self.spark is None:
             log.info("standby: starting Spark once the active job's queries run")
@@ -377,11 +382,11 @@ class BoltJob:
     def _open_reports(self) -> Any:
         """A consumer of the reports topic, assigned at its current end (no group join:
         joining takes seconds, and reports sent meanwhile would be skipped)."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        c = Consumer({"bootstrap.servers": self.s.bootstrap_servers,
-                      "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
-                      "enable.auto.commit": False})
+        c = self.s.clients.consumer({
+            "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
+            "enable.auto.commit": False})
         tp = TopicPartition(metrics_topic(self.spec.name), 0)
         # Some brokers (Tansu) answer a little before the end: older runs' reports are
         # then read too, and dropped by their run id.

@@ -23,6 +23,7 @@ from squall.core.topics import acker_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.wire import encode_progress
 from squall.kafka import produce
+from squall.kafka_clients import from_environment
 
 log = logging.getLogger("squall.bolts.marks")
 
@@ -33,8 +34,6 @@ HEARTBEAT_MS = 1_000
 class ProgressMarks:
     def __init__(self, spec: TopologySpec, heads: Sequence[BoltSpec], query_names: Sequence[str],
                  checkpoints: Sequence[Path], bootstrap: str, job: str) -> None:
-        from confluent_kafka import Producer
-
         self.job = job
         self.topic = acker_topic(spec.name)
         self.ackers = spec.ackers
@@ -47,7 +46,7 @@ class ProgressMarks:
             done = committed_offsets(ckpt)
             if done is not None:
                 self.processed.processed(q, done)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.producer = from_environment(bootstrap).producer({"linger.ms": 5})
         self._sent: tuple[int, int] | None = None  # (watermark, when)
 
     def step(self, now_ms: int, progress: Mapping[str, Any]) -> int | None:

@@ -11,9 +11,11 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
+from squall.core.client_properties import ClientProperties
 from squall.core.errors import ConfigError
 from squall.core.linger import Linger
 from squall.core.topology import TopologySpec
+from squall.kafka_clients import KafkaClients
 
 #: C1 only: Spark plans every micro-batch anew, and C2 kept compiling what that planning
 #: ran for minutes (half the job's JVM time); see docs/performance.md.
@@ -28,6 +30,8 @@ class SparkSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
 
     bootstrap_servers: str = "127.0.0.1:9092"
+    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     master: str = "local[*]"
     metrics_port: int = 0
     metrics_host: str = "0.0.0.0"
@@ -55,6 +59,11 @@ class SparkSettings(BaseSettings):
         """Everything the Spark session is started with: a session started with one shape
         serves a job of the same shape."""
         return (self.master, self.checkpoint_fs, self.java_options, self.spark_conf)
+
+    @property
+    def clients(self) -> KafkaClients:
+        """This service's Kafka clients: its brokers and the user's properties."""
+        return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
 class BoltSettings(SparkSettings):

@@ -31,6 +31,7 @@ from services.bolts import clients
 from squall.core.contiguity import Contiguity
 from squall.core.linger import Linger
 from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue, paced_fetches
+from squall.kafka_clients import from_environment
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -158,7 +159,7 @@ class EdgeEnds:
 
     def __init__(self, bootstrap: str, partitions: list[tuple[str, int]],
                  wait_s: float = 0.05, clock: Any = time.monotonic, hold: bool = True) -> None:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         self._tps = [TopicPartition(t, p) for t, p in partitions]
         self._ends: dict[str, int] = {}
@@ -166,8 +167,8 @@ class EdgeEnds:
         # hold=False (a query's latestOffset, on the micro-batches' critical path): read on
         # continuously, every end ~10 ms old, no waiting; at the broker's cost described above.
         held = paced_fetches(5) if hold else {}
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"squall-hw-{uuid.uuid4().hex}",
+        self._consumer = from_environment(bootstrap).consumer({
+            "group.id": f"squall-hw-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,
             "max.partition.fetch.bytes": 1 << 14, "fetch.wait.max.ms": 10, **held})
         self._consumer.assign([TopicPartition(t.topic, t.partition, 0) for t in self._tps])

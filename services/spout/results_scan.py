@@ -17,6 +17,7 @@ from squall.core.errors import WireFormatError
 from squall.core.records import Outcome
 from squall.core.wire import decode_letter_marker, decode_results, decode_salt_marker
 from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous
+from squall.kafka_clients import KafkaClients
 
 log = logging.getLogger("squall.spout")
 #: Salts older than the newest few cannot have trees left in flight.
@@ -32,13 +33,13 @@ class ResultsScan:
     letters: set[tuple[str, int, int]] = field(default_factory=set)
 
 
-def scan_results(bootstrap: str, topic: str, task_id: int, start: int,
+def scan_results(kafka: KafkaClients, topic: str, task_id: int, start: int,
                  timeout_s: float = 60.0) -> ResultsScan:
     """Read ``topic[task_id]`` from ``start`` to its end (what was read, if slower than
     ``timeout_s``)."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "squall-scan",
+    c = kafka.consumer({"group.id": "squall-scan",
                   "enable.auto.commit": False, "enable.partition.eof": True,
                   # Not less: Tansu answers nothing, again and again, to a fetch whose wait
                   # is shorter than it takes to find the offset (decisions.md, session 11).

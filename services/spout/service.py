@@ -96,7 +96,7 @@ class SpoutService:
                 ) -> list[int]:
         """Where each source partition starts: its group's committed offset, or, where it has
         none (a new topology), as the spout's ``start`` says."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         s = self.s
         if s.start == "earliest" or all(o >= 0 for o in committed):
@@ -107,8 +107,7 @@ class SpoutService:
                   for tp in new}
         else:
             group = s.start.removeprefix("group:")
-            other = Consumer({"bootstrap.servers": s.bootstrap_servers, "group.id": group,
-                              "enable.auto.commit": False})
+            other = s.clients.consumer({"group.id": group, "enable.auto.commit": False})
             try:
                 at = {(c.topic, c.partition): max(c.offset, 0) for c in other.committed(
                     [TopicPartition(*tp) for tp in new], timeout=30)}
@@ -140,7 +139,7 @@ class SpoutService:
             topics |= {self.results: max(s.num_tasks, len(all_tps)), self.dlq: 1}
             if s.num_ackers:
                 topics[self.acker] = s.num_ackers
-            ensure_topics(s.bootstrap_servers, topics, 30)
+            ensure_topics(s.clients, topics, 30)
             md = consumer.list_topics(timeout=30)
         have = len(md.topics[self.results].partitions) if self.results in md.topics else 0
         if have < s.num_tasks:
@@ -161,7 +160,7 @@ class SpoutService:
                                      timeout=30)
             committed = self._starts(consumer, sources, [c.offset for c in got[:-1]])
             res_start = max(got[-1].offset, 0)
-            scan = scan_results(s.bootstrap_servers, self.results, task_id, res_start)
+            scan = scan_results(s.clients, self.results, task_id, res_start)
             salt = new_salt()
             # This incarnation's salt is in the results partition before any root derived from it.
             self._mark_salt(task_id, salt)
@@ -194,24 +193,22 @@ class SpoutService:
     # ----- the loop ------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        from confluent_kafka import Consumer, Producer
-
         s = self.s
         # pyarrow imports pandas on its first pa.array() (a third of a second): let that
         # happen while start-up waits on Kafka, not in front of the first records.
         threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
-        conf = {"bootstrap.servers": s.bootstrap_servers, "error_cb": self._kafka_error}
-        consumer = Consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
+        conf = {"error_cb": self._kafka_error}
+        consumer = s.clients.consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
                              "fetch.min.bytes": s.fetch_min_bytes,
                              **read_ahead(s.read_ahead_records, s.fetch_backoff_ms)})
-        self.producer = Producer({**conf, "linger.ms": s.producer_linger_ms,
+        self.producer = s.clients.producer({**conf, "linger.ms": s.producer_linger_ms,
                                   "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
-        self.results_consumer = Consumer({
+        self.results_consumer = s.clients.consumer({
             **conf, "group.id": f"squall.{s.topology}.{s.component}", "enable.auto.commit": False,
             "fetch.wait.max.ms": min(s.fetch_wait_max_ms, 20)})
         self._setup(consumer)

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, load_settings
+from squall.core.client_properties import ClientProperties
 from squall.core.errors import ConfigError, TopologyError
 from squall.core.grouping import Edge, edge_flag, parse_edge
 from squall.core.retry import RetrySchedule
@@ -18,6 +19,7 @@ from squall.core.spec_checks import check_start
 from squall.core.topics import check_name
 from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
 from squall.kafka import FETCH_WAIT_MS
+from squall.kafka_clients import KafkaClients
 
 
 class SpoutSettings(BaseSettings):
@@ -48,6 +50,8 @@ class SpoutSettings(BaseSettings):
     retry_max_ms: int = Field(10_000, ge=0)
     max_retries: int | None = Field(5, ge=0)
     bootstrap_servers: str = "127.0.0.1:9092"
+    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     metrics_port: int = Field(0, ge=0, le=65535)
     metrics_host: str = "0.0.0.0"
     dlq_topic: str | None = None
@@ -147,6 +151,11 @@ class SpoutSettings(BaseSettings):
     def retry(self) -> RetrySchedule:
         return RetrySchedule(self.retry_initial_ms, self.retry_multiplier, self.retry_max_ms,
                              self.max_retries)
+
+    @property
+    def clients(self) -> KafkaClients:
+        """This service's Kafka clients: its brokers and the user's properties."""
+        return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
 def from_topology(spec: TopologySpec, component: str) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
 from squall.core.assignment import Kind
+from squall.core.client_properties import ClientProperties
+from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
 
@@ -22,6 +24,8 @@ class WorkerSettings(BaseSettings):
     kind: Kind
     zookeeper: str = "127.0.0.1:2181"
     bootstrap_servers: str = "127.0.0.1:9092"
+    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     worker_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
                            pattern=r"^[A-Za-z0-9._-]{1,200}$")
     capacity: int = Field(16, ge=1, le=4096, description="units (tasks) it runs at once")
@@ -57,6 +61,11 @@ class WorkerSettings(BaseSettings):
     @property
     def checkpoints(self) -> Path:
         return self.checkpoint_dir or self.workdir / "checkpoints"
+
+    @property
+    def clients(self) -> KafkaClients:
+        """This service's Kafka clients: its brokers and the user's properties."""
+        return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:

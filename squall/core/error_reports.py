@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from squall.core.client_properties import scrub
 from squall.core.errors import WireFormatError
 
 #: Errors kept per component (Storm's UI shows the last 10 as well).
@@ -41,13 +42,14 @@ class ErrorReport:
 class ErrorReports:
     """A process's last errors per component (thread-safe: the HTTP server reads them)."""
 
-    def __init__(self, keep: int = KEEP) -> None:
+    def __init__(self, keep: int = KEEP, secrets: list[str] | None = None) -> None:
         self._keep = keep
+        self._secrets = secrets or []  # Kafka client secrets, never shown
         self._by_component: dict[str, deque[ErrorReport]] = {}
         self._lock = threading.Lock()
 
     def report(self, component: str, error: str, time_ms: int, task: int = -1) -> None:
-        rep = ErrorReport(component, error[:MAX_CHARS], time_ms, task)
+        rep = ErrorReport(component, scrub(error, self._secrets)[:MAX_CHARS], time_ms, task)
         with self._lock:
             self._by_component.setdefault(component, deque(maxlen=self._keep)).append(rep)
 

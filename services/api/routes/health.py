@@ -14,6 +14,7 @@ from services.api.context import Ctx
 from services.api.errors import documented
 from squall.coord import ROOT
 from squall.kafka import quiet_logger
+from squall.kafka_clients import KafkaClients
 
 router = APIRouter(tags=["health"])
 
@@ -37,7 +38,7 @@ async def readyz(ctx: Ctx) -> JSONResponse:
     control = ctx.control
     checks = {"zookeeper": control.state == "CONNECTED" and bool(
         await asyncio.to_thread(_exists, control.zk, ROOT)),
-        "kafka": await asyncio.to_thread(_kafka_ok, ctx.settings.bootstrap_servers)}
+        "kafka": await asyncio.to_thread(_kafka_ok, ctx.settings.clients)}
     ok = all(checks.values())
     return JSONResponse({"ready": ok, "checks": {k: "ok" if v else "unavailable"
                                                  for k, v in checks.items()},
@@ -71,13 +72,10 @@ def _exists(zk: Any, path: str) -> bool:
         return False
 
 
-def _kafka_ok(bootstrap: str) -> bool:
-    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
-
+def _kafka_ok(kafka: KafkaClients) -> bool:
     try:
-        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000,
-                                "logger": quiet_logger("readyz")}
-        AdminClient(conf).list_topics(timeout=2)
+        kafka.admin({"socket.timeout.ms": 2000, "logger": quiet_logger("readyz")}
+                    ).list_topics(timeout=2)
         return True
     except Exception:  # any broker trouble means "not ready"
         return False

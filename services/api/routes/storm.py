@@ -129,6 +129,8 @@ async def cluster_configuration(ctx: Ctx) -> dict[str, Any]:
             "ui.port": s.port, "topology.message.timeout.secs": 30,
             "topology.max.spout.pending": 10_000, "topology.acker.executors": 1,
             "squall.kafka.bootstrap.servers": s.bootstrap_servers,
+            # the user's client properties, secrets redacted
+            **{f"squall.kafka.{k}": v for k, v in s.kafka.redacted().items()},
             "squall.stats.interval.secs": s.stats_interval_s}
 
 

@@ -63,7 +63,8 @@ from squall.demo import (
     demo_topology,
     state_counts,
 )
-from squall.kafka import ensure_topics, produce, quiet_logger
+from squall.kafka import ensure_topics, produce
+from squall.kafka_clients import quiet_logger
 from squall.processes import child_pids
 
 #: The share of messages that kill (``--poison-crash``) or hang (``--poison-hang``) the bolt.

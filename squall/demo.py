@@ -30,7 +30,8 @@ from squall.client import ApiClient
 from squall.core.errors import ApiError, SquallError
 from squall.core.topology import TopologyBuilder, TopologySpec
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
-from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce, quiet_logger
+from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce
+from squall.kafka_clients import quiet_logger
 from squall.processes import free_port
 from squall.supervision import Command, Supervisor
 

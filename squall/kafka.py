@@ -9,17 +9,9 @@ from typing import Any
 
 from squall.core.contiguity import Admitted, Contiguity
 from squall.core.errors import KafkaUnavailable
-from squall.kafka_clients import KafkaClients
+from squall.kafka_clients import KafkaClients, quiet_logger
 
 log = logging.getLogger("squall.kafka")
-
-
-def quiet_logger(name: str) -> logging.Logger:
-    """A logger that swallows librdkafka chatter (e.g. refused connections while probing)."""
-    log = logging.getLogger(f"squall.quiet.{name}")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
 
 
 #: A produce blocked this long on a full local queue is logged (then every as long again):
@@ -147,7 +139,7 @@ def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
     """Create ``{topic: partitions}`` with the replication factor and configs of the user's
     properties (default ``min(3, brokers)`` replicas); topics that exist already are fine.
     A plain bootstrap string: a cluster without client properties (development, tests)."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
     clients = KafkaClients(kafka) if isinstance(kafka, str) else kafka
@@ -157,12 +149,7 @@ def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
     admin = clients.admin(conf)
     replication = clients.properties.replication_factor
     if replication is None:
-        try:
-            brokers = len(admin.list_topics(timeout=timeout_s).brokers)
-        except KafkaException as e:
-            raise KafkaUnavailable(f"could not reach Kafka at {clients.bootstrap} to create "
-                                   f"topics {sorted(topics)}: {e}") from e
-        replication = max(1, min(3, brokers))
+        replication = max(1, min(3, len(clients.metadata(timeout_s).brokers)))
     configs = clients.properties.topic_config(replication)
     futures = admin.create_topics(
         [NewTopic(t, n, replication, config=configs) for t, n in topics.items()],

@@ -23,12 +23,13 @@ from squall.core.client_properties import (
     NOT_PROPS,
     ClientProperties,
     Role,
+    explain_unreachable,
     parse,
     parse_env,
     parse_file,
     scrub,
 )
-from squall.core.errors import ConfigError
+from squall.core.errors import ConfigError, KafkaUnavailable
 
 
 def load_properties(environ: Mapping[str, str]) -> ClientProperties:
@@ -81,10 +82,35 @@ class KafkaClients:
 
         return Producer(self.conf("producer", squall))
 
+    def metadata(self, timeout_s: float, topic: str | None = None) -> Any:
+        """The cluster's metadata (of ``topic`` only, if given). A cluster that does not
+        answer is an error saying why and which setting to check, from what librdkafka
+        reported while trying."""
+        from confluent_kafka import KafkaException
+
+        reported: list[Any] = []
+        admin = self.admin({"error_cb": reported.append, "logger": quiet_logger("connect")})
+        try:
+            return admin.list_topics(topic, timeout=timeout_s)
+        except KafkaException as e:
+            admin.poll(0)  # serves the error callbacks
+            protocol = self.properties.for_role("admin").get("security.protocol", "PLAINTEXT")
+            why = explain_unreachable(self.bootstrap, protocol,
+                                      [(r.name(), r.str()) for r in reported], str(e))
+            raise KafkaUnavailable(scrub(why, self.properties.secrets())) from None
+
     def admin(self, squall: Mapping[str, Any] | None = None) -> Any:
         from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
 
         return AdminClient(self.conf("admin", squall))
+
+
+def quiet_logger(name: str) -> logging.Logger:
+    """A logger that swallows librdkafka chatter (e.g. refused connections while probing)."""
+    log = logging.getLogger(f"squall.quiet.{name}")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
 
 
 def from_environment(bootstrap: str) -> KafkaClients:

@@ -127,7 +127,7 @@ class SpoutService:
 
         s = self.s
         edges = s.edge_list()
-        md = consumer.list_topics(timeout=30)
+        md = s.clients.metadata(30)  # unreachable: an error naming why and what to check
         missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
         if missing:
             raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")

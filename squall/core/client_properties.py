@@ -226,3 +226,26 @@ def _positive(value: str, name: str, where: str) -> int:
         raise ConfigError(f"{where}: {name} must be a whole number of at least 1, got "
                           f"{value!r}")
     return n
+
+
+#: What to check when the brokers cannot be reached, by what librdkafka reported.
+_HINTS: tuple[tuple[str, str], ...] = (
+    ("certificate verify failed", "set ssl.ca.location (SQUALL_KAFKA_SSL_CA_LOCATION) to the "
+     "certificate of the CA that signed the brokers' certificates"),
+    ("_SSL", "check security.protocol and the ssl.* properties"),
+    ("_AUTHENTICATION", "check sasl.mechanism, sasl.username and sasl.password"),
+)
+
+
+def explain_unreachable(bootstrap: str, protocol: str, reported: list[tuple[str, str]],
+                        failure: str) -> str:
+    """Why no broker of ``bootstrap`` answered, and which setting to check. ``reported``:
+    librdkafka's errors as ``(name, text)``, most telling first; ``protocol``: the clients'
+    ``security.protocol``."""
+    telling = next((r for r in reported if r[0] in ("_SSL", "_AUTHENTICATION")),
+                   reported[0] if reported else ("", failure))
+    hint = next((h for key, h in _HINTS if key in telling[1] or key == telling[0]), None)
+    if hint is None:
+        hint = (f"check the address, and security.protocol (now {protocol}) if the brokers "
+                "require TLS or SASL")
+    return f"cannot reach Kafka at {bootstrap}: {telling[1]}; {hint}"

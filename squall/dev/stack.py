@@ -32,7 +32,8 @@ from typing import Any
 
 from squall.core.errors import StackError
 from squall.dev import postgres
-from squall.kafka import ensure_topics, quiet_logger
+from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients, quiet_logger
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
 
 STATE_FILE = "stack.json"
@@ -170,15 +171,15 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
 # ----- readiness probes -----------------------------------------------------
 
 
-def kafka_round_trip(bootstrap: str, timeout_s: float = 10.0) -> bool:
+def kafka_round_trip(kafka: KafkaClients | str, timeout_s: float = 10.0) -> bool:
     """Create the health topic, produce a unique value and read it back."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    ensure_topics(bootstrap, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
+    clients = KafkaClients(kafka) if isinstance(kafka, str) else kafka
+    ensure_topics(clients, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
     token = uuid.uuid4().bytes
-    producer = Producer({"bootstrap.servers": bootstrap,
-                         "message.timeout.ms": int(timeout_s * 1000),
-                         "logger": quiet_logger("probe")})
+    producer = clients.producer({"message.timeout.ms": int(timeout_s * 1000),
+                                 "logger": quiet_logger("probe")})
     delivered: list[int] = []
 
     def on_delivery(err: object, msg: Any) -> None:
@@ -189,8 +190,8 @@ def kafka_round_trip(bootstrap: str, timeout_s: float = 10.0) -> bool:
     producer.flush(timeout_s)
     if not delivered:
         return False
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"squall-health-{os.getpid()}",
-                         "enable.auto.commit": False, "logger": quiet_logger("probe")})
+    consumer = clients.consumer({"group.id": f"squall-health-{os.getpid()}",
+                                 "enable.auto.commit": False, "logger": quiet_logger("probe")})
     try:
         consumer.assign([TopicPartition(HEALTH_TOPIC, 0, delivered[0])])
         deadline = time.monotonic() + timeout_s

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from squall.core.ids import acker_partition
 from squall.core.records import AckerBatch, AckerRecord, RecordKind, Result
 from squall.core.wire import decode_results, encode_acker_batch
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 
@@ -164,11 +165,15 @@ class ResultReader:
         self.c.close()
 
 
-def consume(bootstrap: str, topic: str, n: int, partition: int = 0,
+def clients(kafka: KafkaClients | str) -> KafkaClients:
+    """A cluster's clients; a bootstrap string: the embedded broker's, no properties."""
+    return KafkaClients(kafka) if isinstance(kafka, str) else kafka
+
+
+def consume(bootstrap: KafkaClients | str, topic: str, n: int, partition: int = 0,
             timeout_s: float = 20) -> list[Any]:
     """The first ``n`` messages of a partition (fewer if they do not come in time)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                  "enable.auto.commit": False})
+    c = clients(bootstrap).consumer({"group.id": uuid.uuid4().hex, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, partition, 0)])
     out: list[Any] = []
     deadline = time.monotonic() + timeout_s
@@ -180,9 +185,9 @@ def consume(bootstrap: str, topic: str, n: int, partition: int = 0,
     return out
 
 
-def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "enable.auto.commit": False})
+def committed_offsets(bootstrap: KafkaClients | str, group: str, topic: str,
+                      partitions: int) -> list[int]:
+    c = clients(bootstrap).consumer({"group.id": group, "enable.auto.commit": False})
     try:
         return [tp.offset for tp in c.committed(
             [TopicPartition(topic, p) for p in range(partitions)], timeout=10)]
@@ -269,10 +274,10 @@ class ScriptedBolt:
                 produce_acker_records(self.bootstrap, self.acker, self.n_ackers, out, batch=500)
 
 
-def produce_source(bootstrap: str, topic: str, values: Sequence[bytes],
+def produce_source(bootstrap: KafkaClients | str, topic: str, values: Sequence[bytes],
                    partitions: int) -> list[tuple[int, int]]:
     """Produce values round-robin over partitions; returns (partition, offset) of each."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    p = clients(bootstrap).producer({"linger.ms": 5})
     where: dict[int, tuple[int, int]] = {}
     for i, v in enumerate(values):
         def cb(err: Any, msg: Any, i: int = i) -> None:

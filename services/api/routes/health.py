@@ -13,8 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from services.api.context import Ctx
 from services.api.errors import documented
 from squall.coord import ROOT
-from squall.kafka import quiet_logger
-from squall.kafka_clients import KafkaClients
+from squall.kafka_clients import KafkaClients, quiet_logger
 
 router = APIRouter(tags=["health"])
 

@@ -1,0 +1,80 @@
+"""Squall on a Kafka that speaks only TLS (docs/kafka.md): every client of the word count
+(spout, acker, the bolts' driver and executors, the publishing bolt, this test's own)
+on ``security.protocol=SSL`` with a CA the test made; a client without the CA is refused
+with an error that names the setting to fix.
+
+The broker is a Tansu of its own behind stunnel (tests/integration/tls.py): it advertises
+only the TLS address, so a client that got through spoke TLS.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from squall.demo import COUNTS, SOURCE, SOURCE_PARTITIONS, demo_topology
+from squall.kafka import ensure_topics
+from squall.launch import acker_args, bolts_args, spout_args
+from tests.integration.helpers import (
+    ServiceProcess,
+    committed_offsets,
+    consume,
+    produce_source,
+    wait_for,
+)
+from tests.integration.tls import tls_broker
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
+        tmp_path: Path) -> None:
+    with tls_broker(tmp_path / "tls") as broker:
+        kafka, env = broker.clients(), broker.env()
+        spec = demo_topology(broker.bootstrap, split="examples.wordcount:SplitSentence",
+                             exact=False)
+        topology = tmp_path / "topology.json"
+        topology.write_text(spec.to_json())
+        ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1})
+        lines = [f"the quick brown fox {i % 7} jumps over the lazy dog".encode()
+                 for i in range(300)]
+        acker = ServiceProcess("services.acker", acker_args(spec, [0, 1], broker.bootstrap),
+                               tmp_path / "acker.log", env=env)
+        spout = ServiceProcess("services.spout", spout_args(
+            topology, SOURCE, [0], 1, broker.bootstrap), tmp_path / "spout.log", env=env)
+        bolts = ServiceProcess("services.bolts", [
+            *bolts_args(topology, (), broker.bootstrap, tmp_path / "ckpt", "local[2]"),
+            "--trigger-ms", "100"], tmp_path / "bolts.log",
+            env={**env, "PYSPARK_PYTHON": sys.executable})
+        with acker.start(), bolts.start():
+            wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
+                     180, "the bolt queries")
+            produce_source(kafka, SOURCE, lines, SOURCE_PARTITIONS)
+            group = f"squall.{spec.name}.{SOURCE}"
+            with spout.start():
+                wait_for(lambda: sum(committed_offsets(kafka, group, SOURCE,
+                                                       SOURCE_PARTITIONS)) >= len(lines)
+                         or not bolts.alive(), 240, "every sentence committed")
+            assert bolts.alive(), bolts.log_tail()
+        counted: Counter[str] = Counter()
+        for m in consume(kafka, COUNTS, 1000, timeout_s=10):
+            counted.update(json.loads(m.value()))
+        want = Counter(w for s in lines for w in s.decode().split())
+        assert set(counted) == set(want) and all(counted[w] >= n for w, n in want.items()), \
+            (counted, bolts.log_tail())
+
+        # The same spout, its clients on TLS but without the CA: refused, and told why.
+        blind = ServiceProcess("services.spout", spout_args(
+            topology, SOURCE, [0], 1, broker.bootstrap), tmp_path / "blind.log",
+            env={"SQUALL_KAFKA_SECURITY_PROTOCOL": "SSL"})
+        blind.start()
+        assert blind.wait(120) == 2, blind.log_tail()
+        said = [line for line in blind.log_tail(200).splitlines()
+                if line.startswith("squall spout: error:")]
+        assert len(said) == 1 and f"cannot reach Kafka at {broker.bootstrap}" in said[0] \
+            and "certificate verify failed" in said[0] \
+            and "set ssl.ca.location (SQUALL_KAFKA_SSL_CA_LOCATION)" in said[0], said

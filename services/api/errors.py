@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from squall.core.errors import (
     AuthError,
@@ -89,5 +90,13 @@ def install(app: FastAPI) -> None:
                            for e in exc.errors()[:5])
         return error_response(422, "invalid_request", detail or "invalid request")
 
+    async def http(_request: Request, exc: Exception) -> JSONResponse:
+        """FastAPI's own HTTP errors (a body that is not JSON: 400), in the same shape."""
+        assert isinstance(exc, StarletteHTTPException)
+        kind = "bad_request" if exc.status_code == 400 else f"http_{exc.status_code}"
+        return error_response(exc.status_code, kind, str(exc.detail),
+                              dict(exc.headers) if exc.headers else None)
+
     app.add_exception_handler(SquallError, handle)
     app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(StarletteHTTPException, http)

@@ -277,6 +277,13 @@ def test_the_caller_is_checked_before_the_body_is_read(api: ApiProcess) -> None:
         assert r.status_code == 401, r.text
 
 
+def test_a_body_that_is_not_json_is_400_in_the_error_shape(http: httpx.Client) -> None:
+    r = http.post("/topologies/x/kill", content=b"0}K\xff\xfe",
+                  headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json() == {"error": "bad_request", "detail": "There was an error parsing the body"}
+
+
 def test_hostile_bodies_are_refused_and_the_api_stays_well(http: httpx.Client) -> None:
     r = http.post("/topologies", content=b"x" * 3_000_000)
     assert r.status_code == 413 and "at most" in r.json()["detail"], r.text

@@ -27,6 +27,7 @@ def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
 
 
 def cmd_dev_up(args: argparse.Namespace) -> int:
+    from squall.dev import profile
     from squall.dev.stack import EmbeddedStack, StackSettings
 
     settings = _stack_settings(args, detached=not args.foreground)
@@ -38,7 +39,8 @@ def cmd_dev_up(args: argparse.Namespace) -> int:
     env = stack.home / "env"
     env.write_text(f"export SQUALL_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
                    f"export SQUALL_ZOOKEEPER={info.zookeeper}\n"
-                   + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else ""))
+                   + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else "")
+                   + profile.exports())
     for p in info.processes:
         print(f"{p.name:<10} {'127.0.0.1:' + str(p.port):<18} pid {p.pid:<8} log {p.log}")
     print(f"environment for other shells: source {env}")

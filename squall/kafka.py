@@ -63,14 +63,11 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
 GAP_HOLD_MS = 5_000
 
 
-#: The acker's fetch wait (``fetch.wait.max.ms``): long enough to outlast the broker's look
-#: at a partition. The embedded Tansu lists every batch a partition ever held for each
-#: fetch (~0.55 µs a batch) and answers a fetch empty when that takes longer than the
-#: fetch's wait: the consumer fetches again, is answered empty again, and never reads
-#: another record (20 ms: no record once a partition held ~60,000 batches, half a soak).
-#: Its cost: a fetch parked at the log's end is looked at again every ~half wait, so a
-#: record that comes then waits up to 50 ms (15 ms median) against 10 with 20 ms. On
-#: Kafka, a parked fetch returns when records come, whatever its wait.
+#: The acker's and the spout's fetch wait (``fetch.wait.max.ms``). A fetch parked at the
+#: log's end returns as soon as records come, so the wait costs nothing under load; it
+#: bounds how often an idle consumer asks (librdkafka's 500 ms default halved the spout's
+#: throughput at max spout pending, where it waits on its results alone), and leaves
+#: room for a broker slow to look at a long partition (docs/kafka.md).
 FETCH_WAIT_MS = 100
 
 
@@ -79,7 +76,7 @@ def paced_fetches(backoff_ms: int) -> dict[str, int]:
     the next waits until they are taken and ``backoff_ms`` has passed (librdkafka fetches
     a partition while its queue holds fewer than ``queued.min.messages``, and looks again
     ``fetch.queue.backoff.ms`` after it found it full). For a broker that charges each
-    fetch (the embedded Tansu); 0: librdkafka's defaults, fetching ahead at once."""
+    fetch; 0: librdkafka's defaults, fetching ahead at once."""
     if backoff_ms <= 0:
         return {}
     return {"queued.min.messages": 1, "fetch.queue.backoff.ms": backoff_ms}

@@ -40,16 +40,13 @@ class AckerSettings(BaseSettings):
     # How often an acker task tells each spout task its timeout clock (an empty result batch).
     heartbeat_interval_s: float = Field(1.0, gt=0)
     # After a fetch brought records, the next waits until they are taken and this long has
-    # passed (librdkafka's fetch.queue.backoff.ms over a queue of one fetch). The embedded
-    # broker (Tansu) charges every fetch that returns data for every batch the partition
-    # ever held; fetching again at once made ~300 fetches a second, a tenth of a core by
-    # the end of a benchmark's phase (docs/performance.md, sessions 23 and 26). Each ack
-    # waits up to this long more. 0: fetch again at once (on Kafka a fetch is a log seek).
-    fetch_backoff_ms: int = Field(10, ge=0, le=1_000)
-    # How long a fetch of the acker topic waits for records (Kafka's fetch.wait.max.ms). On
-    # the embedded broker it must outlast the broker's look at a partition, which grows
-    # with every batch the partition ever held (squall/kafka.py, FETCH_WAIT_MS); shorter
-    # waits answer a tree sooner when the topology is idle between bursts.
+    # passed (librdkafka's fetch.queue.backoff.ms over a queue of one fetch); each ack
+    # waits up to this long more. 0: fetch again at once. For a broker that charges each
+    # fetch (the development stack sets 10: squall/dev/profile.py).
+    fetch_backoff_ms: int = Field(0, ge=0, le=1_000)
+    # How long a fetch of the acker topic waits for records (Kafka's fetch.wait.max.ms): a
+    # parked fetch returns as soon as records come; shorter waits only answer sooner when
+    # the topology is idle between bursts (squall/kafka.py, FETCH_WAIT_MS).
     fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000)
 
     @field_validator("topology")
@@ -94,7 +91,7 @@ def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
     p.add_argument("--fetch-backoff-ms", type=int,
                    help="after a fetch that brought records, the next waits until they are "
-                   "taken and this long has passed (default 10; 0: at once)")
+                   "taken and this long has passed (default 0: at once)")
     p.add_argument("--fetch-wait-max-ms", type=int,
                    help="how long a fetch of the acker topic waits for records (Kafka's "
                    f"fetch.wait.max.ms; default {FETCH_WAIT_MS})")

@@ -31,8 +31,8 @@ def edge_consumer(bootstrap: str) -> Any:
     """The worker's consumer of edge ranges (assigned per range, never group-joined).
 
     It reads only what is known to be there, so fetches need not wait for data;
-    but 10 ms, not less: Tansu answered fetches of 1 ms empty, again and again,
-    from offsets that hold data. A fetch left waiting at the log's end holds up
+    10 ms leaves room for a broker slow to find the offset (docs/kafka.md). A fetch
+    left waiting at the log's end holds up
     the next range's first fetch at most this long. A range the broker no longer
     has is an error (``auto.offset.reset``), never a silent jump.
     """

@@ -388,8 +388,8 @@ class BoltJob:
             "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
             "enable.auto.commit": False})
         tp = TopicPartition(metrics_topic(self.spec.name), 0)
-        # Some brokers (Tansu) answer a little before the end: older runs' reports are
-        # then read too, and dropped by their run id.
+        # Some brokers answer a little before the end: older runs' reports are then
+        # read too, and dropped by their run id.
         _, high = c.get_watermark_offsets(tp, timeout=10)
         c.assign([TopicPartition(tp.topic, 0, max(high, 0))])
         return c

@@ -8,8 +8,8 @@ topic, partition, start, end)``. The task reads them from Kafka itself
 the tuples never pass through the JVM (an Arrow hand-off to the JVM, a conversion to
 rows and back, and a second Python worker per task cost more than the bolts did).
 ``max_rows`` bounds a micro-batch (Kafka messages, each a batch of tuples). The end of
-a partition is learnt from the high watermark of a fetch response: Tansu answers
-ListOffsets wrongly.
+a partition is learnt from the high watermark of a fetch response, which every broker
+gets right (ListOffsets, not always: docs/kafka.md).
 """
 
 from __future__ import annotations
@@ -147,12 +147,12 @@ class EdgeReader(DataSourceStreamReader):
 class EdgeEnds:
     """The ends of edge partitions, from fetch responses (a long-lived consumer).
 
-    Tansu answered ListOffsets wrongly; the high watermark each fetch response
-    carries is right. The data itself is not wanted, and fetching it is what
-    costs: Tansu's memory engine lists every batch a partition ever held for
-    each fetch that returns data, so a consumer reading an edge continuously
-    (it did, 100 fetches a second) costs the broker more each minute until it
-    saturates. So the consumer holds at most one fetched message per partition
+    The high watermark each fetch response carries is right on every broker
+    (ListOffsets is not: docs/kafka.md). The data itself is not wanted, and
+    fetching it is what costs: a consumer reading an edge continuously (100
+    fetches a second) reads every edge record twice, and on a broker that charges
+    each fetch for every batch a partition ever held, more each minute. So the
+    consumer holds at most one fetched message per partition
     (``queued.min.messages`` 1: librdkafka stops fetching it until that is
     read) and sits at each partition's end, where a fetch lists nothing.
     """

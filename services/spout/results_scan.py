@@ -41,8 +41,7 @@ def scan_results(kafka: KafkaClients, topic: str, task_id: int, start: int,
 
     c = kafka.consumer({"group.id": "squall-scan",
                   "enable.auto.commit": False, "enable.partition.eof": True,
-                  # Not less: Tansu answers nothing, again and again, to a fetch whose wait
-                  # is shorter than it takes to find the offset (decisions.md, session 11).
+                  # room for a broker slow to find the offset (docs/kafka.md)
                   "fetch.wait.max.ms": 100})
     c.assign([TopicPartition(topic, task_id, start)])
     gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)

@@ -5,9 +5,9 @@ One consumer per process reads the source partitions assigned to its tasks
 storm-kafka-client assigns them; never a group subscription); a second one
 reads each task's results partition, so results are never queued behind
 prefetched source records (that queue held them back for a second and more).
-Each incarnation's root salt is marked in its results partition (Tansu keeps
-no commit metadata), so a restarted spout can recognise trees acked before it
-could commit them.
+Each incarnation's root salt is marked in its results partition (not in the
+commit's metadata, which not every broker keeps), so a restarted spout can
+recognise trees acked before it could commit them.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class SpoutService:
         if s.create_topics:
             topics = {e.topic: e.partitions for e in edges}
             # One results partition per source partition: room for every useful spout
-            # parallelism, so a rebalance never needs more (Tansu cannot add partitions).
+            # parallelism, so a rebalance never needs to add partitions.
             topics |= {self.results: max(s.num_tasks, len(all_tps)), self.dlq: 1}
             if s.num_ackers:
                 topics[self.acker] = s.num_ackers
@@ -481,8 +481,7 @@ class SpoutService:
 def read_ahead(records: int, backoff_ms: int) -> dict[str, int]:
     """The source consumer's bounds on what it fetches ahead of the spout: about
     ``records`` per partition and one fetch more. A fetch is at most 1 MiB (512 KiB a
-    partition on a Kafka that keeps to it; Tansu fills the request's whole size from
-    one partition; a larger record still comes whole), and a queue that was full is looked
+    partition; a larger record still comes whole), and a queue that was full is looked
     at again after ``backoff_ms``: librdkafka's second (its default) held the spout up."""
     return {"queued.min.messages": records, "fetch.queue.backoff.ms": backoff_ms,
             "max.partition.fetch.bytes": 512 << 10, "fetch.max.bytes": 1 << 20}

@@ -63,33 +63,27 @@ class SpoutSettings(BaseSettings):
     read_ahead_records: int = Field(10_000, ge=1)
     # How long a partition whose read-ahead is full waits before it is fetched again
     # (librdkafka's fetch.queue.backoff.ms; its second held the spout up). With a small
-    # read-ahead, it paces the fetches: one a backoff while records keep coming (the
-    # benchmarks on the embedded Tansu, decisions.md session 27).
+    # read-ahead, it paces the fetches: one a backoff while records keep coming.
     fetch_backoff_ms: int = Field(5, ge=0, le=10_000)
     # How long the broker may hold a fetch with nothing new. At max spout pending the
     # spout waits on its results partition alone: this bounds what the wait adds to a
     # tree's round trip (librdkafka's 500 ms default halved the spout's throughput).
-    # The acker's default too: it must outlast the embedded broker's look at a partition
-    # (squall/kafka.py).
     fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=0, le=10_000)
     # How much new source data a fetch waits for, up to fetch_wait_max_ms (Kafka's
     # fetch.min.bytes; 1, its default: a fetch returns with the first record). More: fewer,
-    # larger answers for the spout to handle (the benchmarks on the embedded Tansu use
-    # 1 MiB and a 50 ms wait; Tansu still looks at the waiting fetch ~3 times,
-    # decisions.md); on Kafka, every tree waits up to fetch_wait_max_ms more when the rate
-    # is low.
+    # larger answers for the spout to handle, and every tree waits up to fetch_wait_max_ms
+    # more when the rate is low.
     fetch_min_bytes: int = Field(1, ge=1, le=64 << 20)
     # How long the producer holds what the spout emits (edge tuples, acker inits) to send
-    # it as one batch per partition (Kafka's linger.ms; librdkafka's default). Longer asks
-    # less of a broker that charges each fetch for every batch a partition ever held, as
-    # the embedded Tansu does, and delays every tree by up to as much at low rates
-    # (docs/performance.md, session 23).
+    # it as one batch per partition (Kafka's linger.ms; librdkafka's default). Longer:
+    # fewer, larger batches, and every tree delayed by up to as much at low rates.
     producer_linger_ms: int = Field(5, ge=0, le=10_000)
     # How long a gap in a source partition's offsets is fetched again before the spout
-    # moves past it (squall/core/contiguity.py: a broker may show a record batch before an
-    # earlier one). 0: at once, as Kafka's consumers do (a real Kafka whose sources have
-    # transaction markers or compaction, where every gap is real).
-    source_gap_hold_ms: int = Field(2_000, ge=0, le=600_000)
+    # moves past it (squall/core/contiguity.py). 0: at once, as Kafka's consumers do: on
+    # Kafka a gap in a source is real (transaction markers, compaction). For a broker that
+    # may show a record batch before an earlier one (the development stack sets 2000:
+    # squall/dev/profile.py).
+    source_gap_hold_ms: int = Field(0, ge=0, le=600_000)
     create_topics: bool = True
     # The backstop's clock: "bolts" (default) the ackers' timeout clock, which waits for
     # slow bolts (squall/core/progress.py); "wall" this process's own, Storm's.
@@ -238,8 +232,8 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
                         "fetched again (librdkafka's fetch.queue.backoff.ms; default 5)")
     p.add_argument("--source-gap-hold-ms", type=int,
                    help="how long a gap in a source partition's offsets is fetched again "
-                        "before the spout moves past it (default 2000; 0: at once, as "
-                        "Kafka's consumers do)")
+                        "before the spout moves past it (default 0: at once, as Kafka's "
+                        "consumers do)")
     p.add_argument("--timeout-clock", choices=["bolts", "wall"],
                    help="the backstop's clock: bolts (the ackers', default) or wall")
     return load_settings(SpoutSettings, p, argv, "spout")

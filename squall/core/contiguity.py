@@ -2,10 +2,9 @@
 
 Kafka numbers a partition's records one after another, and a consumer moves past any
 offset that is missing: compaction removes records, transaction markers are never
-delivered. Tansu, the embedded broker, can also answer a fetch with a record batch that
-follows one another producer is still writing: the earlier records become visible a
-moment later (seen: 4 gaps in 2 minutes, three producers on one partition, every one of
-them filled when read again). A consumer that moved past them never reads them: a
+delivered. A broker may also answer a fetch with a record batch that follows one
+another producer is still writing: the earlier records become visible a moment later
+(the development stack's does: docs/kafka.md). A consumer that moved past them never reads them: a
 skipped init or ack holds its tree until the message timeout (the soak's 60 s stalls), a
 skipped source record is committed over and never processed.
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from squall.core.errors import StackError
-from squall.dev import postgres
+from squall.dev import postgres, profile
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients, quiet_logger
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
@@ -303,6 +303,7 @@ class EmbeddedStack:
         except BaseException:
             self.stop()
             raise
+        profile.apply()  # what Squall's processes started from here need of this broker
         return self.info
 
     def stop(self) -> None:

@@ -80,11 +80,17 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def checkpoints(workdir: Path) -> Path:
+    """The checkpoints of the run's one submission (its id is ``wordcount-N-seconds``)."""
+    found = sorted((workdir / "checkpoints").glob(f"{NAME}-*"))
+    return found[-1] if found else workdir / "checkpoints" / NAME
+
+
 def active_driver(workdir: Path) -> list[int]:
     """The Spark driver JVM of the bolts job that holds the topology's lock (not the warm
     standby's): the lock file names the job's process, the JVM is its child."""
     with contextlib.suppress(OSError, ValueError):
-        job = int((workdir / "checkpoints" / NAME / "job.lock").read_text().split()[0])
+        job = int((checkpoints(workdir) / "job.lock").read_text().split()[0])
         return child_pids(job, KILLS[2][1])
     return []
 
@@ -94,7 +100,7 @@ def task_marks(workdir: Path) -> list[tuple[str, int]]:
     from services.bolts.batch_marks import DIRECTORY
 
     return [(str(marks), int(f.name.removeprefix("producing-")))
-            for marks in (workdir / "checkpoints" / NAME).glob(f"*/{DIRECTORY}")
+            for marks in checkpoints(workdir).glob(f"*/{DIRECTORY}")
             for f in marks.glob("producing-*")]
 
 
@@ -366,12 +372,12 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
     return out
 
 
-def count_inits(bootstrap: str, ackers: int) -> int:
+def count_inits(bootstrap: str, topology_id: str, ackers: int) -> int:
     from squall.core.records import RecordKind
     from squall.core.wire import decode_acker_batch, decode_progress
 
     n = 0
-    for m in read_topic(bootstrap, f"squall.{NAME}.acker", ackers):
+    for m in read_topic(bootstrap, f"squall.{topology_id}.acker", ackers):
         raw = m.value() or b""
         if decode_progress(raw) is not None:
             continue
@@ -423,12 +429,12 @@ def main(argv: list[str] | None = None) -> int:
             "examples.faults:SplitOrRaise" if a.poison else "examples.wordcount:SplitSentenceArrow"
         spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact,
                              bolt_deadline_s=a.bolt_deadline_s)
-        cl.client.submit(spec.to_json())
-        say("submitted; waiting for the bolt queries")
+        tid = str(cl.client.submit(spec.to_json())["id"])
+        say(f"submitted as {tid}; waiting for the bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
                     240):
             raise SystemExit("the bolt queries did not start in 240 s")
-        prog = Progress(cl.info, cl.client)
+        prog = Progress(cl.info, cl.client, tid)
         feeder = Feeder(bootstrap, total, a.rate, a.poison,
                         a.minutes * 60 if (a.no_kills and a.minutes) else None,
                         crash=POISON_SHARE if a.poison_crash else 0.0,
@@ -490,14 +496,14 @@ def main(argv: list[str] | None = None) -> int:
         from squall.core.dead_letters import DeadLetterHeaders
 
         letters = [(m.value(), DeadLetterHeaders.from_headers(m.headers() or []))
-                   for m in read_topic(bootstrap, f"squall.{NAME}.dlq", 1)]
+                   for m in read_topic(bootstrap, f"squall.{tid}.dlq", 1)]
         spout_letters = [(v, d) for v, d in letters if d.component == SOURCE]
         by_value = Counter(v for v, _ in spout_letters)
         poison = feeder.undecodable | feeder.raising | feeder.killing
-        inits = count_inits(bootstrap, spec.ackers)
+        inits = count_inits(bootstrap, tid, spec.ackers)
         counted: Counter[str] = Counter()
         if a.exact:
-            counted = state_counts(cl.state_url)
+            counted = state_counts(cl.state_url, tid)
         else:
             for m in read_topic(bootstrap, COUNTS, 1):
                 with contextlib.suppress(ValueError):

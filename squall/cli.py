@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,7 +130,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise SquallError(f"cannot read {path}: {e}") from None
     c = _client(args)
     out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive)
-    print(f"submitted {out['id']} ({out['status']})")
+    print(f"submitted {out.get('name', out['id'])} as {out['id']} ({out['status']})")
     return 0
 
 
@@ -137,8 +138,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     from squall.client import format_table
 
     c = _client(args)
-    rows = [("id", "status", "uptime s", "version")] + [
-        (t["id"], t["status"], f"{t['uptime_s']:.0f}", str(t["version"])) for t in c.topologies()]
+    rows = [("name", "id", "status", "uptime s", "version")] + [
+        (t.get("name", t["id"]), t["id"], t["status"], f"{t['uptime_s']:.0f}", str(t["version"]))
+        for t in c.topologies()]
     print(format_table(rows))
     return 0
 
@@ -169,7 +171,29 @@ def cmd_operate(args: argparse.Namespace) -> int:
         par[name] = int(n)
     out = c.operate(args.id, args.command, getattr(args, "wait", None), par)
     print(f"{out['id']}: {out['status']}")
+    if getattr(args, "follow", False):
+        return _follow_teardown(c, str(out["id"]), float(out.get("deadline_ms") or 0) / 1000)
     return 0
+
+
+def _follow_teardown(c: ApiClient, tid: str, deadline_s: float) -> int:
+    """Wait out the kill: the drain, then the teardown; say what it removed."""
+    give_up = max(deadline_s, time.time()) + 300
+    said = ""
+    while time.time() < give_up:
+        t = c.teardown(tid)
+        now = ("draining" if t is None else "removing what it owned" if not t["done"]
+               else "")
+        if t is not None and t["done"]:
+            print(f"teardown: {t['summary']}")
+            return 0
+        if now != said:
+            print(f"{tid}: {now}" + (f" ({t['error']})" if t and t.get("error") else ""),
+                  file=sys.stderr)
+            said = now
+        time.sleep(1)
+    print(f"{tid}: the teardown did not finish in time (GET /teardowns/{tid})", file=sys.stderr)
+    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,10 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
                       "bolt's executors)"),
                      ("kill", "spouts stop, trees drain, then the topology is removed")):
         o = sub.add_parser(op, help=f"{op} a topology: {what}")
-        o.add_argument("id", help="topology id")
+        o.add_argument("id", help="topology id, or the name of a live topology")
         if op in ("rebalance", "kill"):
             o.add_argument("--wait", type=float, default=None,
                            help="drain seconds (default: the message timeout)")
+        if op == "kill":
+            o.add_argument("--follow", action="store_true",
+                           help="wait for the drain and the teardown, and say what it removed")
         if op == "rebalance":
             o.add_argument("-p", "--parallelism", action="append", metavar="COMPONENT=N",
                            help="a spout's new parallelism, or a bolt's executors (1..its "

@@ -52,6 +52,15 @@ class ApiClient:
     def workers(self) -> Any:
         return self.request("GET", "/workers")
 
+    def teardown(self, tid: str) -> Any:
+        """A killed topology's teardown; None until its kill wait is over."""
+        try:
+            return self.request("GET", f"/teardowns/{tid}")
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
     def operate(self, tid: str, op: str, wait_s: float | None = None,
                 parallelism: dict[str, int] | None = None) -> Any:
         body: dict[str, Any] = {}

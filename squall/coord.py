@@ -13,12 +13,14 @@ as in Storm, and a killed topology's name is free again once it is removed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
+from squall.core.teardown import Teardown
 
 log = logging.getLogger("squall.coord")
 ROOT = "/squall"
@@ -28,6 +30,14 @@ MAX_RECORD_BYTES = 768 * 1024
 WORKERS = f"{ROOT}/workers"
 ASSIGNMENTS = f"{ROOT}/assignments"
 ELECTION = f"{ROOT}/election"
+#: ``names/<name>`` holds the id of the live topology submitted under that name.
+NAMES = f"{ROOT}/names"
+#: Sequential nodes: each submission's counter (its id's middle part).
+SUBMISSIONS = f"{ROOT}/submissions"
+#: ``teardowns/<id>``: a killed topology's teardown (squall/core/teardown.py).
+TEARDOWNS = f"{ROOT}/teardowns"
+#: Done teardowns kept for ``squall kill --follow`` and GET /teardowns to read.
+KEEP_TEARDOWNS = 100
 
 
 def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0,
@@ -47,7 +57,7 @@ def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0
         zk.close()
         raise CoordinationError(f"ZooKeeper at {hosts} did not answer within {timeout_s}s"
                                 ) from None
-    for path in (TOPOLOGIES, WORKERS, ASSIGNMENTS, ELECTION):
+    for path in (TOPOLOGIES, WORKERS, ASSIGNMENTS, ELECTION, NAMES, SUBMISSIONS, TEARDOWNS):
         zk.ensure_path(path)
     return zk
 
@@ -66,19 +76,54 @@ class TopologyStore:
     def __init__(self, zk: Any) -> None:
         self.zk = zk
 
+    def next_counter(self) -> int:
+        """A number no submission of this cluster had before (a ZooKeeper sequence)."""
+        path = _zk_call("count", lambda: self.zk.create(f"{SUBMISSIONS}/s-", b"",
+                                                         sequence=True))
+        with contextlib.suppress(Exception):  # the parent keeps counting without it
+            self.zk.delete(path)
+        return int(str(path).rsplit("-", 1)[1])
+
     def create(self, rec: TopologyRecord) -> TopologyRecord:
+        """Store a new topology and claim its name, both or neither: one live topology per
+        name (Storm's rule), while its id is unique for the cluster's life."""
         from kazoo.exceptions import NodeExistsError
 
         raw = rec.to_json()
         if len(raw) > MAX_RECORD_BYTES:  # ZooKeeper would drop the session, not refuse it
             raise TopologyError(f"topology {rec.id!r} is {len(raw):,} bytes stored; at most "
                                 f"{MAX_RECORD_BYTES:,} fit a ZooKeeper node")
+
+        def both() -> list[Any]:
+            t = self.zk.transaction()
+            t.create(f"{NAMES}/{rec.display_name}", rec.id.encode())
+            t.create(f"{TOPOLOGIES}/{rec.id}", raw)
+            return list(t.commit())
+
+        results = _zk_call("submit", both)
+        if any(isinstance(r, NodeExistsError) for r in results):
+            live = self.live_id(rec.display_name)
+            raise ConflictError(
+                f"a topology named {rec.display_name!r} is already submitted"
+                + (f" (id {live}); kill it, and submit again once its kill wait is over"
+                   if live else f" (id {rec.id})")) from None
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            raise CoordinationError(f"ZooKeeper refused the submission of {rec.id!r}: "
+                                    f"{type(failed[0]).__name__}")
+        return dataclasses.replace(rec, version=0)
+
+    def live_id(self, name: str) -> str | None:
+        """The id of the live topology submitted as ``name``, if there is one."""
+        from kazoo.exceptions import NoNodeError
+
+        if "/" in name or name in ("", ".", ".."):
+            return None
         try:
-            _zk_call("submit", lambda: self.zk.create(f"{TOPOLOGIES}/{rec.id}", raw))
-        except NodeExistsError:
-            raise ConflictError(f"a topology named {rec.id!r} is already submitted "
-                                "(kill it first, or choose another name)") from None
-        return TopologyRecord(rec.id, rec.spec, rec.lifecycle, rec.submitted_ms, 0)
+            raw, _ = _zk_call("read", lambda: self.zk.get(f"{NAMES}/{name}"))
+        except NoNodeError:
+            return None
+        return bytes(raw).decode() or None
 
     def get(self, topology_id: str) -> TopologyRecord:
         from kazoo.exceptions import NoNodeError
@@ -90,6 +135,12 @@ class TopologyStore:
         except NoNodeError:
             raise NotFoundError(f"no topology {topology_id!r}") from None
         return TopologyRecord.from_json(raw, stat.version)
+
+    def exists(self, topology_id: str) -> bool:
+        if "/" in topology_id or topology_id in ("", ".", ".."):
+            return False
+        return _zk_call("read", lambda: self.zk.exists(f"{TOPOLOGIES}/{topology_id}")) \
+            is not None
 
     def list(self) -> list[TopologyRecord]:
         out = []
@@ -112,13 +163,22 @@ class TopologyStore:
                                 f"{rec.version} is stale); read it again and retry") from None
         except NoNodeError:
             raise NotFoundError(f"no topology {rec.id!r}") from None
-        return TopologyRecord(rec.id, rec.spec, rec.lifecycle, rec.submitted_ms, stat.version)
+        return dataclasses.replace(rec, version=stat.version)
 
     def delete(self, topology_id: str) -> None:
+        """Remove the topology and free its name (if the name is still its own)."""
         from kazoo.exceptions import NoNodeError
 
+        try:
+            rec = self.get(topology_id)
+        except NotFoundError:
+            return
         with contextlib.suppress(NoNodeError):
             _zk_call("remove", lambda: self.zk.delete(f"{TOPOLOGIES}/{topology_id}"))
+        if self.live_id(rec.display_name) == topology_id:
+            with contextlib.suppress(NoNodeError):
+                _zk_call("free the name", lambda: self.zk.delete(
+                    f"{NAMES}/{rec.display_name}"))
 
 
 def list_workers(zk: Any) -> list[WorkerInfo]:
@@ -164,3 +224,49 @@ def write_assignment(zk: Any, worker_id: str, a: WorkerAssignment | None) -> Non
             zk.create(path, a.to_json())
         except NodeExistsError:
             zk.set(path, a.to_json())
+
+
+def write_teardown(zk: Any, t: Teardown) -> None:
+    from kazoo.exceptions import NodeExistsError, NoNodeError
+
+    path = f"{TEARDOWNS}/{t.id}"
+    try:
+        _zk_call("write a teardown", lambda: zk.set(path, t.to_json()))
+    except NoNodeError:
+        with contextlib.suppress(NodeExistsError):
+            _zk_call("write a teardown", lambda: zk.create(path, t.to_json()))
+
+
+def read_teardowns(zk: Any, prune: bool = False) -> list[Teardown]:
+    """Every teardown, oldest first; ``prune``: the oldest done ones beyond KEEP_TEARDOWNS
+    deleted."""
+    from kazoo.exceptions import NoNodeError
+
+    out = []
+    for name in _zk_call("list teardowns", lambda: zk.get_children(TEARDOWNS)):
+        try:
+            raw, _ = zk.get(f"{TEARDOWNS}/{name}")
+            out.append(Teardown.from_json(raw))
+        except NoNodeError:
+            continue
+        except (ValueError, KeyError) as e:
+            log.warning("ignoring malformed teardown node %s: %s", name, e)
+    out.sort(key=lambda t: t.since_ms)
+    done = [t for t in out if t.done_ms is not None]
+    for old in done[:max(0, len(done) - KEEP_TEARDOWNS)] if prune else ():
+        with contextlib.suppress(NoNodeError):
+            zk.delete(f"{TEARDOWNS}/{old.id}")
+        out.remove(old)
+    return out
+
+
+def teardown_of(zk: Any, topology_id: str) -> Teardown | None:
+    from kazoo.exceptions import NoNodeError
+
+    if "/" in topology_id or topology_id in ("", ".", ".."):
+        return None
+    try:
+        raw, _ = _zk_call("read a teardown", lambda: zk.get(f"{TEARDOWNS}/{topology_id}"))
+    except NoNodeError:
+        return None
+    return Teardown.from_json(raw)

@@ -216,13 +216,14 @@ def shown_stats(storm: dict[str, Any]) -> dict[str, Any]:
 class Progress:
     """The numbers the demo shows, from Kafka (committed offsets) and the API (stats)."""
 
-    def __init__(self, info: StackInfo, client: ApiClient) -> None:
+    def __init__(self, info: StackInfo, client: ApiClient, topology_id: str) -> None:
         from confluent_kafka import Consumer
 
-        self.client = client
+        self.client, self.id = client, topology_id
         self.c = Consumer({"bootstrap.servers": info.bootstrap_servers,
                            "logger": quiet_logger("demo-progress"),
-                           "group.id": f"squall.{NAME}.{SOURCE}", "enable.auto.commit": False})
+                           "group.id": f"squall.{topology_id}.{SOURCE}",
+                           "enable.auto.commit": False})
         self.start = time.monotonic()
         self.last: tuple[float, float] | None = None
         self.acker_rate = 0.0
@@ -237,7 +238,7 @@ class Progress:
 
     def refresh(self) -> None:
         with contextlib.suppress(ApiError):
-            self.storm = self.client.storm_topology(NAME)
+            self.storm = self.client.storm_topology(self.id)
         records = float(self.storm.get("acker", {}).get("records", 0.0))
         now = time.monotonic()
         if self.last is not None and now > self.last[0]:
@@ -258,13 +259,14 @@ class Progress:
         self.c.close()
 
 
-def state_counts(url: str) -> Counter[str]:
-    """Every word's count in the exact word count's Trident state."""
+def state_counts(url: str, topology_id: str) -> Counter[str]:
+    """Every word's count in the exact word count's Trident state (of the submission
+    ``topology_id``)."""
     from squall.backends import open_store
     from squall.backends.sql import StoreName
     from squall.core.trident.codec import MapKind
 
-    store = open_store(url, StoreName(f"{NAME}.count", 0, MapKind.OPAQUE))
+    store = open_store(url, StoreName(f"{topology_id}.count", 0, MapKind.OPAQUE))
     try:
         return Counter({str(w): int(v.curr) for (w,), v in store.items()})
     finally:
@@ -349,12 +351,13 @@ def run_demo(s: DemoSettings) -> int:
         info, client = cl.info, cl.client
         ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)
-        client.submit(spec.to_json())
-        _say(f"submitted {NAME!r} over REST; waiting for Spark to start the bolt queries")
+        tid = str(client.submit(spec.to_json())["id"])
+        _say(f"submitted {NAME!r} over REST as {tid}; waiting for Spark to start the bolt "
+             "queries")
         t_wait = time.monotonic()
 
         def bolts_running() -> bool:
-            bolts = client.storm_topology(NAME)["bolts"]
+            bolts = client.storm_topology(tid)["bolts"]
             print(f"\r  {time.monotonic() - t_wait:5.1f}s  bolt queries running: "
                   f"{sum(b['running'] for b in bolts)}/{len(bolts)} ", end="", file=sys.stderr,
                   flush=True)
@@ -366,7 +369,7 @@ def run_demo(s: DemoSettings) -> int:
              f"{running_at - cl.workers_started:.1f} s after the workers started")
         producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5,
                              "logger": quiet_logger("demo")})
-        prog = Progress(info, client)
+        prog = Progress(info, client, tid)
         words: Counter[str] = Counter()  # the ground truth
         deadline = time.monotonic() + s.timeout_s  # the warm-up's time included
         warm = WARMUP_SENTENCES if s.sentences is not None else 0
@@ -428,7 +431,7 @@ def run_demo(s: DemoSettings) -> int:
                 stop.wait(0.1)  # the API gathers every 0.25 s here: the summary waits no more
                 prog.refresh()
             acker_records = float(prog.storm.get("acker", {}).get("records", 0.0)) - acker_before
-            counts = state_counts(cl.state_url)
+            counts = state_counts(cl.state_url, tid)
             top = counts.most_common(10)
             _say("\n\ntop words:")
             for w, n in top:

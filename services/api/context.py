@@ -27,7 +27,24 @@ from squall.core.cluster import TopologyRecord, WorkerInfo
 from squall.core.errors import AuthError, UsageError
 from squall.core.topology import TopologySpec
 
-TopologyId = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,200}$", description="topology id")]
+
+def _topology_id(request: Request, topology_id: Annotated[str, Path(
+        pattern=r"^[A-Za-z0-9._-]{1,200}$",
+        description="a topology's id, or the name of a live topology")]) -> str:
+    """The id a route's ``topology_id`` names (Storm's CLI takes names, its UI ids)."""
+    ctx: ApiContext = request.app.state.squall
+    if ctx.cluster.ready:
+        records = ctx.cluster.records()
+        if any(r.id == topology_id for r in records):
+            return topology_id
+        named = [r.id for r in records if r.display_name == topology_id]
+        if len(named) == 1:
+            return named[0]
+    return ctx.control.resolve(topology_id)
+
+
+#: A route's topology: its id, or the name of a live topology, resolved to the id.
+TopologyId = Annotated[str, Depends(_topology_id)]
 Wait = Annotated[float, Path(ge=0, le=86_400, description="seconds to let trees drain")]
 IfMatch = Annotated[str | None, Header(description="expected version (409 if stale)")]
 _bearer = HTTPBearer(auto_error=False)

@@ -24,16 +24,28 @@ from squall.coord import (
     TopologyStore,
     list_workers,
     read_assignments,
+    read_teardowns,
     write_assignment,
+    write_teardown,
 )
 from squall.coord import connect as zk_connect
 from squall.core.assignment import Unit
 from squall.core.clock import Clock
-from squall.core.cluster import TopologyRecord, WorkerInfo
-from squall.core.errors import ConflictError, CoordinationError, NotLeader, SquallError
+from squall.core.cluster import TopologyRecord, WorkerInfo, topology_id
+from squall.core.errors import (
+    ConflictError,
+    CoordinationError,
+    KafkaUnavailable,
+    NotLeader,
+    SquallError,
+    TopologyError,
+)
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import plan, with_parallelism
+from squall.core.spec_checks import MAX_NAME
+from squall.core.teardown import Teardown, owned, still_running
 from squall.core.topology import TopologySpec
+from squall.kafka_clients import quiet_logger
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.api")
@@ -148,16 +160,21 @@ class Control:
     def round(self) -> None:
         records = self.store.list()
         current = read_assignments(self.zk)
-        p = plan(records, list_workers(self.zk), current, self.clock.now_ms())
+        workers = list_workers(self.zk)
+        now = self.clock.now_ms()
+        p = plan(records, workers, current, now)
         for rec in p.updates:
             try:
                 self.store.update(rec)
                 log.info("topology %s is now %s", rec.id, rec.lifecycle.status)
             except ConflictError:
                 self.wake.set()  # edited meanwhile: next round
+        by_id = {r.id: r for r in records}
         for tid in p.removals:
+            # queued first: a leader that dies between the two redoes both
+            write_teardown(self.zk, Teardown(tid, by_id[tid].display_name, now))
             self.store.delete(tid)
-            log.info("topology %s removed (kill wait over)", tid)
+            log.info("topology %s removed (kill wait over); its teardown is queued", tid)
         for wid, a in p.assignments.items():
             if current.get(wid) != a:
                 write_assignment(self.zk, wid, a)
@@ -167,17 +184,81 @@ class Control:
             log.warning("%d tasks have no worker with room: %s", len(p.unassigned),
                         ", ".join(u.key for u in p.unassigned[:10]))
         self.unassigned = p.unassigned
+        self._tear_down(workers, p.assignments.values(), now)
         self.rounds += 1
+
+    def _tear_down(self, workers: list[WorkerInfo], assignments: Any, now: int) -> None:
+        """Remove what a killed topology's id owns in Kafka, once none of its processes
+        runs (squall/core/teardown.py); one per round, tried again until it succeeds."""
+        for t in read_teardowns(self.zk, prune=True):
+            if t.done_ms is not None or still_running(t.id, workers, assignments):
+                continue
+            try:
+                done = self._remove_from_kafka(t, now)
+            except SquallError as e:
+                write_teardown(self.zk, dataclasses.replace(t, error=str(e)))
+                log.warning("teardown of %s: %s; trying again", t.id, e)
+                return
+            write_teardown(self.zk, done)
+            log.info("teardown of %s", done.summary())
+            return
+
+    def _remove_from_kafka(self, t: Teardown, now: int) -> Teardown:
+        kafka = self.s.clients
+        admin = kafka.admin({"logger": quiet_logger("teardown")})
+        topics = list(kafka.metadata(15).topics)
+        try:
+            groups = [g.group_id for g in admin.list_consumer_groups(
+                request_timeout=15).result(timeout=20).valid]
+        except Exception as e:  # a broker without group listing: topics still go
+            log.warning("teardown of %s: cannot list consumer groups (%s)", t.id, e)
+            groups = []
+        remove, drop, kept = owned(t.id, topics, groups)
+        failed: list[str] = []
+        futures: dict[str, Any] = {}
+        if remove:
+            futures |= admin.delete_topics(remove, operation_timeout=30)
+        if drop:
+            futures |= admin.delete_consumer_groups(drop, request_timeout=30)
+        for key, fut in futures.items():
+            try:
+                fut.result(timeout=40)
+            except Exception as e:
+                failed.append(f"{key}: {e}")
+        if failed:
+            raise KafkaUnavailable(f"could not delete {'; '.join(failed[:5])}")
+        return dataclasses.replace(t, done_ms=now, topics=tuple(remove), groups=tuple(drop),
+                                   kept=tuple(kept), error="")
 
     # ----- operations (the leader's) -----------------------------------------
 
     def submit(self, spec: TopologySpec, activate: bool = True) -> TopologyRecord:
+        """Store ``spec`` under a new id (Storm's ``name-counter-timestamp``); its processes
+        get the spec named by the id, so all they make is this submission's own."""
         self.require_writable()
+        if len(spec.name) > MAX_NAME["topology"]:
+            raise TopologyError(f"topology name {spec.name[:20]!r}... is {len(spec.name)} "
+                                f"characters; at most {MAX_NAME['topology']}")
+        live = self.store.live_id(spec.name)
+        if live is not None:
+            raise ConflictError(f"a topology named {spec.name!r} is already submitted (id "
+                                f"{live}); kill it, and submit again once its kill wait is "
+                                "over")
         status = Status.ACTIVE if activate else Status.INACTIVE
-        rec = self.store.create(TopologyRecord(spec.name, spec, Lifecycle(status),
-                                               self.clock.now_ms()))
+        now = self.clock.now_ms()
+        tid = topology_id(spec.name, self.store.next_counter(), now)
+        rec = self.store.create(TopologyRecord(
+            tid, dataclasses.replace(spec, name=tid).validate(), Lifecycle(status), now,
+            name=spec.name))
         self.wake.set()
         return rec
+
+    def resolve(self, ref: str) -> str:
+        """The id ``ref`` names: an id, or the name of a live topology (as Storm's CLI
+        takes names)."""
+        if self.store.exists(ref):
+            return ref
+        return self.store.live_id(ref) or ref
 
     def operate(self, topology_id: str, event: str, wait_s: float | None = None,
                 parallelism: dict[str, int] | None = None,

@@ -63,7 +63,7 @@ def storm_component(rec: TopologyRecord, component: str, now_ms: int,
                          "failed": body["failed"]}
     result = {
         "user": "", "id": component, "encodedId": quote(component, safe=""),
-        "name": rec.spec.name, "executors": body["executors"], "tasks": body["tasks"],
+        "name": rec.display_name, "executors": body["executors"], "tasks": body["tasks"],
         "topologyId": rec.id, "encodedTopologyId": quote(rec.id, safe=""),
         "topologyStatus": full["status"], "window": window, "windowHint": window_pretty(window),
         "componentType": kind, "debug": False, "samplingPct": 0.0, "eventLogLink": "",

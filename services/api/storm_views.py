@@ -183,7 +183,7 @@ def storm_workers(rec: TopologyRecord, workers: list[WorkerInfo],
             num = dict(sorted(proc["components"].items()))
             out.append({"supervisorId": w.worker.id, "host": w.host,
                         "port": urlsplit(url).port or 0, "topologyId": rec.id,
-                        "topologyName": rec.spec.name, "executorsTotal": sum(num.values()),
+                        "topologyName": rec.display_name, "executorsTotal": sum(num.values()),
                         "componentNumTasks": num, "uptime": pretty_uptime(up),
                         "uptimeSeconds": up, "workerLogLink": url,
                         "assignedMemOnHeap": 0.0, "assignedMemOffHeap": 0.0,
@@ -229,7 +229,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
     ack = stats.get(ACKER)
     storm_workers_ = storm_workers(rec, workers, assignments, now_ms)
     return {
-        "id": rec.id, "encodedId": quote(rec.id, safe=""), "name": spec.name,
+        "id": rec.id, "encodedId": quote(rec.id, safe=""), "name": rec.display_name,
         "status": str(rec.lifecycle.status), "uptime": pretty_uptime(up),
         # Storm's is whole seconds; the exact one is in the configuration.
         "uptimeSeconds": int(up), "msgTimeout": math.ceil(spec.message_timeout_s),
@@ -249,7 +249,7 @@ def storm_topology(rec: TopologyRecord, now_ms: int, assignments: dict[str, Work
                    "grouping": str(i.grouping), "fields": list(i.fields)}
                   for b in spec.bolts for i in b.inputs],
         "configuration": {"storm.id": rec.id,
-                          "topology.name": spec.name,
+                          "topology.name": rec.display_name,
                           "topology.message.timeout.secs": spec.message_timeout_s,
                           "topology.bolt.deadline.secs": spec.deadline_s,
                           "topology.max.spout.pending": spec.max_spout_pending,

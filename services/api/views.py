@@ -3,6 +3,7 @@ shares with them: placements, restarts, uptimes, the API replicas."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +12,7 @@ from services.api.control import Contender
 from services.api.stats import ComponentStats
 from squall.core.assignment import ACKER
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.teardown import Teardown
 
 
 def placements_of(tid: str, assignments: dict[str, WorkerAssignment]) -> list[dict[str, Any]]:
@@ -87,10 +89,11 @@ def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, Worke
     """Our own route's view: the record, where its tasks run, and its numbers."""
     lc = rec.lifecycle
     return {
-        "id": rec.id, "name": rec.spec.name, "status": str(lc.status), "version": rec.version,
+        "id": rec.id, "name": rec.display_name, "status": str(lc.status), "version": rec.version,
         "submitted_ms": rec.submitted_ms, "uptime_s": uptime_s(rec, now_ms),
         "deadline_ms": lc.deadline_ms, "pending_parallelism": lc.parallelism,
-        "spec": rec.spec.to_dict(), "assignment": placements_of(rec.id, assignments),
+        "spec": {**rec.spec.to_dict(), "name": rec.display_name},  # as submitted
+        "assignment": placements_of(rec.id, assignments),
         "stats": {c: _numbers(s) for c, s in sorted((stats or {}).items())},
     }
 
@@ -103,3 +106,8 @@ def _numbers(s: ComponentStats) -> dict[str, Any]:
         out["complete_latency_p50_s"] = p50
         out["complete_latency_p99_s"] = p99
     return out
+
+
+def teardown_view(t: Teardown) -> dict[str, Any]:
+    """A killed topology's teardown (squall/core/teardown.py), with a sentence of it."""
+    return {**dataclasses.asdict(t), "done": t.done_ms is not None, "summary": t.summary()}

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,10 +24,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.worker.settings import WorkerSettings
-from squall.coord import ASSIGNMENTS, WORKERS, connect
+from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
 from squall.core.assignment import Kind, Placement
 from squall.core.clock import Clock
 from squall.core.cluster import WorkerAssignment, WorkerInfo
+from squall.core.errors import SquallError
 from squall.core.topology import TopologySpec
 from squall.handoff import hand_off
 from squall.launch import acker_args, bolts_args, spout_args
@@ -128,6 +130,7 @@ class WorkerService:
         self._want: dict[str, ProcSpec] = {}
         self.wake = threading.Event()
         self.lost = threading.Event()
+        self.zk: Any = None  # the ZooKeeper client, once connected
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
         self._spares = 0  # spares started: each has a handoff file of its own
@@ -203,11 +206,11 @@ class WorkerService:
             self._want, self._planned = desired(self.assignment, self.s), self.assignment
         want = self._want
         gone = self.sup.remove([k for k in self.sup.children if k not in want and k != SPARE])
+        topologies = {self.running[c.name].topology for c in gone if c.name in self.running}
         for c in gone:
             del self.running[c.name]
         if gone:  # spouts drain: not in the way of the rest of the round
-            threading.Thread(target=stop_children, args=(gone, self.s.stop_timeout_s, False),
-                             daemon=True).start()
+            threading.Thread(target=self._stop, args=(gone, topologies), daemon=True).start()
         for k, ps in want.items():
             if k not in self.sup.children:
                 cmd = Command(_MODULES[ps.kind], ps.args)
@@ -230,6 +233,27 @@ class WorkerService:
         self.m_restarts.inc(len(done.restarted))
         self.m_procs.set(len(self.sup.children))
         self.m_looping.set(sum(c.policy.crash_looping for c in self.sup.children.values()))
+
+    def _stop(self, gone: list[Child], topologies: set[str]) -> None:
+        """Stop ``gone``; then, of ``topologies``, the killed ones' checkpoints and topology
+        files go (their teardown is queued: squall/core/teardown.py). A topology moved to
+        another worker keeps its checkpoints, for them to be shared."""
+        stop_children(gone, self.s.stop_timeout_s, False)
+        for tid in sorted(topologies):
+            try:
+                killed = self.zk is not None and teardown_of(self.zk, tid) is not None
+            except SquallError as e:
+                log.warning("cannot tell whether %s was killed (%s): its checkpoints stay",
+                            tid, e)
+                continue
+            if not killed or any(ps.topology == tid for ps in self.running.values()):
+                continue
+            ckpt, spec = self.s.checkpoints / tid, self.s.workdir / "topologies" / f"{tid}.json"
+            removed = [str(p) for p in (ckpt, spec) if p.exists()]
+            shutil.rmtree(ckpt, ignore_errors=True)
+            spec.unlink(missing_ok=True)
+            if removed:
+                log.info("killed topology %s: removed %s", tid, ", ".join(removed))
 
     def _handoff_file(self) -> Path:
         return self.s.workdir / "spare" / f"handoff-{self._spares}.json"
@@ -261,8 +285,8 @@ class WorkerService:
     def run(self, stop: threading.Event) -> None:
         if self.s.spare:  # before anything else: its Spark start is the longest of all
             self._start_spare()
-        zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
-                     listener=self._state)
+        zk = self.zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
+                               listener=self._state)
         self.s.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._publish(zk)

@@ -12,24 +12,40 @@ from squall.core.lifecycle import Lifecycle
 from squall.core.topology import TopologySpec
 
 
+def topology_id(name: str, counter: int, now_ms: int) -> str:
+    """A submission's id, Storm's ``name-counter-timestamp``: unique for the cluster's life,
+    so nothing of an earlier submission of the same name (topics, groups, checkpoints,
+    state) is ever taken for this one's."""
+    return f"{name}-{counter}-{now_ms // 1000}"
+
+
 @dataclass(frozen=True)
 class TopologyRecord:
+    """A submitted topology. ``spec.name`` is its id (what its processes name topics,
+    groups and checkpoints by); ``name`` the name it was submitted under."""
+
     id: str
     spec: TopologySpec
     lifecycle: Lifecycle
     submitted_ms: int
     version: int = -1  # the ZooKeeper node version it was read at
+    name: str = ""  # "": the id (a record stored before ids were unique)
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id
 
     def to_json(self) -> bytes:
-        return json.dumps({"id": self.id, "spec": self.spec.to_dict(),
-                           "lifecycle": self.lifecycle.to_dict(),
+        return json.dumps({"id": self.id, "name": self.display_name,
+                           "spec": self.spec.to_dict(), "lifecycle": self.lifecycle.to_dict(),
                            "submitted_ms": self.submitted_ms}).encode()
 
     @classmethod
     def from_json(cls, raw: bytes, version: int) -> TopologyRecord:
         d = json.loads(raw)
         return cls(d["id"], TopologySpec.from_dict(d["spec"]),
-                   Lifecycle.from_dict(d["lifecycle"]), int(d["submitted_ms"]), version)
+                   Lifecycle.from_dict(d["lifecycle"]), int(d["submitted_ms"]), version,
+                   str(d.get("name") or d["id"]))
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ MAX_ALIASES = 64
 #: Values in one document, counted as if aliases were copies: what a bomb of few aliases
 #: (each naming the one before, nested) would expand to is refused, not walked.
 MAX_NODES = 200_000
-#: Name lengths: ``squall.<topology>.edge.<component>.<stream>.<component>`` stays within
-#: Kafka's 249 characters.
-MAX_NAME = {"topology": 64, "component": 48, "stream": 48}
+#: Name lengths: ``squall.<topology id>.edge.<component>.<stream>.<component>`` stays
+#: within Kafka's 249 characters. A topology's id is its name and ``-counter-seconds``
+#: (squall/core/cluster.py, topology_id): 22 characters more at most.
+MAX_NAME = {"topology": 64, "topology id": 86, "component": 48, "stream": 48}
 SCHEMES = ("text", "raw", "json")
 #: A scheme of the user's: ``module:Class``.
 SCHEME_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -97,8 +98,8 @@ def check_keys(raw: Any, known: Iterable[str], where: str, what: str = "") -> No
         raise TopologyError(f"{where}: unknown {name}keys {unknown} (known: {known})")
 
 
-def check_length(kind: str, name: str) -> None:
-    limit = MAX_NAME.get(kind)
+def check_length(kind: str, name: str, limit: int | None = None) -> None:
+    limit = limit or MAX_NAME.get(kind)
     if limit is not None and len(name) > limit:
         raise TopologyError(f"{kind} name {name[:20]!r}... is {len(name)} characters; at most "
                             f"{limit} (names are parts of Kafka topic names)")

@@ -22,6 +22,7 @@ from squall.core.retry import RetrySchedule
 from squall.core.spec_checks import (
     BOLT_KEYS,
     INPUT_KEYS,
+    MAX_NAME,
     SCHEME_CLASS,
     SCHEMES,
     SPOUT_KEYS,
@@ -173,7 +174,8 @@ class TopologySpec:
     def validate(self) -> TopologySpec:
         try:
             check_name("topology", self.name)
-            check_length("topology", self.name)
+            # the name a topology runs under is its id (squall/core/cluster.py)
+            check_length("topology", self.name, MAX_NAME["topology id"])
             names = [c.name for c in self.components()]
             for n in names:
                 check_name("component", n)

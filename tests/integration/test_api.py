@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -76,17 +77,20 @@ def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
     r = http.post("/topologies", json=spec("views"))
     assert r.status_code == 201, r.text
     assert r.json()["status"] == "ACTIVE" and r.json()["version"] == 0
+    vid = r.json()["id"]  # Storm's name-counter-timestamp
+    assert r.json()["name"] == "views" and re.fullmatch(r"views-\d+-\d+", vid), vid
     yaml_text = "name: views2\nspouts: [{name: s, topics: [x]}]\n"
     r = http.post("/topologies", content=yaml_text,
                   headers={"Content-Type": "application/yaml"}, params={"activate": "false"})
     assert r.status_code == 201 and r.json()["status"] == "INACTIVE"
-    ids = {t["id"] for t in http.get("/topologies").json()}
-    assert {"views", "views2"} <= ids
-    one = http.get("/topologies/views")
+    names = {t["name"] for t in http.get("/topologies").json()}
+    assert {"views", "views2"} <= names
+    one = http.get("/topologies/views")  # by its name, as by its id
     assert one.headers["etag"] == '"0"' and one.json()["spec"]["name"] == "views"
+    assert one.json() == http.get(f"/topologies/{vid}").json()
     summary = http.get("/api/v1/topology/summary").json()["topologies"]
-    assert {"id": "views", "status": "ACTIVE"}.items() <= next(
-        t for t in summary if t["id"] == "views").items()
+    assert {"id": vid, "name": "views", "status": "ACTIVE"}.items() <= next(
+        t for t in summary if t["id"] == vid).items()
     storm = http.get("/api/v1/topology/views").json()
     assert [s["spoutId"] for s in storm["spouts"]] == ["sentences"]
     assert [b["boltId"] for b in storm["bolts"]] == ["split", "count"]
@@ -184,24 +188,29 @@ def test_mutating_routes_need_the_token(api: ApiProcess) -> None:
 
 
 def test_lifecycle_transitions_land_in_zookeeper(http: httpx.Client, zk: KazooClient) -> None:
-    assert http.post("/topologies", json=spec("life")).status_code == 201
-    assert zk_status(zk, "life") == Status.ACTIVE
-    assert http.post("/topologies/life/deactivate").json()["status"] == "INACTIVE"
-    assert zk_status(zk, "life") == Status.INACTIVE
-    storm = http.post("/api/v1/topology/life/activate").json()
-    assert storm == {"topologyOperation": "activate", "topologyId": "life", "status": "success"}
-    assert zk_status(zk, "life") == Status.ACTIVE
-    # A second submit of a running name is a conflict.
     r = http.post("/topologies", json=spec("life"))
-    assert r.status_code == 409 and "already submitted" in r.json()["detail"]
+    assert r.status_code == 201
+    lid = r.json()["id"]
+    assert zk_status(zk, lid) == Status.ACTIVE
+    assert http.post("/topologies/life/deactivate").json()["status"] == "INACTIVE"
+    assert zk_status(zk, lid) == Status.INACTIVE
+    storm = http.post("/api/v1/topology/life/activate").json()
+    assert storm == {"topologyOperation": "activate", "topologyId": lid, "status": "success"}
+    assert zk_status(zk, lid) == Status.ACTIVE
+    # A second submit of a running name is a conflict, naming the live one.
+    r = http.post("/topologies", json=spec("life"))
+    assert r.status_code == 409 and f"already submitted (id {lid})" in r.json()["detail"]
     # Kill with a wait: KILLED at once, activate refused, removed after the wait.
     assert http.post("/api/v1/topology/life/kill/1").status_code == 200
-    assert zk_status(zk, "life") == Status.KILLED
+    assert zk_status(zk, lid) == Status.KILLED
     r = http.post("/topologies/life/activate")
     assert r.status_code == 409 and "KILLED" in r.json()["detail"]
-    wait_for(lambda: zk.exists("/squall/topologies/life") is None, 15, "the kill to remove it")
+    wait_for(lambda: zk.exists(f"/squall/topologies/{lid}") is None, 15,
+             "the kill to remove it")
     assert http.get("/topologies/life").status_code == 404
-    assert http.post("/topologies", json=spec("life")).status_code == 201  # the name is free
+    # The name is free; the new submission is a new id: nothing of the old one is its.
+    again = http.post("/topologies", json=spec("life"))
+    assert again.status_code == 201 and again.json()["id"] not in (lid, "life")
 
 
 def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
@@ -314,13 +323,13 @@ def test_reads_come_from_memory_that_follows_zookeeper(http: httpx.Client,
                                                        zk: KazooClient) -> None:
     """A write is seen at once by the replica that made it; a change made in ZooKeeper by
     anyone else reaches the read routes through the watches."""
-    assert http.post("/topologies", json=spec("mirror")).status_code == 201
+    mid = http.post("/topologies", json=spec("mirror")).json()["id"]
     ids = [t["id"] for t in http.get("/api/v1/topology/summary").json()["topologies"]]
-    assert "mirror" in ids  # read-your-writes, no wait
+    assert mid in ids  # read-your-writes, no wait
     assert http.post("/topologies/mirror/deactivate").status_code == 200
     assert http.get("/topologies/mirror").json()["status"] == "INACTIVE"
-    zk.delete("/squall/topologies/mirror")  # behind the API's back
-    wait_for(lambda: "mirror" not in [t["id"] for t in http.get(
+    zk.delete(f"/squall/topologies/{mid}")  # behind the API's back
+    wait_for(lambda: mid not in [t["id"] for t in http.get(
         "/api/v1/topology/summary").json()["topologies"]], 10, "the watch to remove it")
     assert http.get("/topologies/mirror").status_code == 404
 

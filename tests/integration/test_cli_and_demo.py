@@ -47,21 +47,23 @@ def test_cli_drives_a_topology_through_its_lifecycle(api: ApiProcess, tmp_path: 
                     "parallelism: 2}]\n")
     a = ["--api", api.url]
     r = squall("submit", str(spec), *a)
-    assert r.returncode == 0 and f"submitted {name} (ACTIVE)" in r.stdout, r.stderr
+    said = re.fullmatch(rf"submitted {name} as ({name}-\d+-\d+) \(ACTIVE\)", r.stdout.strip())
+    assert r.returncode == 0 and said, (r.stdout, r.stderr)
+    tid = said.group(1)
     r = squall("list", *a)
-    assert r.returncode == 0 and name in r.stdout and "ACTIVE" in r.stdout
+    assert r.returncode == 0 and re.search(rf"{name}\s+{tid}\s+ACTIVE", r.stdout), r.stdout
     r = squall("status", name, *a)
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and lines[0].startswith(f"{name}  ACTIVE")
     assert lines[1].split()[:4] == ["component", "kind", "tasks", "emitted"]
     assert [ln.split()[:3] for ln in lines[2:]] == [["src", "spout", "2"],
                                                     ["__acker", "acker", "1"]]
-    assert squall("deactivate", name, *a).stdout.strip() == f"{name}: INACTIVE"
-    assert squall("activate", name, *a).stdout.strip() == f"{name}: ACTIVE"
+    assert squall("deactivate", name, *a).stdout.strip() == f"{tid}: INACTIVE"
+    assert squall("activate", tid, *a).stdout.strip() == f"{tid}: ACTIVE"  # the id works too
     r = squall("rebalance", name, "--wait", "0", "-p", "src=1", *a)
-    assert r.stdout.strip() == f"{name}: REBALANCING", r.stderr
+    assert r.stdout.strip() == f"{tid}: REBALANCING", r.stderr
     r = squall("kill", name, "--wait", "0", *a)
-    assert r.returncode == 0 and r.stdout.strip() == f"{name}: KILLED"
+    assert r.returncode == 0 and r.stdout.strip() == f"{tid}: KILLED"
 
 
 def test_cli_errors_are_clear_and_exit_2(api: ApiProcess, tmp_path: Path) -> None:

@@ -107,6 +107,9 @@ def demo(tmp_path: Path) -> Iterator[str]:
 def test_every_panel_and_alert_has_data_in_a_live_word_count(demo: str, tmp_path: Path
                                                              ) -> None:
     api = demo.removeprefix("http://")
+    # The dashboards' $topology is the running submission's id (wordcount-N-seconds).
+    (tid,) = [t["id"] for t in httpx.get(f"{demo}/topologies", timeout=10).json()
+              if t["name"] == "wordcount"]
     port = free_port()
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
@@ -144,7 +147,7 @@ def test_every_panel_and_alert_has_data_in_a_live_word_count(demo: str, tmp_path
                  if t["labels"]["job"] == "squall-tasks"}
         assert kinds == {"spout", "acker", "bolts"}, kinds
         empty: dict[str, str] = {}
-        exprs = [(f"{where}: {e}", e.replace("$topology", "wordcount").replace(
+        exprs = [(f"{where}: {e}", e.replace("$topology", tid).replace(
             "$component", c)) for where, e in dashboard_exprs()
             for c in (("split", "count") if "$component" in e else ("",))]
         exprs += [(f"alerts: {m}", m) for m in sorted(alert_metrics())]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import signal
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from squall.core.topology import TopologyBuilder
 from squall.kafka import ensure_topics
 from tests.integration import storm_contract as sc
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
@@ -36,7 +38,8 @@ def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> Se
         "--kind", kind, "--worker-id", wid, "--zookeeper", zookeeper,
         "--bootstrap-servers", bootstrap, "--workdir", str(tmp / wid), "--capacity", "4",
         "--checkpoint-dir", str(tmp / "checkpoints"), "--session-timeout-s", "3",
-        "--master", "local[2]"], tmp / f"{wid}.log")
+        "--master", "local[2]"], tmp / f"{wid}.log",
+        env={"SQUALL_STATE_URL": f"sqlite://{tmp / 'state.db'}"})
 
 
 @pytest.fixture
@@ -77,6 +80,8 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     # Submitted inactive: the spouts start once Spark runs the bolt queries.
     r = http.post("/topologies", json=topology(name, source), params={"activate": "false"})
     assert r.status_code == 201, r.text
+    tid = r.json()["id"]  # what its topics, groups and placements are named by
+    assert tid.startswith(f"{name}-") and r.json()["name"] == name
 
     def storm() -> dict[str, Any]:
         out: dict[str, Any] = http.get(f"/api/v1/topology/{name}").json()
@@ -89,7 +94,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
         out: dict[str, list[int]] = {}
         for w in http.get("/workers").json():
             for p in w["placements"]:
-                if p["topology"] == name and p["kind"] == "spout":
+                if p["topology"] == tid and p["kind"] == "spout":
                     out.setdefault(w["id"], []).extend(p["tasks"])
         return out
 
@@ -100,7 +105,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
 
     def committed() -> int:
         return sum(max(o, 0) for o in committed_offsets(
-            bootstrap, f"squall.{name}.sentences", source, PARTS))
+            bootstrap, f"squall.{tid}.sentences", source, PARTS))
 
     first = [f"the quick brown fox jumps over the lazy dog {i}".encode() for i in range(1500)]
     produce_source(bootstrap, source, first, PARTS)
@@ -116,7 +121,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     wait_for(lambda: committed() >= total, 180, f"all {total} sentences committed")
     assert committed() == total
     # Nothing was dead-lettered: every sentence completed.
-    assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
+    assert consume(bootstrap, f"squall.{tid}.dlq", 1, timeout_s=2) == []
     # The lost worker's registration is gone from ZooKeeper.
     zk = KazooClient(hosts=cluster["zookeeper"])
     zk.start(10)
@@ -158,7 +163,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     assert "__acker" not in [b["boltId"] for b in storm()["bolts"]]
     sys_bolts = http.get(f"/api/v1/topology/{name}", params={"sys": 1}).json()["bolts"]
     assert sys_bolts[-1]["boltId"] == "__acker" and sys_bolts[-1]["acked"] >= total
-    check_storm_shapes(http, name, total)
+    check_storm_shapes(http, tid, total)
     # An undecodable message: dead-lettered by the spout, which reports it as its error;
     # Storm's lastError and componentErrors show it, with where and when.
     produce_source(bootstrap, source, [b"\xff\xfe not text"], PARTS)
@@ -238,10 +243,12 @@ def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any
     def running(kind: str) -> int:
         """Processes the workers run for this topology (their registered endpoints)."""
         return sum(1 for w in httpx.get(f"{api.url}/workers", timeout=10).json()
-                   for e in w["running"] if e["topology"] == name and e["kind"] == kind)
+                   for e in w["running"] if e["topology"] == tid and e["kind"] == kind)
 
     with api.client() as http:
-        assert http.post("/topologies", json=spec).status_code == 201
+        r = http.post("/topologies", json=spec)
+        assert r.status_code == 201
+        tid = r.json()["id"]
         wait_for(lambda: running("spout") == 2 and running("acker") == 1, 60,
                  "a spout process on each spout worker, and the acker")
         assert http.post(f"/topologies/{name}/deactivate").json()["status"] == "INACTIVE"
@@ -256,7 +263,7 @@ def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any
     # idle again, the worker starts a new spare for the next one.
     log = next(p.log for w, p in cluster["workers"].items() if w.startswith("bolts"))
     wait_for(lambda: log.read_text().count("started spare") == 2, 60, "a new spare")
-    assert log.read_text().count(f"now runs {name}.bolts") == 1
+    assert log.read_text().count(f"now runs {tid}.bolts") == 1
 
 
 def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poison(
@@ -275,7 +282,9 @@ def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poiso
     spec["bolts"][0]["class"] = "examples.faults:DependencyDown"
     spec["bolts"][0]["config"] = {"url": "postgresql://db.example:5432"}
     http = api.client()
-    assert http.post("/topologies", json=spec).status_code == 201
+    r = http.post("/topologies", json=spec)
+    assert r.status_code == 201
+    tid = r.json()["id"]
     produce_source(bootstrap, source, [f"sentence {i}".encode() for i in range(50)], PARTS)
 
     def split() -> dict[str, Any]:
@@ -293,8 +302,94 @@ def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poiso
     # ... and under the topology page's diagram, in a real browser.
     page = browse(f"{api.url}/ui/topologies/{name}", tmp_path, "--dump-dom")
     loops = re.findall(r'<div class="loop" data-component="split">(.*?)</div>', page.stdout)
-    assert loops == [f"split: crash loop: bolt query {name}.split stopped: ConnectionError: "
+    assert loops == [f"split: crash loop: bolt query {tid}.split stopped: ConnectionError: "
                      "cannot reach postgresql://db.example:5432: connection refused"], \
         re.findall(r'<div id="(?:err|loops)".*?</div>', page.stdout)
-    assert consume(bootstrap, f"squall.{name}.dlq", 1, timeout_s=2) == []
+    assert consume(bootstrap, f"squall.{tid}.dlq", 1, timeout_s=2) == []
     assert http.get(f"/api/v1/topology/{name}").json()["acker"]["treesFailed"] == 0
+
+
+def exact_topology(name: str, source: str, split: int, tally: bool = False) -> dict[str, Any]:
+    """Sentences -> split -> exact counts (Trident state); ``tally``: one bolt more."""
+    b = TopologyBuilder()
+    b.set_spout("sentences", [source], PARTS, scheme="text")
+    b.set_bolt("split", "examples.wordcount:SplitSentenceArrow", split,
+               outputs={"default": ["word"]}).shuffle_grouping("sentences")
+    b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
+                           ).fields_grouping("split", ["word"])
+    if tally:
+        b.set_bolt("tally", "examples.wordcount:WordCount", 1,
+                   outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
+    return b.build(name, ackers=1, message_timeout_s=60).to_dict()
+
+
+def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactly(
+        cluster: dict[str, Any], bootstrap: str, tmp_path: Path) -> None:
+    """Storm's lifecycle: each submission is an id of its own; a kill removes, after the
+    drain, the internal topics, consumer groups and checkpoints of that id and says what it
+    removed; the same name submitted again with another parallelism, then another bolt
+    list, counts every sentence exactly (its state, topics and groups are its own)."""
+    import subprocess
+    import sys
+
+    from squall.demo import state_counts
+    from squall.kafka_clients import KafkaClients
+
+    api: ApiProcess = cluster["api"]
+    name = f"life{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: PARTS}, 30)
+    admin = KafkaClients(bootstrap).admin()
+    fed: list[bytes] = []
+
+    def run(spec: dict[str, Any], more: int) -> str:
+        r = http.post("/topologies", json=spec)
+        assert r.status_code == 201, r.text
+        tid = str(r.json()["id"])
+        wait_for(lambda: all(b["running"] for b in http.get(
+            f"/api/v1/topology/{tid}").json()["bolts"]), 180, f"the bolt queries of {tid}")
+        batch = [f"the quick brown fox {len(fed) + i} jumps over {i % 5}".encode()
+                 for i in range(more)]
+        produce_source(bootstrap, source, batch, PARTS)
+        fed.extend(batch)
+        want = Counter(w for s in fed for w in s.decode().split())
+        # A new id starts at the source's beginning: its counts are of every sentence.
+        wait_for(lambda: state_counts(f"sqlite://{tmp_path / 'state.db'}", tid) == want, 180,
+                 f"{tid} to count all {len(fed)} sentences exactly")
+        return tid
+
+    def owned(tid: str) -> tuple[list[str], list[str]]:
+        topics = [t for t in admin.list_topics(timeout=10).topics
+                  if t.startswith(f"squall.{tid}.")]
+        groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=20).valid
+                  if g.group_id.startswith(f"squall.{tid}.")]
+        return sorted(topics), sorted(groups)
+
+    def kill(tid: str) -> str:
+        topics, groups = owned(tid)
+        assert f"squall.{tid}.acker" in topics and f"squall.{tid}.sentences" in groups
+        done = subprocess.run(
+            [sys.executable, "-m", "squall", "kill", name, "--wait", "2", "--follow",
+             "--api", api.url, "--token", TOKEN], capture_output=True, text=True, timeout=400)
+        assert done.returncode == 0, done
+        # What the teardown says it removed, and what the broker shows.
+        said = done.stdout.splitlines()[-1]
+        assert said.startswith(f"teardown: {tid}: removed {len(topics) - 1} topics"), said
+        assert f"kept squall.{tid}.dlq" in said and all(g in said for g in groups), said
+        assert owned(tid) == ([f"squall.{tid}.dlq"], []), owned(tid)
+        wait_for(lambda: not (tmp_path / "checkpoints" / tid).exists(), 60,
+                 f"the bolts worker to remove the checkpoints of {tid}")
+        return said
+
+    with api.client() as http:
+        first = run(exact_topology(name, source, split=2), 300)
+        assert (tmp_path / "checkpoints" / first).is_dir()
+        kill(first)
+        second = run(exact_topology(name, source, split=1), 200)  # another parallelism
+        assert second != first
+        kill(second)
+        third = run(exact_topology(name, source, split=2, tally=True), 100)  # another bolt
+        assert len({first, second, third}) == 3
+        assert [b["boltId"] for b in http.get(f"/api/v1/topology/{name}").json()["bolts"]] \
+            == ["split", "count", "tally"]
+        http.post(f"/topologies/{name}/kill", json={"wait_s": 0})

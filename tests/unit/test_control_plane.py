@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from services.api.stats import aggregate
 from squall.core.assignment import Kind, Unit, Worker, assign, units_of
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
 from squall.core.errors import ConflictError, TopologyError
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import advance, plan, with_parallelism
@@ -72,6 +72,22 @@ def test_bad_waits_and_parallelism_name_the_value() -> None:
 def test_lifecycle_round_trips_through_json() -> None:
     lc = Lifecycle(Status.ACTIVE).rebalance(5, 2, {"src": 4})
     assert Lifecycle.from_dict(lc.to_dict()) == lc
+
+
+def test_a_submission_runs_under_an_id_of_its_own_and_keeps_its_name() -> None:
+    tid = topology_id("wordcount", 7, 1_795_798_502_999)
+    assert tid == "wordcount-7-1795798502"
+    s = spec(tid)
+    assert s.edges_from("src")[0].topic.startswith(f"squall.{tid}.edge.")
+    rec = TopologyRecord(tid, s, Lifecycle(), 0, name="wordcount")
+    back = TopologyRecord.from_json(rec.to_json(), 4)
+    assert (back.id, back.display_name, back.spec.name, back.version) == (
+        tid, "wordcount", tid, 4)
+    # A record stored before ids were unique reads with its id as its name.
+    assert TopologyRecord.from_json(TopologyRecord("wc", spec(), Lifecycle(), 0).to_json()
+                                    .replace(b'"name": "wc", ', b"", 1), 0).display_name == "wc"
+    # The longest name with the largest counter and time still makes a valid spec.
+    assert spec(topology_id("n" * 64, 2**31 - 1, 9_999_999_999_999)).validate()
 
 
 # ----- assignment ---------------------------------------------------------------

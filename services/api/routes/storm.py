@@ -169,7 +169,7 @@ async def topology_summary(ctx: Ctx) -> dict[str, Any]:
     out = []
     for r in recs:  # dashboards poll this: nothing here costs more than a lookup
         up = int(views.uptime_s(r, now))
-        out.append({"id": r.id, "name": r.spec.name, "status": str(r.lifecycle.status),
+        out.append({"id": r.id, "name": r.display_name, "status": str(r.lifecycle.status),
                     "uptime": views.pretty_uptime(up), "uptimeSeconds": up,
                     "tasksTotal": r.spec.num_tasks, "executorsTotal": r.spec.num_executors,
                     "workersTotal": len(procs.get(r.id, ())), "replicationCount": 1})

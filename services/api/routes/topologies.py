@@ -6,14 +6,15 @@ import asyncio
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import BaseModel, Field
 
 from services.api import views
 from services.api.context import WRITE, Ctx, IfMatch, TopologyId
 from services.api.errors import READ_ERRORS
+from squall.coord import read_teardowns, teardown_of
 from squall.core.cluster import WorkerAssignment
-from squall.core.errors import TopologyError
+from squall.core.errors import NotFoundError, TopologyError
 from squall.core.spec_checks import MAX_DEPTH, MAX_SPEC_BYTES
 from squall.core.spec_schema import topology_json_schema
 from squall.core.topology import TopologySpec
@@ -68,8 +69,27 @@ async def submit(ctx: Ctx, request: Request, activate: bool = True) -> dict[str,
 @router.get("/topologies", tags=["topologies"], summary="Every topology with its status")
 async def list_topologies(ctx: Ctx) -> list[dict[str, Any]]:
     recs = await ctx.records()
-    return [{"id": r.id, "status": str(r.lifecycle.status), "version": r.version,
-             "uptime_s": views.uptime_s(r, ctx.now())} for r in recs]
+    return [{"id": r.id, "name": r.display_name, "status": str(r.lifecycle.status),
+             "version": r.version, "uptime_s": views.uptime_s(r, ctx.now())} for r in recs]
+
+
+@router.get("/teardowns", tags=["topologies"],
+            summary="Killed topologies: what each one's teardown removed and kept")
+async def teardowns(ctx: Ctx) -> list[dict[str, Any]]:
+    return [views.teardown_view(t) for t in
+            await asyncio.to_thread(read_teardowns, ctx.control.zk)]
+
+
+@router.get("/teardowns/{topology_id}", tags=["topologies"],
+            summary="A killed topology's teardown (404 until its kill wait is over)")
+async def teardown(ctx: Ctx, topology_id: Annotated[str, Path(
+        pattern=r"^[A-Za-z0-9._-]{1,200}$", description="the killed topology's id")]
+                   ) -> dict[str, Any]:
+    t = await asyncio.to_thread(teardown_of, ctx.control.zk, topology_id)
+    if t is None:
+        raise NotFoundError(f"no teardown of {topology_id!r} (not killed, or its kill wait "
+                            "is not over)")
+    return views.teardown_view(t)
 
 
 @router.get("/topologies/{topology_id}", tags=["topologies"],

@@ -1,0 +1,80 @@
+"""What killing a topology removes, and when.
+
+Storm's Nimbus removes a killed topology once its kill wait is over; its supervisors kill
+the workers, and what the topology kept is cleaned up after. Here, at the end of the
+wait, the leader removes the topology's record (its name is free again: a new
+submission is a new id, squall/core/cluster.py) and queues a teardown. Once no worker
+runs a process of it any more, the leader deletes what belongs only to that id:
+
+- its internal topics, ``squall.<id>.*`` (acker, results, edges, the bolts' reports);
+- its consumer groups, ``squall.<id>.*`` (the spouts', the ackers', the report readers');
+
+and each worker deletes its checkpoints of it when it stops its processes. Kept: the
+dead-letter topic (the messages that could not be processed are the user's to read) and
+the topology's Trident state (the user's data).
+
+Pure: the broker's topics and groups and the workers' processes are passed in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from squall.core.cluster import WorkerAssignment, WorkerInfo
+from squall.core.topics import dlq_topic
+
+
+@dataclass(frozen=True)
+class Teardown:
+    """A killed topology's teardown: queued at ``since_ms``, done at ``done_ms``."""
+
+    id: str
+    name: str
+    since_ms: int
+    done_ms: int | None = None
+    topics: tuple[str, ...] = ()  # removed
+    groups: tuple[str, ...] = ()  # removed
+    kept: tuple[str, ...] = ()
+    #: the last attempt's trouble (the broker did not answer...); tried again next round
+    error: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Teardown:
+        d = json.loads(raw)
+        return cls(str(d["id"]), str(d.get("name") or d["id"]), int(d["since_ms"]),
+                   d.get("done_ms"), tuple(d.get("topics", ())), tuple(d.get("groups", ())),
+                   tuple(d.get("kept", ())), str(d.get("error", "")))
+
+    def summary(self) -> str:
+        """What was removed and kept, in a sentence."""
+        if self.done_ms is None:
+            return f"{self.id}: waiting for its processes to stop" + (
+                f" ({self.error})" if self.error else "")
+        return (f"{self.id}: removed {len(self.topics)} topics ({', '.join(self.topics)}) and "
+                f"{len(self.groups)} consumer groups ({', '.join(self.groups)}); kept "
+                f"{', '.join(self.kept) or 'nothing'}")
+
+
+def prefix(topology_id: str) -> str:
+    return f"squall.{topology_id}."
+
+
+def owned(topology_id: str, topics: Iterable[str], groups: Iterable[str]
+          ) -> tuple[list[str], list[str], list[str]]:
+    """``(topics to remove, groups to remove, topics kept)`` of the broker's."""
+    p, dlq = prefix(topology_id), dlq_topic(topology_id)
+    mine = sorted(t for t in topics if t.startswith(p))
+    return ([t for t in mine if t != dlq], sorted(g for g in groups if g.startswith(p)),
+            [t for t in mine if t == dlq])
+
+
+def still_running(topology_id: str, workers: Iterable[WorkerInfo],
+                  assignments: Iterable[WorkerAssignment]) -> bool:
+    """Whether a worker still runs, or is assigned, a process of the topology."""
+    return any(e.get("topology") == topology_id for w in workers for e in w.endpoints) or \
+        any(p.topology == topology_id for a in assignments for p in a.placements)

@@ -43,6 +43,7 @@ from squall.core.trident.spec import (
 )
 
 TRIDENT_CLASSES = frozenset(SPEC_KEYS.values())
+_ID = re.compile(r"-\d+-\d+$")
 
 MAX_PARALLELISM = 1024
 
@@ -174,8 +175,9 @@ class TopologySpec:
     def validate(self) -> TopologySpec:
         try:
             check_name("topology", self.name)
-            # the name a topology runs under is its id (squall/core/cluster.py)
-            check_length("topology", self.name, MAX_NAME["topology id"])
+            # a submission runs under its id, name-counter-seconds (squall/core/cluster.py)
+            check_length("topology", self.name, MAX_NAME[
+                "topology id" if _ID.search(self.name) else "topology"])
             names = [c.name for c in self.components()]
             for n in names:
                 check_name("component", n)

@@ -87,7 +87,7 @@ def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
     assert {"views", "views2"} <= names
     one = http.get("/topologies/views")  # by its name, as by its id
     assert one.headers["etag"] == '"0"' and one.json()["spec"]["name"] == "views"
-    assert one.json() == http.get(f"/topologies/{vid}").json()
+    assert one.json()["id"] == http.get(f"/topologies/{vid}").json()["id"] == vid
     summary = http.get("/api/v1/topology/summary").json()["topologies"]
     assert {"id": vid, "name": "views", "status": "ACTIVE"}.items() <= next(
         t for t in summary if t["id"] == vid).items()
@@ -109,9 +109,9 @@ def test_submit_json_and_yaml_then_read_every_view(http: httpx.Client) -> None:
     cluster = http.get("/api/v1/cluster/summary").json()
     assert cluster["topologies"] >= 2 and cluster["thisReplicaLeads"]
     # No workers registered in this cluster: the leader reports every task unassigned.
-    wait_for(lambda: "views/split/0" in http.get("/api/v1/cluster/summary").json()[
+    wait_for(lambda: f"{vid}/split/0" in http.get("/api/v1/cluster/summary").json()[
         "unassignedTasks"], 10, "the leader's round")
-    assert "views/sentences/1" in http.get("/api/v1/cluster/summary").json()["unassignedTasks"]
+    assert f"{vid}/sentences/1" in http.get("/api/v1/cluster/summary").json()["unassignedTasks"]
     assert http.get("/docs").status_code == 200
     assert "/api/v1/topology/{topology_id}" in http.get("/openapi.json").json()["paths"]
 
@@ -215,14 +215,14 @@ def test_lifecycle_transitions_land_in_zookeeper(http: httpx.Client, zk: KazooCl
 
 def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
                                                          zk: KazooClient) -> None:
-    http.post("/topologies", json=spec("reb"))
+    rid = http.post("/topologies", json=spec("reb")).json()["id"]
     r = http.post("/topologies/reb/rebalance", json={"wait_s": 1, "parallelism": {"split": 4}})
     assert r.status_code == 422 and "1..2 executors, not 4" in r.json()["detail"]
     r = http.post("/topologies/reb/rebalance", json={"wait_s": 1,
                                                      "parallelism": {"sentences": 1}})
     assert r.status_code == 200 and r.json()["status"] == "REBALANCING"
     assert http.post("/topologies/reb/activate").status_code == 409
-    wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
+    wait_for(lambda: zk_status(zk, rid) == Status.ACTIVE, 15, "the rebalance to finish")
     # Reads come from the API's mirror of ZooKeeper, which follows it a moment later.
     wait_for(lambda: http.get("/topologies/reb").json()["spec"]["spouts"][0]["parallelism"]
              == 1, 15, "the API to show the spout's new parallelism")
@@ -233,7 +233,7 @@ def test_rebalance_drains_then_applies_spout_parallelism(http: httpx.Client,
     r = http.post("/api/v1/topology/reb/rebalance/0", json={"rebalanceOptions": {
         "executors": {"split": 1}}})
     assert r.status_code == 200, r.text
-    wait_for(lambda: zk_status(zk, "reb") == Status.ACTIVE, 15, "the rebalance to finish")
+    wait_for(lambda: zk_status(zk, rid) == Status.ACTIVE, 15, "the rebalance to finish")
 
     def split_sizes() -> tuple[int, int]:
         split = next(b for b in http.get("/api/v1/topology/reb").json()["bolts"]

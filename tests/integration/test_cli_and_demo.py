@@ -54,7 +54,7 @@ def test_cli_drives_a_topology_through_its_lifecycle(api: ApiProcess, tmp_path: 
     assert r.returncode == 0 and re.search(rf"{name}\s+{tid}\s+ACTIVE", r.stdout), r.stdout
     r = squall("status", name, *a)
     lines = r.stdout.splitlines()
-    assert r.returncode == 0 and lines[0].startswith(f"{name}  ACTIVE")
+    assert r.returncode == 0 and lines[0].startswith(f"{tid}  ACTIVE")
     assert lines[1].split()[:4] == ["component", "kind", "tasks", "emitted"]
     assert [ln.split()[:3] for ln in lines[2:]] == [["src", "spout", "2"],
                                                     ["__acker", "acker", "1"]]
@@ -105,7 +105,8 @@ def test_demo_processes_every_sentence_and_loses_none(tmp_path: Path) -> None:
     assert summary["counts_exact"] is True, summary
     # The bolts worker's spare (its Spark started before the topology came) ran the job.
     worker_log = (tmp_path / "demo" / "worker-bolts.log").read_text()
-    assert "spare (pid" in worker_log and "now runs wordcount.bolts" in worker_log
+    assert "spare (pid" in worker_log and re.search(r"now runs wordcount-\d+-\d+\.bolts",
+                                                    worker_log)
     spare_log = (tmp_path / "demo" / "worker-bolts" / "logs" / "spare.log").read_text()
     assert "bolt queries running" in spare_log
     assert 0 < summary["bolt_queries_running_s"] < summary["bolt_queries_after_workers_s"]

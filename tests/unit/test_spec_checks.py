@@ -92,7 +92,7 @@ def test_an_unknown_scheme_is_refused() -> None:
 
 def test_names_that_would_not_fit_a_topic_or_a_route_are_refused() -> None:
     refused(spec(name="t" * 250), "topology name 'tttttttttttttttttttt'... is 250 characters; "
-                                  "at most 86")
+                                  "at most 64")
     doc = spec()
     doc["bolts"][1]["name"] = "c" * 49
     refused(doc, "component name")

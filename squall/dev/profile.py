@@ -14,13 +14,17 @@ its own (docs/kafka.md, "The embedded broker's profile"):
 
 The stack applies them as environment variables, so every process started from here
 (the demo, ``squall run``, the benchmarks, the tests) and every shell that sources the
-stack's ``env`` file gets them; a value set already in the environment wins.
+stack's ``env`` file gets them; a value set already in the environment wins. The
+embedded broker speaks plain Kafka: a user's client properties (``SQUALL_KAFKA_*``, for
+their own cluster) are taken out of the environment of what is started from here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, MutableMapping
+
+from squall.kafka_clients import property_environment
 
 #: The service settings the embedded broker needs, as their environment variables.
 EMBEDDED: Mapping[str, str] = {
@@ -29,11 +33,16 @@ EMBEDDED: Mapping[str, str] = {
 }
 
 
-def apply(environ: MutableMapping[str, str] | None = None) -> None:
-    """Set the profile's variables that ``environ`` (default: this process's) lacks."""
+def apply(environ: MutableMapping[str, str] | None = None) -> list[str]:
+    """Set the profile's variables that ``environ`` (default: this process's) lacks, and
+    take out the client properties' (returned: the variables taken out)."""
     env = os.environ if environ is None else environ
     for k, v in EMBEDDED.items():
         env.setdefault(k, v)
+    dropped = sorted(property_environment(env))
+    for k in dropped:
+        del env[k]
+    return dropped
 
 
 def exports() -> str:

@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -303,7 +304,10 @@ class EmbeddedStack:
         except BaseException:
             self.stop()
             raise
-        profile.apply()  # what Squall's processes started from here need of this broker
+        dropped = profile.apply()  # what processes started from here need of this broker
+        if dropped:
+            print(f"the embedded broker speaks plain Kafka: {', '.join(dropped)} left out "
+                  "of what is started from here", file=sys.stderr)
         return self.info
 
     def stop(self) -> None:

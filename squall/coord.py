@@ -16,13 +16,14 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
 from squall.core.teardown import Teardown
 
 log = logging.getLogger("squall.coord")
+T = TypeVar("T")
 ROOT = "/squall"
 TOPOLOGIES = f"{ROOT}/topologies"
 #: Below ZooKeeper's default jute.maxbuffer (1 MiB), with room for the record's growth.
@@ -181,19 +182,25 @@ class TopologyStore:
                     f"{NAMES}/{rec.display_name}"))
 
 
-def list_workers(zk: Any) -> list[WorkerInfo]:
+def _children(zk: Any, parent: str, what: str, parse: Callable[[bytes], T]) -> list[T]:
+    """The parsed nodes under ``parent``, by name; a malformed one is logged and skipped,
+    one removed meanwhile is skipped."""
     from kazoo.exceptions import NoNodeError
 
     out = []
-    for name in sorted(_zk_call("list workers", lambda: zk.get_children(WORKERS))):
+    for name in sorted(_zk_call(f"list {what}s", lambda: zk.get_children(parent))):
         try:
-            raw, _ = zk.get(f"{WORKERS}/{name}")
-            out.append(WorkerInfo.from_json(raw))
+            raw, _ = zk.get(f"{parent}/{name}")
+            out.append(parse(raw))
         except NoNodeError:
             continue
         except (ValueError, KeyError) as e:
-            log.warning("ignoring malformed worker node %s: %s", name, e)
+            log.warning("ignoring malformed %s node %s: %s", what, name, e)
     return out
+
+
+def list_workers(zk: Any) -> list[WorkerInfo]:
+    return _children(zk, WORKERS, "worker", WorkerInfo.from_json)
 
 
 def read_assignments(zk: Any) -> dict[str, WorkerAssignment]:
@@ -242,15 +249,7 @@ def read_teardowns(zk: Any, prune: bool = False) -> list[Teardown]:
     deleted."""
     from kazoo.exceptions import NoNodeError
 
-    out = []
-    for name in _zk_call("list teardowns", lambda: zk.get_children(TEARDOWNS)):
-        try:
-            raw, _ = zk.get(f"{TEARDOWNS}/{name}")
-            out.append(Teardown.from_json(raw))
-        except NoNodeError:
-            continue
-        except (ValueError, KeyError) as e:
-            log.warning("ignoring malformed teardown node %s: %s", name, e)
+    out = _children(zk, TEARDOWNS, "teardown", Teardown.from_json)
     out.sort(key=lambda t: t.since_ms)
     done = [t for t in out if t.done_ms is not None]
     for old in done[:max(0, len(done) - KEEP_TEARDOWNS)] if prune else ():

@@ -31,7 +31,7 @@ from squall.coord import (
 from squall.coord import connect as zk_connect
 from squall.core.assignment import Unit
 from squall.core.clock import Clock
-from squall.core.cluster import TopologyRecord, WorkerInfo, topology_id
+from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
 from squall.core.errors import (
     ConflictError,
     CoordinationError,
@@ -84,6 +84,7 @@ class Control:
         self.store = TopologyStore(self.zk)
         self.rounds = 0
         self.unassigned: tuple[Unit, ...] = ()  # the leader's last round: units with no worker
+        self._teardowns: threading.Thread | None = None
         self._thread = threading.Thread(target=self._elect, name="squall-leader", daemon=True)
 
     # ----- connection and leadership ----------------------------------------
@@ -184,24 +185,33 @@ class Control:
             log.warning("%d tasks have no worker with room: %s", len(p.unassigned),
                         ", ".join(u.key for u in p.unassigned[:10]))
         self.unassigned = p.unassigned
-        self._tear_down(workers, p.assignments.values(), now)
+        if self._teardowns is None or not self._teardowns.is_alive():
+            # its own thread: a broker that is slow to answer holds up no assignment
+            self._teardowns = threading.Thread(
+                target=self._tear_down, args=(workers, list(p.assignments.values()), now),
+                name="squall-teardown", daemon=True)
+            self._teardowns.start()
         self.rounds += 1
 
-    def _tear_down(self, workers: list[WorkerInfo], assignments: Any, now: int) -> None:
+    def _tear_down(self, workers: list[WorkerInfo], assignments: list[WorkerAssignment],
+                   now: int) -> None:
         """Remove what a killed topology's id owns in Kafka, once none of its processes
         runs (squall/core/teardown.py); one per round, tried again until it succeeds."""
-        for t in read_teardowns(self.zk, prune=True):
-            if t.done_ms is not None or still_running(t.id, workers, assignments):
-                continue
-            try:
-                done = self._remove_from_kafka(t, now)
-            except SquallError as e:
-                write_teardown(self.zk, dataclasses.replace(t, error=str(e)))
-                log.warning("teardown of %s: %s; trying again", t.id, e)
+        try:
+            for t in read_teardowns(self.zk, prune=True):
+                if t.done_ms is not None or still_running(t.id, workers, assignments):
+                    continue
+                try:
+                    done = self._remove_from_kafka(t, now)
+                except SquallError as e:
+                    write_teardown(self.zk, dataclasses.replace(t, error=str(e)))
+                    log.warning("teardown of %s: %s; trying again", t.id, e)
+                    return
+                write_teardown(self.zk, done)
+                log.info("teardown of %s", done.summary())
                 return
-            write_teardown(self.zk, done)
-            log.info("teardown of %s", done.summary())
-            return
+        except SquallError as e:  # ZooKeeper unavailable: the next round tries again
+            log.warning("teardowns: %s", e)
 
     def _remove_from_kafka(self, t: Teardown, now: int) -> Teardown:
         kafka = self.s.clients
@@ -210,9 +220,9 @@ class Control:
         try:
             groups = [g.group_id for g in admin.list_consumer_groups(
                 request_timeout=15).result(timeout=20).valid]
-        except Exception as e:  # a broker without group listing: topics still go
-            log.warning("teardown of %s: cannot list consumer groups (%s)", t.id, e)
-            groups = []
+        except Exception as e:
+            raise KafkaUnavailable(f"cannot list the consumer groups on {kafka.bootstrap}: "
+                                   f"{e}") from None
         remove, drop, kept = owned(t.id, topics, groups)
         failed: list[str] = []
         futures: dict[str, Any] = {}

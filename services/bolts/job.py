@@ -30,6 +30,7 @@ from services.bolts.standby import (
     wait_for_active,
     warm_up,
 )
+from squall.backends import default_state_path
 from squall.core.chains import chains
 from squall.core.errors import BoltFault, ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
@@ -157,7 +158,8 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
     # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
-    state_url = s.state_url or f"sqlite://{(s.checkpoint_dir / spec.name).resolve()}/state.db"
+    state_url = s.state_url or \
+        f"sqlite://{default_state_path(s.checkpoint_dir.resolve(), spec.name)}"
     state_urls = {c: state_url for c in chain}
     if state_url.startswith("sqlite://"):
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ takes the assignment as it then is.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,6 +25,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.worker.settings import WorkerSettings
+from squall.backends import default_state_path
 from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
 from squall.core.assignment import Kind, Placement
 from squall.core.clock import Clock
@@ -131,6 +133,8 @@ class WorkerService:
         self.wake = threading.Event()
         self.lost = threading.Event()
         self.zk: Any = None  # the ZooKeeper client, once connected
+        self._stopping: dict[str, int] = {}  # topology -> stops of its processes under way
+        self._lock = threading.Lock()
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
         self._spares = 0  # spares started: each has a handoff file of its own
@@ -153,8 +157,10 @@ class WorkerService:
         if self.s.metrics_port:  # the worker's own (no topology: not a task process)
             eps += ({"topology": "", "kind": "worker", "component": "",
                      "url": f"http://{self.s.metrics_host}:{self.s.metrics_port}/metrics"},)
+        with self._lock:
+            stopping = tuple(sorted(t for t, n in self._stopping.items() if n))
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
-                          self.s.metrics_host, os.getpid(), self.started_ms, eps)
+                          self.s.metrics_host, os.getpid(), self.started_ms, eps, stopping)
 
     def _publish(self, zk: Any) -> None:
         """Create or refresh this worker's ephemeral node (after a lost session too)."""
@@ -210,6 +216,9 @@ class WorkerService:
         for c in gone:
             del self.running[c.name]
         if gone:  # spouts drain: not in the way of the rest of the round
+            with self._lock:  # published until they exit: a teardown waits for them
+                for t in topologies:
+                    self._stopping[t] = self._stopping.get(t, 0) + 1
             threading.Thread(target=self._stop, args=(gone, topologies), daemon=True).start()
         for k, ps in want.items():
             if k not in self.sup.children:
@@ -236,9 +245,14 @@ class WorkerService:
 
     def _stop(self, gone: list[Child], topologies: set[str]) -> None:
         """Stop ``gone``; then, of ``topologies``, the killed ones' checkpoints and topology
-        files go (their teardown is queued: squall/core/teardown.py). A topology moved to
-        another worker keeps its checkpoints, for them to be shared."""
+        files go (their teardown is queued: squall/core/teardown.py), their default state
+        (SQLite beside the checkpoints) stays. A topology moved to another worker keeps its
+        checkpoints, for them to be shared."""
         stop_children(gone, self.s.stop_timeout_s, False)
+        with self._lock:
+            for t in topologies:
+                self._stopping[t] -= 1
+        self.wake.set()  # publish that they stopped
         for tid in sorted(topologies):
             try:
                 killed = self.zk is not None and teardown_of(self.zk, tid) is not None
@@ -248,12 +262,20 @@ class WorkerService:
                 continue
             if not killed or any(ps.topology == tid for ps in self.running.values()):
                 continue
-            ckpt, spec = self.s.checkpoints / tid, self.s.workdir / "topologies" / f"{tid}.json"
-            removed = [str(p) for p in (ckpt, spec) if p.exists()]
-            shutil.rmtree(ckpt, ignore_errors=True)
-            spec.unlink(missing_ok=True)
-            if removed:
-                log.info("killed topology %s: removed %s", tid, ", ".join(removed))
+            state = default_state_path(self.s.checkpoints, tid)
+            spec = self.s.workdir / "topologies" / f"{tid}.json"
+            gone_paths = [p for p in (state.parent.iterdir() if state.parent.is_dir() else ())
+                          if not p.name.startswith(state.name)] + [spec] * spec.exists()
+            for p in gone_paths:
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a directory with only its state stays
+                state.parent.rmdir()
+            if gone_paths:
+                log.info("killed topology %s: removed %s (its state stays)", tid,
+                         ", ".join(str(p) for p in gone_paths))
 
     def _handoff_file(self) -> Path:
         return self.s.workdir / "spare" / f"handoff-{self._spares}.json"

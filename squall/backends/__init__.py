@@ -17,6 +17,12 @@ from squall.core.errors import StateError
 from squall.core.trident.spec import StateOptions
 
 
+def default_state_path(checkpoints: Path, topology_id: str) -> Path:
+    """Where a topology's state lives when no database is named: SQLite beside its
+    checkpoints (it outlives them: a kill's teardown keeps the files ``state.db*``)."""
+    return checkpoints / topology_id / "state.db"
+
+
 def connect(url: str) -> tuple[Any, Dialect]:
     """A connection to ``postgresql://...`` (or ``postgres://``), ``sqlite:///path`` or a
     file path, with the tables made, and its dialect."""

@@ -56,18 +56,22 @@ class WorkerInfo:
     started_ms: int
     # Metrics endpoints of the processes it runs: {"topology", "component", "kind", "url"}.
     endpoints: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    # Topologies whose processes it is still stopping (a teardown waits for them).
+    stopping: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         return json.dumps({"id": self.worker.id, "kind": str(self.worker.kind),
                            "capacity": self.worker.capacity, "host": self.host, "pid": self.pid,
                            "started_ms": self.started_ms,
-                           "endpoints": list(self.endpoints)}).encode()
+                           "endpoints": list(self.endpoints),
+                           "stopping": list(self.stopping)}).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> WorkerInfo:
         d = json.loads(raw)
         return cls(Worker(d["id"], Kind(d["kind"]), int(d["capacity"])), d["host"],
-                   int(d["pid"]), int(d["started_ms"]), tuple(d.get("endpoints", ())))
+                   int(d["pid"]), int(d["started_ms"]), tuple(d.get("endpoints", ())),
+                   tuple(str(t) for t in d.get("stopping", ())))
 
 
 @dataclass(frozen=True)

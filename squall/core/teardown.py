@@ -75,6 +75,7 @@ def owned(topology_id: str, topics: Iterable[str], groups: Iterable[str]
 
 def still_running(topology_id: str, workers: Iterable[WorkerInfo],
                   assignments: Iterable[WorkerAssignment]) -> bool:
-    """Whether a worker still runs, or is assigned, a process of the topology."""
+    """Whether a worker still runs, stops or is assigned a process of the topology."""
     return any(e.get("topology") == topology_id for w in workers for e in w.endpoints) or \
+        any(topology_id in w.stopping for w in workers) or \
         any(p.topology == topology_id for a in assignments for p in a.placements)

@@ -38,8 +38,7 @@ def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> Se
         "--kind", kind, "--worker-id", wid, "--zookeeper", zookeeper,
         "--bootstrap-servers", bootstrap, "--workdir", str(tmp / wid), "--capacity", "4",
         "--checkpoint-dir", str(tmp / "checkpoints"), "--session-timeout-s", "3",
-        "--master", "local[2]"], tmp / f"{wid}.log",
-        env={"SQUALL_STATE_URL": f"sqlite://{tmp / 'state.db'}"})
+        "--master", "local[2]"], tmp / f"{wid}.log")
 
 
 @pytest.fixture
@@ -327,11 +326,13 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
         cluster: dict[str, Any], bootstrap: str, tmp_path: Path) -> None:
     """Storm's lifecycle: each submission is an id of its own; a kill removes, after the
     drain, the internal topics, consumer groups and checkpoints of that id and says what it
-    removed; the same name submitted again with another parallelism, then another bolt
-    list, counts every sentence exactly (its state, topics and groups are its own)."""
+    removed, and keeps its state (the default SQLite beside the checkpoints); the same name
+    submitted again with another parallelism, then another bolt list, counts every sentence
+    exactly (its state, topics and groups are its own)."""
     import subprocess
     import sys
 
+    from squall.backends import default_state_path
     from squall.demo import state_counts
     from squall.kafka_clients import KafkaClients
 
@@ -354,9 +355,13 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
         fed.extend(batch)
         want = Counter(w for s in fed for w in s.decode().split())
         # A new id starts at the source's beginning: its counts are of every sentence.
-        wait_for(lambda: state_counts(f"sqlite://{tmp_path / 'state.db'}", tid) == want, 180,
+        wait_for(lambda: counts(tid) == want, 180,
                  f"{tid} to count all {len(fed)} sentences exactly")
         return tid
+
+    def counts(tid: str) -> Counter[str]:
+        return state_counts(f"sqlite://{default_state_path(tmp_path / 'checkpoints', tid)}",
+                            tid)
 
     def owned(tid: str) -> tuple[list[str], list[str]]:
         topics = [t for t in admin.list_topics(timeout=10).topics
@@ -377,14 +382,17 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
         assert said.startswith(f"teardown: {tid}: removed {len(topics) - 1} topics"), said
         assert f"kept squall.{tid}.dlq" in said and all(g in said for g in groups), said
         assert owned(tid) == ([f"squall.{tid}.dlq"], []), owned(tid)
-        wait_for(lambda: not (tmp_path / "checkpoints" / tid).exists(), 60,
+        left = tmp_path / "checkpoints" / tid
+        wait_for(lambda: all(p.name.startswith("state.db") for p in left.iterdir()), 60,
                  f"the bolts worker to remove the checkpoints of {tid}")
         return said
 
     with api.client() as http:
         first = run(exact_topology(name, source, split=2), 300)
         assert (tmp_path / "checkpoints" / first).is_dir()
+        counted = counts(first)
         kill(first)
+        assert counts(first) == counted  # the state is the user's: it stays
         second = run(exact_topology(name, source, split=1), 200)  # another parallelism
         assert second != first
         kill(second)

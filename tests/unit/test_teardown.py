@@ -39,8 +39,11 @@ def test_it_waits_while_a_worker_runs_or_is_assigned_a_process_of_it() -> None:
                       ({"topology": TID, "component": "split", "kind": "bolts",
                         "url": "http://h:1/metrics"},))
     placed = WorkerAssignment((Placement(TID, Kind.SPOUT, "sentences", (0,)),))
+    stopping = WorkerInfo(Worker("w2", Kind.SPOUT, 4), "h", 2, 0, (), (TID,))
     assert still_running(TID, [info], [])
     assert still_running(TID, [], [placed])
+    assert still_running(TID, [stopping], [])  # its processes have not exited yet
+    assert WorkerInfo.from_json(stopping.to_json()) == stopping
     assert not still_running("wc-5-1", [info], [placed])
     assert not still_running(TID, [], [])
 

@@ -169,7 +169,8 @@ def cmd_operate(args: argparse.Namespace) -> int:
         if not n.isdigit():
             raise SquallError(f"-p expects component=N, got {item!r}")
         par[name] = int(n)
-    out = c.operate(args.id, args.command, getattr(args, "wait", None), par)
+    out = c.operate(args.id, args.command, getattr(args, "wait", None), par,
+                    getattr(args, "purge_state", False))
     print(f"{out['id']}: {out['status']}")
     if getattr(args, "follow", False):
         return _follow_teardown(c, str(out["id"]), float(out.get("deadline_ms") or 0) / 1000)
@@ -287,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
         if op == "kill":
             o.add_argument("--follow", action="store_true",
                            help="wait for the drain and the teardown, and say what it removed")
+            o.add_argument("--purge-state", action="store_true",
+                           help="delete its Trident state and dead letters too (kept by "
+                           "default)")
         if op == "rebalance":
             o.add_argument("-p", "--parallelism", action="append", metavar="COMPONENT=N",
                            help="a spout's new parallelism, or a bolt's executors (1..its "

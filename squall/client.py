@@ -62,10 +62,12 @@ class ApiClient:
             raise
 
     def operate(self, tid: str, op: str, wait_s: float | None = None,
-                parallelism: dict[str, int] | None = None) -> Any:
+                parallelism: dict[str, int] | None = None, purge_state: bool = False) -> Any:
         body: dict[str, Any] = {}
         if op in ("kill", "rebalance"):
             body["wait_s"] = wait_s
+        if op == "kill" and purge_state:
+            body["purge_state"] = True
         if op == "rebalance":
             body["parallelism"] = parallelism or {}
         return self.request("POST", f"/topologies/{tid}/{op}", json=body or None)

@@ -26,7 +26,7 @@ class AckerSettings(BaseSettings):
     num_ackers: int = Field(ge=1, description="partitions of the acker topic")
     message_timeout_s: float = Field(30.0, gt=0, le=86_400)
     bootstrap_servers: str = "127.0.0.1:9092"
-    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     metrics_port: int = Field(0, ge=0, le=65535, description="0: no metrics server")
     metrics_host: str = "0.0.0.0"

@@ -105,10 +105,11 @@ class ApiContext:
 
     async def operate(self, tid: str, event: str, if_match: str | None,
                       wait_s: float | None = None,
-                      parallelism: dict[str, int] | None = None) -> dict[str, Any]:
+                      parallelism: dict[str, int] | None = None,
+                      purge_state: bool = False) -> dict[str, Any]:
         """Apply a lifecycle event; the topology's view after it."""
         rec = await asyncio.to_thread(self.control.operate, tid, event, wait_s, parallelism,
-                                      _version_of(if_match))
+                                      _version_of(if_match), purge_state)
         await asyncio.to_thread(self.cluster.settle, tid, rec.version)
         return views.topology_view(rec, self.now(), await self.assignments())
 

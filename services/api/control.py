@@ -173,7 +173,9 @@ class Control:
         by_id = {r.id: r for r in records}
         for tid in p.removals:
             # queued first: a leader that dies between the two redoes both
-            write_teardown(self.zk, Teardown(tid, by_id[tid].display_name, now))
+            rec = by_id[tid]
+            write_teardown(self.zk, Teardown(tid, rec.display_name, now,
+                                             purge_state=rec.lifecycle.purge_state))
             self.store.delete(tid)
             log.info("topology %s removed (kill wait over); its teardown is queued", tid)
         for wid, a in p.assignments.items():
@@ -223,7 +225,7 @@ class Control:
         except Exception as e:
             raise KafkaUnavailable(f"cannot list the consumer groups on {kafka.bootstrap}: "
                                    f"{e}") from None
-        remove, drop, kept = owned(t.id, topics, groups)
+        remove, drop, kept = owned(t.id, topics, groups, t.purge_state)
         failed: list[str] = []
         futures: dict[str, Any] = {}
         if remove:
@@ -272,7 +274,8 @@ class Control:
 
     def operate(self, topology_id: str, event: str, wait_s: float | None = None,
                 parallelism: dict[str, int] | None = None,
-                expected_version: int | None = None) -> TopologyRecord:
+                expected_version: int | None = None,
+                purge_state: bool = False) -> TopologyRecord:
         """activate / deactivate / rebalance / kill; ``wait_s`` None = the message timeout."""
         self.require_writable()
         rec = self.store.get(topology_id)
@@ -283,7 +286,7 @@ class Control:
         wait = rec.spec.message_timeout_s if wait_s is None else wait_s
         if event == "rebalance" and parallelism:
             with_parallelism(rec.spec, parallelism)  # refuse now what could not be applied
-        lc = apply(rec.lifecycle, event, now, wait, parallelism)
+        lc = apply(rec.lifecycle, event, now, wait, parallelism, purge_state)
         out = self.store.update(dataclasses.replace(rec, lifecycle=lc))
         self.wake.set()
         return out

@@ -18,7 +18,7 @@ class ApiSettings(BaseSettings):
 
     zookeeper: str = "127.0.0.1:2181"
     bootstrap_servers: str = "127.0.0.1:9092"
-    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)

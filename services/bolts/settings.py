@@ -30,7 +30,7 @@ class SparkSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
 
     bootstrap_servers: str = "127.0.0.1:9092"
-    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     master: str = "local[*]"
     metrics_port: int = 0

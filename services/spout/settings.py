@@ -50,7 +50,7 @@ class SpoutSettings(BaseSettings):
     retry_max_ms: int = Field(10_000, ge=0)
     max_retries: int | None = Field(5, ge=0)
     bootstrap_servers: str = "127.0.0.1:9092"
-    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     metrics_port: int = Field(0, ge=0, le=65535)
     metrics_host: str = "0.0.0.0"

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings
@@ -24,7 +24,7 @@ class WorkerSettings(BaseSettings):
     kind: Kind
     zookeeper: str = "127.0.0.1:2181"
     bootstrap_servers: str = "127.0.0.1:9092"
-    # The user\'s Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
+    # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     worker_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
                            pattern=r"^[A-Za-z0-9._-]{1,200}$")
@@ -34,6 +34,10 @@ class WorkerSettings(BaseSettings):
         None, description="Spark checkpoints (bolts); shared storage lets bolts move between "
         "workers without replaying their edges. Default: <workdir>/checkpoints")
     master: str = "local[*]"
+    # The bolts' state database (as theirs: SQUALL_STATE_URL), for a kill that purges a
+    # topology's state. None: SQLite beside each topology's checkpoints.
+    state_url: str | None = Field(None, validation_alias=AliasChoices(
+        "state_url", "SQUALL_WORKER_STATE_URL", "SQUALL_STATE_URL"))
     session_timeout_s: float = Field(6.0, ge=2, le=120)
     metrics_host: str = "127.0.0.1"
     # The worker's own /metrics (restarts, crash loops), published in ZooKeeper with its

@@ -25,7 +25,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.worker.settings import WorkerSettings
-from squall.backends import default_state_path
+from squall.backends import default_state_path, purge
 from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
 from squall.core.assignment import Kind, Placement
 from squall.core.clock import Clock
@@ -255,12 +255,12 @@ class WorkerService:
         self.wake.set()  # publish that they stopped
         for tid in sorted(topologies):
             try:
-                killed = self.zk is not None and teardown_of(self.zk, tid) is not None
+                teardown = teardown_of(self.zk, tid) if self.zk is not None else None
             except SquallError as e:
                 log.warning("cannot tell whether %s was killed (%s): its checkpoints stay",
                             tid, e)
                 continue
-            if not killed or any(ps.topology == tid for ps in self.running.values()):
+            if teardown is None or any(ps.topology == tid for ps in self.running.values()):
                 continue
             state = default_state_path(self.s.checkpoints, tid)
             spec = self.s.workdir / "topologies" / f"{tid}.json"
@@ -271,11 +271,29 @@ class WorkerService:
                     shutil.rmtree(p, ignore_errors=True)
                 else:
                     p.unlink(missing_ok=True)
+            if self.s.kind is Kind.BOLTS and teardown.purge_state:
+                self._purge(tid, state)
             with contextlib.suppress(OSError):  # a directory with only its state stays
                 state.parent.rmdir()
             if gone_paths:
-                log.info("killed topology %s: removed %s (its state stays)", tid,
+                log.info("killed topology %s: removed %s", tid,
                          ", ".join(str(p) for p in gone_paths))
+
+    def _purge(self, tid: str, state: Path) -> None:
+        """A kill asked for the topology's state to go: its default SQLite files, and its
+        rows in the bolts' database if they have one."""
+        files = sorted(state.parent.glob(f"{state.name}*"))
+        for p in files:
+            p.unlink(missing_ok=True)
+        rows = 0
+        if self.s.state_url:
+            try:
+                rows = purge(self.s.state_url, tid)
+            except SquallError as e:
+                log.error("killed topology %s: %s", tid, e)
+                return
+        log.info("killed topology %s: purged its state (%s%d rows)", tid,
+                 "".join(f"{p}, " for p in files), rows)
 
     def _handoff_file(self) -> Path:
         return self.s.workdir / "spare" / f"handoff-{self._spares}.json"

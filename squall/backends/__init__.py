@@ -38,6 +38,33 @@ def connect(url: str) -> tuple[Any, Dialect]:
     return sqlite.connect(Path(path)), sqlite.SqliteDialect(path)
 
 
+#: Every table that holds a state's rows, by its ``state`` column.
+STATE_TABLES = ("squall_state", "squall_applied", "squall_tasks", "squall_changes",
+                "squall_compacted", "squall_kv", "squall_kv_turns", "squall_kv_log")
+
+
+def purge(url: str, topology_id: str) -> int:
+    """Delete the states Squall named for a topology's id (``<id>.<component>``) from the
+    database at ``url``, in one transaction; the rows deleted."""
+    conn, d = connect(url)
+    prefix = f"{topology_id}."
+    try:
+        d.begin(conn)
+        n = 0
+        for table in STATE_TABLES:
+            cur = conn.execute(f"DELETE FROM {table} WHERE substr(state, 1, {d.p}) = {d.p}",
+                               (len(prefix), prefix))
+            n += max(cur.rowcount, 0)
+        d.commit(conn)
+        return n
+    except Exception as e:
+        d.rollback(conn)
+        raise StateError(f"could not purge the state of {topology_id!r} at {url}: {e}"
+                         ) from None
+    finally:
+        conn.close()
+
+
 def open_store(url: str, name: StoreName) -> SqlStore:
     """A Trident state's store for one task (see :func:`connect` for ``url``)."""
     return SqlStore(*connect(url), name)

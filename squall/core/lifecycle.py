@@ -5,7 +5,7 @@
 | ACTIVE | deactivate | INACTIVE |
 | INACTIVE | activate | ACTIVE |
 | ACTIVE / INACTIVE | rebalance(wait) | REBALANCING, back to the previous state after the wait |
-| any but KILLED | kill(wait) | KILLED, removed after the wait |
+| any but KILLED | kill(wait) | KILLED, removed after the wait (and its state, if asked) |
 
 Spouts emit only while ACTIVE, so kill and rebalance let in-flight trees drain
 during their wait. Repeating the current state's own event (activate an active
@@ -37,6 +37,8 @@ class Lifecycle:
     deadline_ms: int | None = None
     # A rebalance's new parallelism (component -> tasks), applied when its wait ends.
     parallelism: dict[str, int] = field(default_factory=dict)
+    # A kill's: its teardown deletes the topology's state and dead letters too.
+    purge_state: bool = False
 
     # ----- queries -------------------------------------------------------
 
@@ -71,9 +73,10 @@ class Lifecycle:
         return Lifecycle(Status.REBALANCING, self.status, now_ms + int(wait_s * 1000),
                          dict(parallelism or {}))
 
-    def kill(self, now_ms: int, wait_s: float) -> Lifecycle:
+    def kill(self, now_ms: int, wait_s: float, purge_state: bool = False) -> Lifecycle:
         _check_wait(wait_s)
-        return Lifecycle(Status.KILLED, None, now_ms + int(wait_s * 1000))
+        return Lifecycle(Status.KILLED, None, now_ms + int(wait_s * 1000),
+                         purge_state=purge_state)
 
     def finish_rebalance(self) -> Lifecycle:
         """The wait is over: back to the state the rebalance started from."""
@@ -85,13 +88,14 @@ class Lifecycle:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": str(self.status), "previous": self.previous and str(self.previous),
-                "deadline_ms": self.deadline_ms, "parallelism": dict(self.parallelism)}
+                "deadline_ms": self.deadline_ms, "parallelism": dict(self.parallelism),
+                "purge_state": self.purge_state}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Lifecycle:
         prev = d.get("previous")
         return cls(Status(d["status"]), Status(prev) if prev else None, d.get("deadline_ms"),
-                   dict(d.get("parallelism") or {}))
+                   dict(d.get("parallelism") or {}), bool(d.get("purge_state", False)))
 
 
 def _check_wait(wait_s: float) -> None:
@@ -100,7 +104,7 @@ def _check_wait(wait_s: float) -> None:
 
 
 def apply(state: Lifecycle, event: str, now_ms: int, wait_s: float = 0.0,
-          parallelism: dict[str, int] | None = None) -> Lifecycle:
+          parallelism: dict[str, int] | None = None, purge_state: bool = False) -> Lifecycle:
     """Apply a named event (the REST verbs): activate, deactivate, rebalance, kill."""
     if event == "activate":
         return state.activate()
@@ -109,5 +113,5 @@ def apply(state: Lifecycle, event: str, now_ms: int, wait_s: float = 0.0,
     if event == "rebalance":
         return state.rebalance(now_ms, wait_s, parallelism)
     if event == "kill":
-        return state.kill(now_ms, wait_s)
+        return state.kill(now_ms, wait_s, purge_state)
     raise TopologyError(f"unknown topology operation {event!r}")

@@ -9,9 +9,11 @@ runs a process of it any more, the leader deletes what belongs only to that id:
 - its internal topics, ``squall.<id>.*`` (acker, results, edges, the bolts' reports);
 - its consumer groups, ``squall.<id>.*`` (the spouts', the ackers', the report readers');
 
-and each worker deletes its checkpoints of it when it stops its processes. Kept: the
-dead-letter topic (the messages that could not be processed are the user's to read) and
-the topology's Trident state (the user's data).
+and each worker deletes its checkpoints of it when it stops its processes. Kept, unless
+the kill asked to purge them: the dead-letter topic (the messages that could not be
+processed are the user's to read) and the topology's Trident state (the user's data;
+the bolts workers purge it). A state named in the spec (``state: {name: ...}``) belongs to
+that name, not to the id, and is never purged.
 
 Pure: the broker's topics and groups and the workers' processes are passed in.
 """
@@ -39,6 +41,8 @@ class Teardown:
     kept: tuple[str, ...] = ()
     #: the last attempt's trouble (the broker did not answer...); tried again next round
     error: str = ""
+    #: the kill asked for the state and dead letters to go too
+    purge_state: bool = False
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()
@@ -48,29 +52,33 @@ class Teardown:
         d = json.loads(raw)
         return cls(str(d["id"]), str(d.get("name") or d["id"]), int(d["since_ms"]),
                    d.get("done_ms"), tuple(d.get("topics", ())), tuple(d.get("groups", ())),
-                   tuple(d.get("kept", ())), str(d.get("error", "")))
+                   tuple(d.get("kept", ())), str(d.get("error", "")),
+                   bool(d.get("purge_state", False)))
 
     def summary(self) -> str:
         """What was removed and kept, in a sentence."""
         if self.done_ms is None:
             return f"{self.id}: waiting for its processes to stop" + (
                 f" ({self.error})" if self.error else "")
+        state = "its state is purged by the bolts workers" if self.purge_state \
+            else "its state stays"
         return (f"{self.id}: removed {len(self.topics)} topics ({', '.join(self.topics)}) and "
                 f"{len(self.groups)} consumer groups ({', '.join(self.groups)}); kept "
-                f"{', '.join(self.kept) or 'nothing'}")
+                f"{', '.join(self.kept) or 'nothing'}; {state}")
 
 
 def prefix(topology_id: str) -> str:
     return f"squall.{topology_id}."
 
 
-def owned(topology_id: str, topics: Iterable[str], groups: Iterable[str]
-          ) -> tuple[list[str], list[str], list[str]]:
+def owned(topology_id: str, topics: Iterable[str], groups: Iterable[str],
+          purge_state: bool = False) -> tuple[list[str], list[str], list[str]]:
     """``(topics to remove, groups to remove, topics kept)`` of the broker's."""
     p, dlq = prefix(topology_id), dlq_topic(topology_id)
     mine = sorted(t for t in topics if t.startswith(p))
-    return ([t for t in mine if t != dlq], sorted(g for g in groups if g.startswith(p)),
-            [t for t in mine if t == dlq])
+    keep = [] if purge_state else [dlq]
+    return ([t for t in mine if t not in keep], sorted(g for g in groups if g.startswith(p)),
+            [t for t in mine if t in keep])
 
 
 def still_running(topology_id: str, workers: Iterable[WorkerInfo],

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from squall.backends import open_store
+from squall.backends import open_store, purge
 from squall.backends.sql import SqlStore, StoreName
 from squall.core.errors import StateError
 from squall.core.trident.aggregators import Count
@@ -67,6 +67,27 @@ def test_replays_of_both_kinds_count_once(db: str, state: str, kind: MapKind) ->
     again = open_store(db, StoreName(state, 0, kind))  # another worker, another connection
     assert _counts(again, kind, ["a", "b", "c", "z"]) == [2, 1, 1, None]
     assert [r.txid for r in again.load_applied()] == [1, 2]
+
+
+def test_a_purge_deletes_the_states_of_one_topology_id_and_no_other(db: str,
+                                                                     state: str) -> None:
+    """``squall kill --purge-state``: the bolts worker purges ``<id>.*``; a state of an
+    id that starts the same, or named in a spec, stays."""
+    kind = MapKind.OPAQUE
+    tid = f"{state}-3-1795798502"
+    names = [f"{tid}.count", f"{tid}.sums", f"{tid}0.count", state]
+    for name in names:
+        store = open_store(db, StoreName(name, 0, kind))
+        PersistentAggregate(MAPS[kind](store), store, Count()).run(1, _batch(["a", "b"], [0, 1]))
+        store.close()
+    assert purge(db, tid) > 0
+    left = []
+    for name in names:
+        store = open_store(db, StoreName(name, 0, kind))
+        left.append(_counts(store, kind, ["a"]) == [1] and bool(store.load_applied()))
+        store.close()
+    assert left == [False, False, True, True]
+    assert purge(db, tid) == 0  # again: nothing left of it
 
 
 def test_non_transactional_state_is_at_least_once(db: str, state: str) -> None:

@@ -400,4 +400,16 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
         assert len({first, second, third}) == 3
         assert [b["boltId"] for b in http.get(f"/api/v1/topology/{name}").json()["bolts"]] \
             == ["split", "count", "tally"]
-        http.post(f"/topologies/{name}/kill", json={"wait_s": 0})
+        # Killed with --purge-state: its dead letters and its state go too.
+        r = http.post(f"/topologies/{name}/kill", json={"wait_s": 0, "purge_state": True})
+        assert r.status_code == 200, r.text
+
+        def torn_down() -> bool:
+            t = http.get(f"/teardowns/{third}")
+            return t.status_code == 200 and bool(t.json()["done"])
+
+        wait_for(torn_down, 120, f"the teardown of {third}")
+        assert http.get(f"/teardowns/{third}").json()["kept"] == [] and owned(third) == ([], [])
+        wait_for(lambda: not (tmp_path / "checkpoints" / third).exists(), 60,
+                 f"the bolts worker to purge the state of {third}")
+        assert counts(first) == counted  # an earlier id's state is not touched

@@ -25,6 +25,9 @@ def test_only_what_the_id_owns_is_removed_and_its_dead_letters_are_kept() -> Non
                              f"squall.{TID}.edge.sentences.default.split",
                              f"squall.{TID}.metrics"])
     assert drop == sorted(groups[:3]) and kept == [f"squall.{TID}.dlq"]
+    # Purged: the dead letters go too.
+    assert owned(TID, topics, groups, purge_state=True) == (
+        sorted([*remove, f"squall.{TID}.dlq"]), drop, [])
 
 
 @given(st.lists(st.text("abcwq.-0123456789", max_size=30), max_size=20))
@@ -56,4 +59,5 @@ def test_a_teardown_reads_back_and_says_what_it_did() -> None:
                     (f"squall.{TID}.sentences",), (f"squall.{TID}.dlq",))
     assert Teardown.from_json(done.to_json()) == done
     assert done.summary() == (f"{TID}: removed 1 topics (squall.{TID}.acker) and 1 consumer "
-                              f"groups (squall.{TID}.sentences); kept squall.{TID}.dlq")
+                              f"groups (squall.{TID}.sentences); kept squall.{TID}.dlq; its "
+                              "state stays")

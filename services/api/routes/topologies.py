@@ -37,6 +37,8 @@ class RebalanceRequest(BaseModel):
 class KillRequest(BaseModel):
     wait_s: float | None = Field(None, ge=0, le=86_400,
                                  description="drain time (default: the message timeout)")
+    purge_state: bool = Field(False, description="delete its Trident state and dead "
+                              "letters too (kept by default: they are the user's)")
 
 
 def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
@@ -129,8 +131,8 @@ async def rebalance(ctx: Ctx, topology_id: TopologyId,
 async def kill(ctx: Ctx, topology_id: TopologyId,
                body: Annotated[KillRequest | None, Body()] = None,
                if_match: IfMatch = None) -> dict[str, Any]:
-    return await ctx.operate(topology_id, "kill", if_match,
-                             (body or KillRequest(wait_s=None)).wait_s)
+    b = body or KillRequest(wait_s=None, purge_state=False)
+    return await ctx.operate(topology_id, "kill", if_match, b.wait_s, purge_state=b.purge_state)
 
 
 @router.get("/workers", tags=["cluster"], summary="Live workers and what they run")

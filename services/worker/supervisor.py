@@ -266,11 +266,7 @@ class WorkerService:
             spec = self.s.workdir / "topologies" / f"{tid}.json"
             gone_paths = [p for p in (state.parent.iterdir() if state.parent.is_dir() else ())
                           if not p.name.startswith(state.name)] + [spec] * spec.exists()
-            for p in gone_paths:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
+            _remove(gone_paths)
             if self.s.kind is Kind.BOLTS and teardown.purge_state:
                 self._purge(tid, state)
             with contextlib.suppress(OSError):  # a directory with only its state stays
@@ -282,9 +278,8 @@ class WorkerService:
     def _purge(self, tid: str, state: Path) -> None:
         """A kill asked for the topology's state to go: its default SQLite files, and its
         rows in the bolts' database if they have one."""
-        files = sorted(state.parent.glob(f"{state.name}*"))
-        for p in files:
-            p.unlink(missing_ok=True)
+        files = sorted(state.parent.glob(f"{state.name}*"))  # with its -wal and .locks
+        _remove(files)
         rows = 0
         if self.s.state_url:
             try:
@@ -348,3 +343,12 @@ class WorkerService:
             except Exception as e:  # shutting down anyway
                 log.warning("closing ZooKeeper: %s", e)
 
+
+
+def _remove(paths: list[Path]) -> None:
+    """Delete files and directories; one already gone is fine."""
+    for p in paths:
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)

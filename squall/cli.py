@@ -129,8 +129,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SquallError(f"cannot read {path}: {e}") from None
     c = _client(args)
-    out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive)
-    print(f"submitted {out.get('name', out['id'])} as {out['id']} ({out['status']})")
+    out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive,
+                   keep_state=args.keep_state)
+    kept = out.get("state_of")
+    print(f"submitted {out.get('name', out['id'])} as {out['id']} ({out['status']})"
+          + (f", keeping the state of {kept}" if kept else ""))
     return 0
 
 
@@ -265,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("submit", help="submit a topology (JSON / YAML) to the API")
     sb.add_argument("topology", help="topology file")
     sb.add_argument("--inactive", action="store_true", help="submit deactivated")
+    sb.add_argument("--keep-state", nargs="?", const="", metavar="KILLED",
+                    help="keep the Trident state of a killed submission and start where its "
+                         "spouts got to (KILLED: its id or name; default this topology's "
+                         "name); refused if the topology changed what the state depends on")
     client_opts(sb)
     sb.set_defaults(func=cmd_submit)
     ls = sub.add_parser("list", help="list topologies")

@@ -34,11 +34,16 @@ class ApiClient:
             raise ApiError(r.status_code, str(detail))
         return r.json()
 
-    def submit(self, text: str, yaml: bool = False, activate: bool = True) -> Any:
+    def submit(self, text: str, yaml: bool = False, activate: bool = True,
+               keep_state: str | None = None) -> Any:
+        """``keep_state``: a killed submission whose state this one keeps ("": the same
+        name's newest)."""
         ctype = "application/yaml" if yaml else "application/json"
+        params = {"activate": str(activate).lower()}
+        if keep_state is not None:
+            params["keep_state"] = keep_state
         return self.request("POST", "/topologies", content=text.encode(),
-                            headers={"Content-Type": ctype},
-                            params={"activate": str(activate).lower()})
+                            headers={"Content-Type": ctype}, params=params)
 
     def topologies(self) -> Any:
         return self.request("GET", "/topologies")

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
-from squall.core.teardown import Teardown
+from squall.core.teardown import Teardown, prunable
 
 log = logging.getLogger("squall.coord")
 T = TypeVar("T")
@@ -246,13 +246,12 @@ def write_teardown(zk: Any, t: Teardown) -> None:
 
 def read_teardowns(zk: Any, prune: bool = False) -> list[Teardown]:
     """Every teardown, oldest first; ``prune``: the oldest done ones beyond KEEP_TEARDOWNS
-    deleted."""
+    deleted, but for the newest of each state that stays."""
     from kazoo.exceptions import NoNodeError
 
     out = _children(zk, TEARDOWNS, "teardown", Teardown.from_json)
     out.sort(key=lambda t: t.since_ms)
-    done = [t for t in out if t.done_ms is not None]
-    for old in done[:max(0, len(done) - KEEP_TEARDOWNS)] if prune else ():
+    for old in prunable(out, KEEP_TEARDOWNS) if prune else ():
         with contextlib.suppress(NoNodeError):
             zk.delete(f"{TEARDOWNS}/{old.id}")
         out.remove(old)

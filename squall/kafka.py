@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from squall.core.contiguity import Admitted, Contiguity
@@ -162,3 +162,49 @@ def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
                 f"could not create topic {topic!r} on {clients.bootstrap} (replication.factor="
                 f"{replication}, {', '.join(f'topic.{k}={v}' for k, v in configs.items())}): "
                 f"{e}") from e
+
+
+def group_offsets(kafka: KafkaClients, group: str, topics: Iterable[str],
+                  timeout_s: float = 15.0) -> dict[str, dict[int, int]]:
+    """Where consumer group ``group`` committed, per topic and partition (those it
+    committed in only)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    c = kafka.consumer({"group.id": group, "enable.auto.commit": False,
+                        "logger": quiet_logger("offsets")})
+    try:
+        md = c.list_topics(timeout=timeout_s)
+        tps = [TopicPartition(t, p) for t in topics if t in md.topics
+               for p in md.topics[t].partitions]
+        out: dict[str, dict[int, int]] = {}
+        for tp in c.committed(tps, timeout=timeout_s) if tps else ():
+            if tp.offset >= 0:
+                out.setdefault(tp.topic, {})[tp.partition] = tp.offset
+        return out
+    except KafkaException as e:
+        raise KafkaUnavailable(f"cannot read the offsets of group {group!r} on "
+                               f"{kafka.bootstrap}: {e}") from None
+    finally:
+        c.close()
+
+
+def commit_group_offsets(kafka: KafkaClients, group: str,
+                         offsets: Iterable[tuple[str, int, int]], timeout_s: float = 15.0
+                         ) -> None:
+    """Commit ``(topic, partition, offset)`` for consumer group ``group`` (one that has no
+    member yet: where it will start)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    at = [TopicPartition(t, p, o) for t, p, o in offsets]
+    if not at:
+        return
+    c = kafka.consumer({"group.id": group, "enable.auto.commit": False,
+                        "socket.timeout.ms": int(timeout_s * 1000),
+                        "logger": quiet_logger("offsets")})
+    try:
+        c.commit(offsets=at, asynchronous=False)
+    except KafkaException as e:
+        raise KafkaUnavailable(f"cannot commit the start offsets of group {group!r} on "
+                               f"{kafka.bootstrap}: {e}") from None
+    finally:
+        c.close()

@@ -113,8 +113,9 @@ class ApiContext:
         await asyncio.to_thread(self.cluster.settle, tid, rec.version)
         return views.topology_view(rec, self.now(), await self.assignments())
 
-    async def submit(self, spec: TopologySpec, activate: bool) -> TopologyRecord:
-        rec = await asyncio.to_thread(self.control.submit, spec, activate)
+    async def submit(self, spec: TopologySpec, activate: bool, keep_state: str | None = None
+                     ) -> TopologyRecord:
+        rec = await asyncio.to_thread(self.control.submit, spec, activate, keep_state)
         await asyncio.to_thread(self.cluster.settle, rec.id, rec.version)
         return rec
 

@@ -40,11 +40,14 @@ from squall.core.errors import (
     SquallError,
     TopologyError,
 )
+from squall.core.kept_state import carried_offsets, check_compatible, kept_teardown
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import plan, with_parallelism
 from squall.core.spec_checks import MAX_NAME
 from squall.core.teardown import Teardown, owned, still_running
+from squall.core.topics import spout_group
 from squall.core.topology import TopologySpec
+from squall.kafka import commit_group_offsets, group_offsets
 from squall.kafka_clients import quiet_logger
 from squall.wallclock import SystemClock
 
@@ -175,7 +178,8 @@ class Control:
             # queued first: a leader that dies between the two redoes both
             rec = by_id[tid]
             write_teardown(self.zk, Teardown(tid, rec.display_name, now,
-                                             purge_state=rec.lifecycle.purge_state))
+                                             purge_state=rec.lifecycle.purge_state,
+                                             spec=rec.spec))
             self.store.delete(tid)
             log.info("topology %s removed (kill wait over); its teardown is queued", tid)
         for wid, a in p.assignments.items():
@@ -219,6 +223,11 @@ class Control:
         kafka = self.s.clients
         admin = kafka.admin({"logger": quiet_logger("teardown")})
         topics = list(kafka.metadata(15).topics)
+        # Where the spouts got to, before their groups go: a resubmission that keeps the
+        # state starts there (squall/core/kept_state.py).
+        offsets = {} if t.purge_state or t.spec is None else {
+            s.name: group_offsets(kafka, spout_group(t.id, s.name), s.topics)
+            for s in t.spec.spouts}
         try:
             groups = [g.group_id for g in admin.list_consumer_groups(
                 request_timeout=15).result(timeout=20).valid]
@@ -240,14 +249,20 @@ class Control:
         if failed:
             raise KafkaUnavailable(f"could not delete {'; '.join(failed[:5])}")
         return dataclasses.replace(t, done_ms=now, topics=tuple(remove), groups=tuple(drop),
-                                   kept=tuple(kept), error="")
+                                   kept=tuple(kept), error="", offsets=offsets)
 
     # ----- operations (the leader's) -----------------------------------------
 
-    def submit(self, spec: TopologySpec, activate: bool = True) -> TopologyRecord:
+    def submit(self, spec: TopologySpec, activate: bool = True,
+               keep_state: str | None = None) -> TopologyRecord:
         """Store ``spec`` under a new id (Storm's ``name-counter-timestamp``); its processes
-        get the spec named by the id, so all they make is this submission's own."""
+        get the spec named by the id, so all they make is this submission's own.
+        ``keep_state``: a killed submission (an id, or a name: its newest; "": this name's)
+        whose state this one keeps, and whose spouts' offsets it starts from."""
         self.require_writable()
+        if spec.state_of is not None:
+            raise TopologyError("state_of is set by the API when a submission keeps a state "
+                                "(POST /topologies?keep_state=...), not in a spec")
         if len(spec.name) > MAX_NAME["topology"]:
             raise TopologyError(f"topology name {spec.name[:20]!r}... is {len(spec.name)} "
                                 f"characters; at most {MAX_NAME['topology']}")
@@ -259,11 +274,25 @@ class Control:
         status = Status.ACTIVE if activate else Status.INACTIVE
         now = self.clock.now_ms()
         tid = topology_id(spec.name, self.store.next_counter(), now)
-        rec = self.store.create(TopologyRecord(
-            tid, dataclasses.replace(spec, name=tid).validate(), Lifecycle(status), now,
-            name=spec.name))
+        run = dataclasses.replace(spec, name=tid)
+        if keep_state is not None:
+            run = self._keep(run, keep_state or spec.name)
+        rec = self.store.create(TopologyRecord(tid, run.validate(), Lifecycle(status), now,
+                                               name=spec.name))
         self.wake.set()
         return rec
+
+    def _keep(self, spec: TopologySpec, ref: str) -> TopologySpec:
+        """``spec`` keeping the state of the killed submission ``ref``, checked; its spouts'
+        groups committed where the killed one's had got to."""
+        in_use = {r.spec.state_id: r.id for r in self.store.list()}
+        t = kept_teardown(ref, read_teardowns(self.zk), in_use)
+        assert t.spec is not None
+        check_compatible(t.spec, spec)
+        for spout, at in carried_offsets(t.offsets, spec).items():
+            commit_group_offsets(self.s.clients, spout_group(spec.name, spout), at)
+        log.info("%s keeps the state of %s (%s)", spec.name, t.id, t.state_id)
+        return dataclasses.replace(spec, state_of=t.state_id)
 
     def resolve(self, ref: str) -> str:
         """The id ``ref`` names: an id, or the name of a live topology (as Storm's CLI

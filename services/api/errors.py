@@ -40,7 +40,8 @@ class ErrorBody(BaseModel):
 
 _WHY = {400: "a malformed request (e.g. an If-Match that is not a version)",
         401: "no bearer token", 403: "a wrong bearer token", 404: "no such topology",
-        409: "an illegal transition, a name taken, or a lost race (If-Match)",
+        409: "an illegal transition, a name taken, a state that cannot be kept, or a lost "
+             "race (If-Match)",
         411: "a body of unknown length", 413: "a body too large",
         422: "an invalid spec, body, path or query: the detail names it",
         503: "ZooKeeper unavailable, or this replica cannot reach the leader"}

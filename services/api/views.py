@@ -92,7 +92,10 @@ def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, Worke
         "id": rec.id, "name": rec.display_name, "status": str(lc.status), "version": rec.version,
         "submitted_ms": rec.submitted_ms, "uptime_s": uptime_s(rec, now_ms),
         "deadline_ms": lc.deadline_ms, "pending_parallelism": lc.parallelism,
-        "spec": {**rec.spec.to_dict(), "name": rec.display_name},  # as submitted
+        # as submitted: the kept state is the submission's, not the spec's
+        "spec": {**{k: v for k, v in rec.spec.to_dict().items() if k != "state_of"},
+                 "name": rec.display_name},
+        "state_of": rec.spec.state_of,
         "assignment": placements_of(rec.id, assignments),
         "stats": {c: _numbers(s) for c, s in sorted((stats or {}).items())},
     }

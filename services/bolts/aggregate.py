@@ -61,7 +61,7 @@ class AggregateTask:
         t = trident_spec(bolt.cls, bolt.config, where)
         assert not isinstance(t, QuerySpec), f"{where} keeps no state"
         self.spec: AggregateSpec | PersistSpec = t
-        options = stored_state(spec.name, bolt.name, t)
+        options = stored_state(spec.state_id, bolt.name, t)
         self.component, self.task, self.clock = bolt.name, task, clock
         self.store = open_state(options, default_url, task)
         self.cache = CachedMap(self.store, options.cache_size) if options.cache_size else None

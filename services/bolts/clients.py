@@ -11,6 +11,8 @@ import uuid
 from typing import Any
 
 from services.bolts import heap
+from squall.core.errors import KafkaUnavailable
+from squall.kafka import group_offsets
 from squall.kafka_clients import from_environment
 
 _PRODUCERS: dict[str, Any] = {}
@@ -57,25 +59,17 @@ def spout_committed(bootstrap: str, groups: dict[str, tuple[str, ...]],
     """The spouts' committed offsets, ``{"topic:partition": offset}``, for ``groups``
     (consumer group -> its source topics); cached ``COMMITTED_MAX_AGE_S``. Best effort: a
     broker that does not answer gives what was known (records are kept a little longer)."""
-    from confluent_kafka import KafkaException, TopicPartition
-
     out: dict[str, int] = {}
     for group, topics in sorted(groups.items()):
         at, known = _COMMITTED.get((bootstrap, group), (-1e18, {}))
         if now_s - at < COMMITTED_MAX_AGE_S:
             out.update(known)
             continue
-        c = from_environment(bootstrap).consumer({"group.id": group, "enable.auto.commit": False})
         try:
-            md = c.list_topics(timeout=5)
-            tps = [TopicPartition(t, p) for t in topics if t in md.topics
-                   for p in md.topics[t].partitions]
-            got = {f"{tp.topic}:{tp.partition}": tp.offset
-                   for tp in c.committed(tps, timeout=5) if tp.offset >= 0}
-        except KafkaException:
+            got = {f"{t}:{p}": o for t, ps in group_offsets(
+                from_environment(bootstrap), group, topics, 5).items() for p, o in ps.items()}
+        except KafkaUnavailable:
             got = known
-        finally:
-            c.close()
         _COMMITTED[(bootstrap, group)] = (now_s, got)
         out.update(got)
     return out

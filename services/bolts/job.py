@@ -159,7 +159,7 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
     state_url = s.state_url or \
-        f"sqlite://{default_state_path(s.checkpoint_dir.resolve(), spec.name)}"
+        f"sqlite://{default_state_path(s.checkpoint_dir.resolve(), spec.state_id)}"
     state_urls = {c: state_url for c in chain}
     if state_url.startswith("sqlite://"):
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from services.bolts.task_state import TaskState
 from squall.backends import open_kv
 from squall.core.bolt import TaskContext
 from squall.core.executor import BoltExecutor
+from squall.core.topics import spout_group
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.core.trident.spec import QUERY_CLASS, QuerySpec, stored_state, trident_spec
 from squall.wallclock import SystemClock
@@ -57,7 +58,7 @@ def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str =
         assert isinstance(target, BoltSpec)
         t = trident_spec(target.cls, target.config, f"bolt {target.name!r}")
         assert not isinstance(t, QuerySpec)
-        conf["squall.queried"] = stored_state(spec.name, target.name, t)
+        conf["squall.queried"] = stored_state(spec.state_id, target.name, t)
     return BoltExecutor(instance, ctx, spec.edges_from(bolt.name), conf, clock=SystemClock(),
                         outputs=bolt.outputs)
 
@@ -71,7 +72,7 @@ def aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
     key = (spec.name, bolt.name, task)
     agg = _AGGREGATES.get(key)
     if agg is None:
-        groups = {f"squall.{spec.name}.{s.name}": s.topics for s in spec.spouts}
+        groups = {spout_group(spec.name, s.name): s.topics for s in spec.spouts}
         clock = SystemClock()
         agg = _AGGREGATES[key] = AggregateTask(
             spec, bolt, task, url, clock,
@@ -90,7 +91,7 @@ def task_state(spec: TopologySpec, bolt: BoltSpec, ex: BoltExecutor, url: str, t
     kv = _TASK_STATES.get(id(ex))
     if kv is None:
         kv = _TASK_STATES[id(ex)] = TaskState(
-            open_kv(url, f"{spec.name}.{bolt.name}", task), ex.state)
+            open_kv(url, f"{spec.state_id}.{bolt.name}", task, bolt.parallelism), ex.state)
     return kv
 
 

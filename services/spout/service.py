@@ -33,7 +33,7 @@ from squall.core.errors import ConfigError, WireFormatError
 from squall.core.ids import new_salt
 from squall.core.records import Outcome
 from squall.core.scheme import load_scheme
-from squall.core.topics import acker_topic, dlq_topic, results_topic
+from squall.core.topics import acker_topic, dlq_topic, results_topic, spout_group
 from squall.core.topology import Guarantee
 from squall.core.tuple_batch import encode_tuples_chunked
 from squall.core.wire import (
@@ -198,7 +198,7 @@ class SpoutService:
         # happen while start-up waits on Kafka, not in front of the first records.
         threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
         conf = {"error_cb": self._kafka_error}
-        consumer = s.clients.consumer({**conf, "group.id": f"squall.{s.topology}.{s.component}",
+        consumer = s.clients.consumer({**conf, "group.id": spout_group(s.topology, s.component),
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
@@ -209,7 +209,7 @@ class SpoutService:
                                   "queue.buffering.max.kbytes": 1 << 20})
         self.consumer = consumer
         self.results_consumer = s.clients.consumer({
-            **conf, "group.id": f"squall.{s.topology}.{s.component}", "enable.auto.commit": False,
+            **conf, "group.id": spout_group(s.topology, s.component), "enable.auto.commit": False,
             "fetch.wait.max.ms": min(s.fetch_wait_max_ms, 20)})
         self._setup(consumer)
         self.producer.flush(30)

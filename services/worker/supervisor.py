@@ -268,9 +268,13 @@ class WorkerService:
                           if not p.name.startswith(state.name)] + [spec] * spec.exists()
             _remove(gone_paths)
             if self.s.kind is Kind.BOLTS and teardown.purge_state:
-                self._purge(tid, state)
-            with contextlib.suppress(OSError):  # a directory with only its state stays
-                state.parent.rmdir()
+                # the state it kept from an earlier submission, if it kept one
+                self._purge(teardown.state_id,
+                            default_state_path(self.s.checkpoints, teardown.state_id))
+            for d in {state.parent, default_state_path(self.s.checkpoints,
+                                                       teardown.state_id).parent}:
+                with contextlib.suppress(OSError):  # a directory with only its state stays
+                    d.rmdir()
             if gone_paths:
                 log.info("killed topology %s: removed %s", tid,
                          ", ".join(str(p) for p in gone_paths))

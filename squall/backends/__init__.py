@@ -87,6 +87,14 @@ def open_state(options: StateOptions, default_url: str, task: int) -> Any:
                          f"{type(e).__name__}: {e}") from None
 
 
-def open_kv(url: str, state: str, task: int) -> KeyValueStore:
-    """A stateful bolt task's keyed state (see :func:`connect` for ``url``)."""
-    return KeyValueStore(*connect(url), state, task)
+def open_kv(url: str, state: str, task: int, tasks: int | None = None) -> KeyValueStore:
+    """A stateful bolt task's keyed state (see :func:`connect` for ``url``); ``tasks``:
+    the bolt's parallelism, checked against the one the state was kept by."""
+    store = KeyValueStore(*connect(url), state, task)
+    if tasks is not None:
+        try:
+            store.claim_tasks(tasks)
+        except BaseException:
+            store.close()
+            raise
+    return store

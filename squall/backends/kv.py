@@ -7,6 +7,7 @@ Three tables (:func:`squall.backends.sql.schema`)::
                                                   serializes its keys and values
     squall_kv_log   (state, task, turn, changes)  each turn's changes since then, one row
     squall_kv_turns (state, task, turn)           how many micro-batches changed the state
+                                                  (task -1: how many tasks keep it)
 
 A worker that runs the task holds the task's lock (tasks of a fused chain run in several
 Spark tasks at once), keeps the state in memory and checks the task's turn before each
@@ -44,6 +45,8 @@ from squall.core.state import DELETED
 _KEY_PROTOCOL = 5
 #: A turn that is a multiple of this folds the log into the rows.
 COMPACT_EVERY = 32
+#: The ``squall_kv_turns`` row of a state as a whole: its turn is how many tasks keep it.
+LAYOUT_TASK = -1
 
 
 class KeyValueStore:
@@ -55,6 +58,27 @@ class KeyValueStore:
     def locked(self) -> AbstractContextManager[None]:
         """The task's lock: one worker at a time runs it (:meth:`Dialect.task_lock`)."""
         return self.d.task_lock(self.conn, self.state, self.task)
+
+    def claim_tasks(self, tasks: int) -> None:
+        """Record that ``tasks`` tasks keep the state, or refuse if another number did:
+        each task keeps its own keys, so a state kept over a resubmission
+        (squall/core/kept_state.py) or named in two topologies must keep its parallelism."""
+        p, s = self.d.p, self.state
+        self.d.begin(self.conn)
+        try:
+            self.conn.execute(f"INSERT INTO squall_kv_turns (state, task, turn) VALUES ({p}, "
+                              f"{p}, {p}) ON CONFLICT (state, task) DO NOTHING",
+                              (s, LAYOUT_TASK, tasks))
+            row = self.conn.execute(f"SELECT turn FROM squall_kv_turns WHERE state = {p} AND "
+                                    f"task = {p}", (s, LAYOUT_TASK)).fetchone()
+        except BaseException:
+            self.d.rollback(self.conn)
+            raise
+        self.d.commit(self.conn)
+        if int(row[0]) != tasks:
+            raise StateError(f"state {s!r} is kept by {int(row[0])} tasks, each with its own "
+                             f"keys, and cannot be split among {tasks}: keep the bolt's "
+                             f"parallelism at {int(row[0])}, or start with a new state")
 
     def turn(self) -> int:
         """How many micro-batches have changed the task's state (0: none yet)."""

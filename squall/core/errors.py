@@ -60,6 +60,10 @@ class ConflictError(SquallError):
     a name already in use, or an edit that lost a race (stale ZooKeeper node version)."""
 
 
+class StateConflict(ConflictError):
+    """A resubmission cannot keep the state it asked for (squall/core/kept_state.py)."""
+
+
 class CoordinationError(SquallError):
     """ZooKeeper cannot be reached (or the session is suspended): nothing was changed."""
 

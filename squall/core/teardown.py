@@ -21,11 +21,16 @@ Pure: the broker's topics and groups and the workers' processes are passed in.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from squall.core.cluster import WorkerAssignment, WorkerInfo
 from squall.core.topics import dlq_topic
+from squall.core.topology import TopologySpec
+
+#: Where each spout's group had committed: component -> topic -> partition -> next offset.
+SourceOffsets = Mapping[str, Mapping[str, Mapping[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -43,17 +48,38 @@ class Teardown:
     error: str = ""
     #: the kill asked for the state and dead letters to go too
     purge_state: bool = False
+    #: the killed spec: what a resubmission that keeps its state is checked against
+    spec: TopologySpec | None = None
+    #: where its spouts' groups had committed, read before they were deleted
+    offsets: SourceOffsets = field(default_factory=dict)
+
+    @property
+    def state_id(self) -> str:
+        """The id that names the topology's state (an earlier one's, if it kept that)."""
+        return self.spec.state_id if self.spec is not None else self.id
 
     def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
+        d: dict[str, Any] = {
+            "id": self.id, "name": self.name, "since_ms": self.since_ms,
+            "done_ms": self.done_ms, "topics": self.topics, "groups": self.groups,
+            "kept": self.kept, "error": self.error, "purge_state": self.purge_state,
+            "spec": None if self.spec is None else self.spec.to_dict(),
+            "offsets": {c: {t: {str(p): o for p, o in ps.items()} for t, ps in ts.items()}
+                        for c, ts in self.offsets.items()}}
+        return json.dumps(d).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> Teardown:
         d = json.loads(raw)
+        spec = d.get("spec")
         return cls(str(d["id"]), str(d.get("name") or d["id"]), int(d["since_ms"]),
                    d.get("done_ms"), tuple(d.get("topics", ())), tuple(d.get("groups", ())),
                    tuple(d.get("kept", ())), str(d.get("error", "")),
-                   bool(d.get("purge_state", False)))
+                   bool(d.get("purge_state", False)),
+                   None if spec is None else TopologySpec.from_dict(spec),
+                   {str(c): {str(t): {int(p): int(o) for p, o in ps.items()}
+                             for t, ps in ts.items()}
+                    for c, ts in (d.get("offsets") or {}).items()})
 
     def summary(self) -> str:
         """What was removed and kept, in a sentence."""
@@ -65,6 +91,15 @@ class Teardown:
         return (f"{self.id}: removed {len(self.topics)} topics ({', '.join(self.topics)}) and "
                 f"{len(self.groups)} consumer groups ({', '.join(self.groups)}); kept "
                 f"{', '.join(self.kept) or 'nothing'}; {state}")
+
+
+def prunable(teardowns: Iterable[Teardown], keep: int) -> list[Teardown]:
+    """The done teardowns beyond the newest ``keep``, but for the newest of each state that
+    stays: a resubmission may keep that state (squall/core/kept_state.py) from its
+    record."""
+    done = sorted((t for t in teardowns if t.done_ms is not None), key=lambda t: t.since_ms)
+    last = {t.state_id: t for t in done if not t.purge_state}
+    return [t for t in done[:max(0, len(done) - keep)] if last.get(t.state_id) is not t]
 
 
 def prefix(topology_id: str) -> str:

@@ -117,6 +117,9 @@ class TopologySpec:
     #: How long one bolt call (a tuple's execute, a batch call) may run before its process is
     #: killed and its record isolated (docs/poison.md); None: half the message timeout.
     bolt_deadline_s: float | None = None
+    #: The submission whose state and source offsets this one keeps (``squall submit
+    #: --keep-state``, docs/trident.md); None: its own. Set by the API, never by a user.
+    state_of: str | None = None
 
     # ----- queries -------------------------------------------------------
 
@@ -140,6 +143,11 @@ class TopologySpec:
         past any reasonable completion."""
         return self.bolt_deadline_s if self.bolt_deadline_s is not None \
             else self.message_timeout_s / 2
+
+    @property
+    def state_id(self) -> str:
+        """The id that names this topology's state: its own, or the kept one's."""
+        return self.state_of or self.name
 
     def component(self, name: str) -> SpoutSpec | BoltSpec:
         for c in self.components():
@@ -178,6 +186,9 @@ class TopologySpec:
             # a submission runs under its id, name-counter-seconds (squall/core/cluster.py)
             check_length("topology", self.name, MAX_NAME[
                 "topology id" if _ID.search(self.name) else "topology"])
+            if self.state_of is not None:
+                check_name("kept topology", self.state_of)
+                check_length("topology id", self.state_of)
             names = [c.name for c in self.components()]
             for n in names:
                 check_name("component", n)
@@ -262,6 +273,8 @@ class TopologySpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if d["state_of"] is None:
+            del d["state_of"]  # set by the API only; a user's spec never has it
         for b in d["bolts"]:
             if b["executors"] is None:
                 del b["executors"]
@@ -292,6 +305,7 @@ class TopologySpec:
                 guarantee=_guarantee(raw.get("guarantee", Guarantee.AT_LEAST_ONCE)),
                 retry=retry,
                 bolt_deadline_s=_optional_float(raw.get("bolt_deadline_s")),
+                state_of=None if raw.get("state_of") is None else str(raw["state_of"]),
             ).validate()
         except TopologyError:
             raise

@@ -413,3 +413,78 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
         wait_for(lambda: not (tmp_path / "checkpoints" / third).exists(), 60,
                  f"the bolts worker to purge the state of {third}")
         assert counts(first) == counted  # an earlier id's state is not touched
+
+
+def test_a_resubmission_that_keeps_the_state_counts_on_exactly_from_where_it_stopped(
+        cluster: dict[str, Any], bootstrap: str, tmp_path: Path) -> None:
+    """``--keep-state``: the same name submitted again with another parallelism of its
+    stateless bolt keeps the killed submission's Trident state and starts its spout where
+    the killed one's commits got to, so the counts go on exactly (not twice); a change the
+    state depends on (the aggregate's parallelism) is refused, naming it."""
+    from squall.backends import default_state_path
+    from squall.demo import state_counts
+    from squall.kafka import group_offsets
+    from squall.kafka_clients import KafkaClients
+
+    api: ApiProcess = cluster["api"]
+    name = f"keep{uuid.uuid4().hex[:6]}"
+    source = f"src-{name}"
+    ensure_topics(bootstrap, {source: PARTS}, 30)
+    kafka = KafkaClients(bootstrap)
+    fed: list[bytes] = []
+
+    def feed(n: int) -> Counter[str]:
+        batch = [f"a lazy dog {len(fed) + i} naps under tree {i % 7}".encode()
+                 for i in range(n)]
+        produce_source(bootstrap, source, batch, PARTS)
+        fed.extend(batch)
+        return Counter(w for s in fed for w in s.decode().split())
+
+    def counts(state_id: str) -> Counter[str]:
+        return state_counts(
+            f"sqlite://{default_state_path(tmp_path / 'checkpoints', state_id)}", state_id)
+
+    def committed(tid: str) -> int:
+        got = group_offsets(kafka, f"squall.{tid}.sentences", [source])
+        return sum(got.get(source, {}).values())
+
+    def running(tid: str) -> bool:
+        return all(b["running"] for b in http.get(f"/api/v1/topology/{tid}").json()["bolts"])
+
+    with api.client() as http:
+        r = http.post("/topologies", json=exact_topology(name, source, split=2))
+        assert r.status_code == 201, r.text
+        first = str(r.json()["id"])
+        wait_for(lambda: running(first), 180, f"the bolt queries of {first}")
+        want = feed(300)
+        wait_for(lambda: counts(first) == want and committed(first) == 300, 180,
+                 f"{first} to count and commit all 300 sentences")
+        r = http.post(f"/topologies/{first}/kill", json={"wait_s": 0})
+        assert r.status_code == 200, r.text
+        wait_for(lambda: http.get(f"/teardowns/{first}").status_code == 200 and bool(
+            http.get(f"/teardowns/{first}").json()["done"]), 180, f"the teardown of {first}")
+
+        refused = exact_topology(name, source, split=1)
+        refused["bolts"][1]["parallelism"] = 3
+        r = http.post("/topologies", params={"keep_state": ""}, json=refused)
+        assert r.status_code == 409, r.text
+        assert "component 'count': its parallelism was 2, now 3" in r.json()["detail"], r.text
+
+        r = http.post("/topologies", params={"keep_state": name},
+                      json=exact_topology(name, source, split=1))
+        assert r.status_code == 201, r.text
+        second = str(r.json()["id"])
+        assert second != first and r.json()["state_of"] == first
+        # It starts where the first one's spout had committed, before it reads anything.
+        assert committed(second) == 300
+        wait_for(lambda: running(second), 180, f"the bolt queries of {second}")
+        want = feed(200)
+        wait_for(lambda: committed(second) == 500, 180, f"{second} to commit 500 sentences")
+        wait_for(lambda: counts(first) == want, 60,
+                 f"{second} to count the 200 new sentences into {first}'s state, once")
+        assert not (tmp_path / "checkpoints" / second / "state.db").exists()
+        r = http.post(f"/topologies/{second}/kill", json={"wait_s": 0, "purge_state": True})
+        assert r.status_code == 200, r.text
+        # Its purge removes the state it kept: the first submission's.
+        wait_for(lambda: not default_state_path(tmp_path / "checkpoints", first).exists(),
+                 180, f"the purge of {second}'s state ({first}'s)")

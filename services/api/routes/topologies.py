@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Request, Response
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from services.api import views
@@ -61,10 +61,16 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
 
 @router.post("/topologies", tags=["topologies"], status_code=201, **WRITE,
              summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY)
-async def submit(ctx: Ctx, request: Request, activate: bool = True) -> dict[str, Any]:
+async def submit(ctx: Ctx, request: Request, activate: bool = True,
+                 keep_state: Annotated[str | None, Query(
+                     max_length=100, description=(
+                         "keep the Trident state of a killed submission, and start the spouts "
+                         "where its spouts got to: its id, or a name (its newest submission; "
+                         "empty: this topology's name). Checked for compatibility (409 if "
+                         "not: docs/trident.md)"))] = None) -> dict[str, Any]:
     spec = await asyncio.to_thread(_parse_spec, await request.body(),
                                    request.headers.get("content-type", "application/json"))
-    rec = await ctx.submit(spec, activate)
+    rec = await ctx.submit(spec, activate, keep_state)
     return views.topology_view(rec, ctx.now(), {}, {})
 
 

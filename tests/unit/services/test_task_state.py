@@ -178,3 +178,17 @@ def test_a_state_reset_under_a_worker_is_read_back_not_kept(tmp_path: Path) -> N
     fresh = worker(tmp_path / "state.db")
     fresh.catch_up()
     assert dict(fresh.state) == {"m": 1}
+
+
+def test_a_state_kept_by_tasks_refuses_another_parallelism(tmp_path: Path) -> None:
+    """Each task keeps its own keys: the state's number of tasks is recorded by the first
+    to open it and any other number refused, naming both."""
+    db = str(tmp_path / "state.db")
+    for task in (0, 1, 1):
+        open_kv(db, "wc-1-1.count", task, 2).close()
+    open_kv(db, "wc-1-1.other", 0, 3).close()  # another state, its own number
+    with pytest.raises(StateError, match=r"state 'wc-1-1.count' is kept by 2 tasks.* cannot "
+                                         r"be split among 3: keep the bolt's parallelism at 2"):
+        open_kv(db, "wc-1-1.count", 0, 3)
+    s = TaskState(open_kv(db, "wc-1-1.count", 0, 2), KeyValueState())
+    assert s.store.turn() == 0  # the record is not a task's turn

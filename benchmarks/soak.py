@@ -13,10 +13,11 @@ at ``--settle-s`` and the one when the feed stopped). At the end, the feed stops
 sentence must be committed; the lag when it stopped says whether a queue grew.
 
 The broker's share of a core since the last sample is printed with each sample
-(``broker_cpu``): the embedded broker's cost grows with time (docs/decisions.md, session 5),
-and a pipeline that falls behind late in a run holds more in flight at its end.
+(``broker_cpu``): the embedded broker's cost grows with time (docs/performance.md, "The
+embedded broker"), and a pipeline that falls behind late in a run holds more in flight at
+its end.
 
-Targets (issue #17): RSS growth at most 5 % per process tree, no unbounded queue.
+Targets: RSS growth at most 5 % per process tree, no unbounded queue.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
 {...}, "rss_growth": {...}, "max_rss_growth", "rss_mb_start_point", "rss_mb_end_point",

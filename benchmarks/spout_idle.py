@@ -5,8 +5,7 @@ A real spout and acker of the word count on the embedded broker, no bolts job: f
 ``--seconds`` idle, then ``--trees`` sentences fed and, once the spout emitted them,
 ``--seconds`` more with every tree pending (each window after ``--settle`` seconds).
 While trees are in flight the spout waits only 2 ms a pass for source records (its
-results come on its other consumer), so this is what that costs (docs/decisions.md,
-session 16).
+results come on its other consumer), so this is what that costs.
 
 Last line: one JSON object, ``{"spout_cpu_pct_idle", "spout_cpu_pct_in_flight", ...}``
 (% of one core).

@@ -319,10 +319,10 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
                     "--commit-interval-s", "0.25",
-                    # The embedded broker (Tansu) charges each fetch for every batch the
+                    # The embedded broker charges each fetch for every batch the
                     # partition holds: one fetch each 40 ms while sentences keep coming,
                     # and a wait that outlasts the broker's look at a partition late in a
-                    # soak (decisions.md, sessions 24 and 27).
+                    # soak (docs/kafka.md).
                     "--read-ahead-records", "1000", "--fetch-backoff-ms", "40",
                     "--fetch-wait-max-ms", "200"])
     return Pipeline(name, src, procs, port, bolts_port, acker_port)

@@ -23,6 +23,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff" && ruff check .
 echo "== mypy" && mypy
 echo "== import contracts (pyproject.toml: services -> shell -> core)" && lint-imports
+echo "== docs: no work-log language, every relative link resolves" && python scripts/check_docs.py
 echo "== pytest"
 # pytest exits 5 when it collected nothing: that is a failure here too.
 exec python -m pytest tests/unit tests/integration "$@"

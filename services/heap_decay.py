@@ -3,15 +3,13 @@
 glibc's malloc keeps what a process frees: it gives memory back only from the top of a heap,
 and after a large block is freed it serves blocks of that size from its heaps, not from
 mappings (its dynamic mapping threshold). A long-running service's resident memory then
-stays at the highest working set it ever had, so RSS stops saying whether anything leaks:
-in the soak (``benchmarks/soak.py``) the acker's RSS rose 10 % over ten minutes, and
-``mallinfo2`` showed where: in use 15.8 -> 18.6-20.3 MiB (its ledgers sized for the larger
-polls of a late lag), free but kept 4.1 -> 10-14 MiB (docs/performance.md, session 18).
+stays at the highest working set it ever had, so RSS stops saying whether anything leaks
+(``mallinfo2`` in the soak, ``benchmarks/soak.py``, showed an acker's growth to be memory
+freed but kept).
 
 ``malloc_trim(0)`` returns every whole free page of every arena (``madvise``), keeping the
-heaps' layout: ~1 ms for a 30 MiB heap, and a later allocation there takes a page fault per
-4 KiB page touched again (~7 ms more to fill 30 MiB again on an idle machine; up to ~25 us
-a fault when two cores fault at once, session 17). The bolts' Python workers do
+heaps' layout: about a millisecond for a heap of tens of MiB, and a later allocation there
+takes a page fault per 4 KiB page touched again. The bolts' Python workers do
 the opposite on purpose (``services/bolts/heap.py``): each task re-touches the same large
 arrays at once, and the faults were most of a small task's time.
 """

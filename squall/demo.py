@@ -79,15 +79,14 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
 
 #: The fetch waits of a bounded burst's spout and acker (``--sentences`` without ``--rate``;
 #: Kafka's ``fetch.wait.max.ms``). The embedded broker answers a fetch that waits at its
-#: first look, at half its wait or at its end, never when records come (docs/performance.md,
-#: session 23): idle before the burst, the spout's source fetch and the acker's each held
-#: the burst back by up to the services' 100 ms. That default must outlast the broker's
+#: first look, at half its wait or at its end, never when records come: idle before the
+#: burst, the spout's source fetch and the acker's each held the burst back by up to the
+#: services' 100 ms. That default must outlast the broker's
 #: look at a partition, which grows with every batch the partition ever held (an open-ended
 #: run's partitions grow for as long as it runs: squall/kafka.py, FETCH_WAIT_MS). A burst's
 #: stay small: its feed is batched (the producer's linger), its acker and edge messages are
-#: one per poll or micro-batch. The broker's longest look at any partition over a whole
-#: 20,000-sentence demo took 1.7 ms (docs/decisions.md, session 29); a 20 ms wait is
-#: looked at at 0, 10 and 20 ms.
+#: one per poll or micro-batch, so the broker's look at any of them stays a few
+#: milliseconds; a 20 ms wait is looked at at 0, 10 and 20 ms.
 BURST_FETCH_WAIT_MS = 20
 
 
@@ -156,8 +155,8 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True,
 
         try:
             # The bolts worker first, beside the API only: its Spark start is the longest
-            # of the cluster's, and the other workers starting at the same moment delayed
-            # it by ~0.6 s on two cores (docs/performance.md, session 21). It registers
+            # of the cluster's, and the other workers starting at the same moment delay
+            # it on a small machine. It registers
             # once it has started its spare Spark process; then the others start.
             workers_started = time.monotonic()
             start_worker("bolts")

@@ -46,8 +46,8 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
     ``timeout_s`` for the first and returns it with those that came along.
 
     ``Consumer.consume(n, timeout)`` returns only once it has ``n`` messages or the
-    timeout passed: a loop that asked for 500 waited its whole 50 ms on every pass at
-    half rate, ~40 ms of each tree's round trip (docs/performance.md, session 16)."""
+    timeout passed: a loop that asks for many waits out its whole timeout on every pass
+    below full rate, and each tree's round trip with it."""
     got: list[Any] = consumer.consume(max_messages, 0)
     if got or timeout_s <= 0:
         return got

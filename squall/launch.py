@@ -1,8 +1,8 @@
 """A topology's processes: their flags, starting, supervising and stopping them.
 
 Used by ``squall run`` (:mod:`squall.local_cluster`) and, for the flags, by the worker.
-Stops in order: spouts first (they drain their trees in flight), then the bolts, then the
-ackers.
+Stops the spouts first, one by one (they drain their trees in flight through the bolts
+and ackers), then the bolts and ackers together.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
 
 
 def stop_topology(sup: Supervisor, timeout_s: float = 30) -> None:
-    """Spouts first (they drain through the bolts and ackers), then bolts and ackers."""
+    """Spouts first (they drain through the bolts and ackers), then bolts and ackers
+    together."""
     sup.stop([n for n in sup.children if n.startswith("spout-")], timeout_s)
 
 

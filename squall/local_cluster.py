@@ -53,6 +53,6 @@ def run(topology_file: Path, bootstrap: str | None, workdir: Path, master: str) 
                           f"{acked:,.0f}", end="", file=sys.stderr, flush=True)
                     last = acked
         finally:
-            print("\nstopping: spouts drain, then bolts, then ackers", file=sys.stderr)
+            print("\nstopping: the spouts drain, then the bolts and ackers stop", file=sys.stderr)
             stop_topology(sup)
     return 0

@@ -1,5 +1,5 @@
 """Acker service: one task per partition of ``squall.<topo>.acker``, tracking trees in a ledger.
 
-Built in issue #3 on :class:`squall.core.ledger.Ledger` and the wire formats of
+Built on :class:`squall.core.ledger.Ledger` and the wire formats of
 :mod:`squall.core.wire`.
 """

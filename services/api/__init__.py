@@ -1,1 +1,1 @@
-"""The control-plane REST API: FastAPI over ZooKeeper (issue #6)."""
+"""The control-plane REST API: FastAPI over ZooKeeper."""

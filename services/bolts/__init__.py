@@ -1,1 +1,1 @@
-"""Bolts as Spark Structured Streaming jobs (issue #5)."""
+"""Bolts as Spark Structured Streaming jobs."""

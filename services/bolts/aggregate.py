@@ -154,7 +154,7 @@ def _rows(b: TupleBatch, fields: tuple[str, ...]) -> list[tuple[Any, ...]]:
 
 def _names(arr: pa.Array) -> npt.NDArray[np.object_]:
     """Each tuple's source ("topic:partition"; UNKNOWN for none) as an object array: through
-    the dictionary (a dictionary array's to_pylist costs ~2 us a tuple)."""
+    the dictionary (a dictionary array's to_pylist makes a Python string per tuple)."""
     if not isinstance(arr, pa.DictionaryArray):
         return np.asarray([UNKNOWN if s is None else s for s in arr.to_pylist()], object)
     names = np.asarray([*(UNKNOWN if s is None else s for s in arr.dictionary.to_pylist()),

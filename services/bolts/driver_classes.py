@@ -4,16 +4,15 @@ driver's class path.
 - ``NoForkLocalFs``: Spark's checkpoint writes on the local file system without forked
   processes. Hadoop's local file system forks ``chmod`` and ``readlink`` for every
   checkpoint file when its native library is missing (as in PySpark's jars): about twenty
-  processes per micro-batch of each query, 50 ms on an idle machine and 300 ms of every
-  micro-batch on a busy one (measured). It does the same with java.nio.
+  processes per micro-batch of each query, a large share of a micro-batch on a busy
+  machine. It does the same with java.nio.
 - ``BatchJob``: a micro-batch's job collected without Spark's closure cleaner.
   ``RDD.collect`` cleans its closures for every job: it reads the class files of ``RDD``
-  and ``SparkContext`` out of Spark's jar and parses them with ASM, ~15 % of the bolts JVM's
-  CPU at the word count's half rate, on each micro-batch's way to its tasks
-  (docs/performance.md, session 20). ``BatchJob``'s function is a named class, which the
-  cleaner leaves alone.
+  and ``SparkContext`` out of Spark's jar and parses them with ASM, a large share of the
+  bolts JVM's CPU on each micro-batch's way to its tasks. ``BatchJob``'s function is a
+  named class, which the cleaner leaves alone.
 - ``BatchSink``: the queries' sink, which runs that job for every micro-batch without a
-  Python callback (services/bolts/tasks_sink.py; docs/performance.md, session 25).
+  Python callback (services/bolts/tasks_sink.py).
 
 Compiled with the JDK's ``javac`` against PySpark's own jars and cached by the sources'
 hash; without a JDK the job runs on Hadoop's default file system, through foreachBatch and

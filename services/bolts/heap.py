@@ -2,9 +2,9 @@
 
 A reused PySpark worker calls ``gc.collect()`` after each task
 (``pyspark/daemon.py``). A full collection walks every object the worker
-holds: pandas, pyarrow, confluent-kafka and the bolt tasks come to ~80,000
-objects, 30-100 ms per task, several tasks per micro-batch, measured as the
-largest single cost of a small micro-batch. Objects that live as long as the
+holds (pandas, pyarrow, confluent-kafka and the bolt tasks: tens of thousands
+of objects), several times per micro-batch: the largest single cost of a small
+micro-batch. Objects that live as long as the
 worker (modules, bolt instances, consumers) are moved out of the collector's
 sight with ``gc.freeze()`` once they exist; later collections walk only what
 the last task left behind. Frozen objects are still freed by reference
@@ -18,10 +18,9 @@ stateful task's cache again and again (30 % of a persistent aggregate's time).
 
 Memory is kept and touched once (:data:`WORKER_ENV`, :func:`pretouch`): a worker that
 hands freed memory back to the system takes a page fault for every page its next task
-touches again, and on these virtual machines a fault on a page the kernel must find anew
-costs up to ~25 us when the two tasks fault at once. A word count task over 10,000
-sentences faulted ~1,450 times, 4-38 ms of system time against ~13 ms of its own work, the
-slowest task of the demo's one micro-batch paying the most (docs/performance.md, session 17).
+touches again, and on virtual machines a fault on a page the kernel must find anew is
+dear when two tasks fault at once: a task's page faults can cost more system time than its
+own work.
 """
 
 from __future__ import annotations

@@ -58,13 +58,12 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
              "spark.python.worker.reuse": "true",
              # The JVM and its Python workers over a Unix socket, not TCP: over TCP each
-             # task's input waited ~40 ms (Nagle's algorithm against delayed ACKs), about
-             # 40 % of a micro-batch's fixed cost (docs/performance.md, session 14).
+             # task's input waited out Nagle's algorithm against delayed ACKs
+             # (benchmarks/handoff.py).
              "spark.python.unix.domain.socket.enabled": "true",
              "spark.sql.streaming.noDataMicroBatches.enabled": "false",
              # No tuple goes through Spark SQL: generating the Java code of the source's
-             # scan, which foreachBatch turns into an RDD every micro-batch, was ~12 % of
-             # the JVM's CPU at the word count's half rate (docs/performance.md, session 20).
+             # scan every micro-batch would cost the JVM's CPU for nothing.
              "spark.sql.codegen.wholeStage": "false",
              # Memory the workers keep and touch once (services/bolts/heap.py).
              **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()},
@@ -195,9 +194,9 @@ def planned_job(sc: Any, spec_json: str, chain: tuple[str, ...], bootstrap: str,
     """The one RDD job every micro-batch of a chain runs: one Spark task per executor,
     each running its bolt tasks on the ranges it plans from Spark's offset log (the batch
     id comes as a local property). Planned once: reading the ranges through the edge
-    source cost a Python worker's round trip per task and batch (~80 ms of a ~250 ms
-    micro-batch), planning a new job per batch ~20 ms more, and a Spark SQL job
-    (``mapInArrow``) ~14 ms more than the RDD job (``benchmarks/handoff.py``)."""
+    source would cost a Python worker's round trip per task and batch, planning a job
+    per batch more, and a Spark SQL job (``mapInArrow``) more than the RDD job
+    (``benchmarks/handoff.py`` measures it)."""
     from services.bolts.sink import logged_runner
 
     return sc.parallelize(range(executors), executors).mapPartitions(

@@ -3,8 +3,7 @@
 Per-tuple counts happen on the executors, in Spark's Python workers, which have
 no /metrics of their own; the driver sees every micro-batch's rows and
 duration through a streaming query listener (:meth:`BoltMetrics.listen`): sampling
-``StreamingQuery.lastProgress`` every 0.5 s counted one micro-batch in three when they
-ran every ~150 ms.
+``StreamingQuery.lastProgress`` would miss the micro-batches that end between samples.
 """
 
 from __future__ import annotations
@@ -123,8 +122,7 @@ class BoltMetrics:
 
         Spark's Python listener interface, implemented directly: PySpark's
         ``StreamingQueryListener`` converts each event field by field, dozens of calls
-        into the JVM per micro-batch, and with it the word count's complete latency at half
-        rate went from 0.32 to 0.45 s (p50; docs/performance.md, session 15). Here: the
+        into the JVM per micro-batch, which shows in the complete latency. Here: the
         progress as JSON, two calls. Called on Spark's listener thread.
         """
         from pyspark.java_gateway import ensure_callback_server_started

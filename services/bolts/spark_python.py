@@ -2,7 +2,7 @@
 
 :data:`SITE` holds one file, ``sitecustomize.py``, which Python runs as each of those
 processes starts: they import the installed PySpark instead of compiling the zip Spark puts
-first on their path (its docstring; docs/performance.md, session 21). The driver's own
+first on their path (its docstring). The driver's own
 processes get it through the JVM's environment, a cluster's executors through
 ``spark.executorEnv.PYTHONPATH``.
 """

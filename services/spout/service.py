@@ -54,8 +54,8 @@ log = logging.getLogger("squall.spout")
 MAX_REASONS = 10_000
 TP = tuple[str, int]
 #: How long a pass waits for source records: briefly while trees are in flight, whose
-#: results come on the other consumer and wait for the next pass (20 ms passes were
-#: ~20 ms of each tree's round trip at half rate; docs/performance.md, session 16).
+#: results come on the other consumer and wait for the next pass (a long pass would add
+#: its length to each tree's round trip).
 SOURCE_WAIT_S, SOURCE_WAIT_IN_FLIGHT_S = 0.02, 0.002
 
 

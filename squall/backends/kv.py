@@ -19,11 +19,10 @@ advances the turn, in one transaction, only if the turn is still the one it read
 worker that ran the task without the lock (one that lost its database session, say)
 cannot overwrite another's changes; its micro-batch fails and Spark runs it again.
 
-Why a log: a turn changed ~500 keys of the word count's task, and writing them as rows
-(an UPSERT each, ~1.5 ms) then reading all of them back in the other head's worker
-(~0.5 ms) was a fifth of a count task's time, twice a micro-batch (docs/performance.md,
-session 25); one row each way is ~0.1 ms. Every :data:`COMPACT_EVERY` turns the saving
-worker folds the log into the rows, so a reader never applies more than that many.
+Why a log: a turn changes hundreds of keys of a busy task, and writing them as rows, then
+reading them all back in the other worker, costs far more than one log row each way.
+Every :data:`COMPACT_EVERY` turns the saving worker folds the log into the rows, so a
+reader never applies more than that many.
 
 Keys are pickled with a fixed protocol, so equal keys of one type make equal rows. Keys
 that compare equal across types (``1`` and ``1.0``) are one key in a worker's state, as

@@ -35,7 +35,7 @@ def input_frame(batches: Sequence[TupleBatch]) -> pd.DataFrame:
     """The inputs' fields as one pandas frame, plus ``__stream`` and ``__source``.
 
     One Arrow concatenation and one conversion for the micro-batch: converting each
-    input message on its own cost ~0.35 ms a message, most of a small micro-batch.
+    input message on its own was most of a small micro-batch's time.
     """
     fields = _fields(batches)
     try:

@@ -136,7 +136,7 @@ class BatchBolt(_Stateful):
 
     def process_arrow(self, table: pa.Table) -> pa.Table:
         """:meth:`process` over Arrow: implement this one instead to skip the conversions
-        to pandas and back (~7 ms of a 4,500-sentence split here). In: the micro-batch's
+        to pandas and back. In: the micro-batch's
         fields, ``__stream`` and ``__source`` (dictionary-encoded); out: the declared
         fields, ``__parent`` and, for more than one stream, ``__stream``."""
         raise NotImplementedError

@@ -1,9 +1,8 @@
 """``squall.kafka.consume_ready`` on the real broker: it returns as soon as a message is
 there, not when its batch is full or its timeout passed, and loses nothing.
 
-``Consumer.consume(n, timeout)`` waits for ``n`` messages or the timeout: the acker's
-loop (500, 50 ms) and the spout's (5,000, 20 ms) waited out their timeouts on every
-pass at half rate, ~60 ms of each tree's round trip (docs/performance.md, session 16).
+``Consumer.consume(n, timeout)`` waits for ``n`` messages or the timeout: a service loop
+that asks for many would wait out its timeout on every pass below full rate.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def test_a_tail_read_gets_every_record_of_concurrent_producers_once(bootstrap: s
 
     feeds = [threading.Thread(target=feed, args=(k,), daemon=True) for k in range(PRODUCERS)]
     # 100 ms: with a wait shorter than Tansu takes to find an offset in a partition of many
-    # small batches, every fetch answers nothing (docs/performance.md, session 11).
+    # small batches, every fetch answers nothing.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "fetch.wait.max.ms": 100,
                   "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, 0)])

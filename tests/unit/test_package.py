@@ -29,7 +29,7 @@ def test_an_unknown_name_says_which() -> None:
 
 def test_a_process_that_reads_topologies_loads_no_arrow() -> None:
     # A worker and the API read topologies and assignments: their start on a busy
-    # machine is the cluster's start (docs/performance.md, session 22). Arrow is for
+    # machine is the cluster's start. Arrow is for
     # the processes that move tuples (NumPy still comes with the Trident aggregators).
     code = ("import sys, services.worker.__main__, services.api.__main__, squall.core.grouping;"
             "print('pyarrow' in sys.modules)")

@@ -30,8 +30,7 @@ import scala.collection.immutable.Seq;
  * into an RDD and a Dataset for the callback (which reads neither: the tasks plan their
  * ranges from the offset log), called into the driver's Python, which called back into
  * the JVM for the job and read its reports over a socket before the micro-batch could
- * end: ~10 ms of every micro-batch (docs/performance.md, session 25). Here the batch's
- * data is not touched, and the reports wait for no one.
+ * end. Here the batch's data is not touched, and the reports wait for no one.
  */
 public final class BatchSink implements StreamSinkProvider {
     /** Reports not yet read by the driver, per query: a bounded queue (the oldest go). */

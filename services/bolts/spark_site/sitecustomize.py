@@ -3,9 +3,8 @@
 Spark starts its Python processes (the planners of a Python data source, the daemon that
 forks the tasks' workers) with ``PYTHONPATH`` led by ``$SPARK_HOME/python/lib/pyspark.zip``
 and the py4j zip beside it. Python caches no bytecode for modules imported from a zip, so
-each of them compiled PySpark anew: 0.68 s of CPU against 0.20 s from site-packages, three
-times before a bolts job's first micro-batch and once more for its Python workers
-(docs/performance.md, session 21). A bolts driver puts this directory on the ``PYTHONPATH``
+each of them compiled PySpark anew, several times before a bolts job's first micro-batch
+and once more for its Python workers. A bolts driver puts this directory on the ``PYTHONPATH``
 of those processes (services/bolts/job.py), so Python runs this file as it starts. When the
 zips are the ones shipped inside the PySpark installed here (pip installs both: the same
 files), they go to the end of ``sys.path``; a Spark elsewhere keeps its zips first. Then any

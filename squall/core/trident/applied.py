@@ -51,8 +51,8 @@ class BatchRecord:
     def encode(self) -> bytes:
         """JSON, each source's offsets as runs ``[first, last, first, last, ...]`` or, where
         that is shorter, as a bitmap ``[first, base64 of one bit per offset from first]``:
-        a shuffle grouping sends a task every other message, a run each (a 90 KB record
-        of 5,000 offsets that took 2.7 ms to read is 3.4 KB and 0.1 ms as a bitmap)."""
+        a shuffle grouping sends a task every other message, a run each, and the bitmap
+        is then some twenty times smaller and faster to read."""
         runs: dict[str, list[int]] = {}
         bits: dict[str, list[int | str]] = {}
         for s, o in sorted(self.offsets.items()):

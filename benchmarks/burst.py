@@ -3,7 +3,7 @@
 The demo's shape: the word count (``wordcount.launch``: acker, bolts job on Spark
 ``local[2]``, spout) sits idle, then ``--burst`` sentences arrive at once. For each
 setting of the bolts job's trigger interval and linger (``squall bolts --trigger-ms
---linger-ms``; docs/performance.md, "Micro-batch timing") this measures, in one pipeline each:
+--linger-ms``; docs/performance.md, "The micro-batch") this measures, in one pipeline each:
 
 - the bolts job's CPU while idle (process tree, percent of one core over ``--idle-s``);
 - each burst's time from the first sentence produced to the last offset committed

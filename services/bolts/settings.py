@@ -18,7 +18,7 @@ from squall.core.topology import TopologySpec
 from squall.kafka_clients import KafkaClients
 
 #: C1 only: Spark plans every micro-batch anew, and C2 kept compiling what that planning
-#: ran for minutes (half the job's JVM time); see docs/performance.md.
+#: ran for minutes (docs/performance.md, "The bolts job's JVM and start").
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 

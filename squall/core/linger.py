@@ -2,9 +2,8 @@
 
 A bolt query's source offers Spark each micro-batch's end (``latestOffset``). Offering
 whatever the edges hold the moment a trigger fires starts a batch with the front of a
-burst, and the rest waits for that batch to finish and a second one to run (the demo's
-20,000 sentences reach the edge over ~50 ms: two batches took 0.58-0.62 s where one took
-0.48-0.55 s, docs/performance.md). So, as Kafka's producer lingers to fill a batch, an
+burst, and the rest waits for that batch to finish and a second one to run, which costs a
+burst a whole micro-batch more. So, as Kafka's producer lingers to fill a batch, an
 offer made after an idle spell (the last offer was empty) waits until the edges' ends
 stood still for ``quiet_ms``, at most ``linger_ms`` from the first look, or until the
 waiting records fill the batch's budget. An offer that follows a batch is made at once:

@@ -1,6 +1,6 @@
 # One image for every Squall service (api, spout / acker / bolts workers) and for the
 # Spark master and worker, so the executors have exactly the driver's Python packages.
-# The steps are the README's "Install by hand" section: Java 17, then `pip install .`.
+# The steps are docs/operations.md, "Install by hand": Java 17, then `pip install .`.
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps curl \

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from squall.core.bolt import PARENT, BasicBolt, BatchBolt, Bolt, OutputCollector, TaskContext
     from squall.core.state import KeyValueState
-    from squall.core.topology import TopologyBuilder, TopologySpec
+    from squall.core.topology import TopologySpec
+    from squall.core.topology_builder import TopologyBuilder
     from squall.core.tuples import Tuple
 
 __version__ = "0.1.0"
@@ -28,7 +29,7 @@ _HOMES = {
     "PARENT": "squall.core.bolt", "BasicBolt": "squall.core.bolt",
     "BatchBolt": "squall.core.bolt", "Bolt": "squall.core.bolt",
     "OutputCollector": "squall.core.bolt", "TaskContext": "squall.core.bolt",
-    "KeyValueState": "squall.core.state", "TopologyBuilder": "squall.core.topology",
+    "KeyValueState": "squall.core.state", "TopologyBuilder": "squall.core.topology_builder",
     "TopologySpec": "squall.core.topology", "Tuple": "squall.core.tuples",
 }
 

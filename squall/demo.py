@@ -28,7 +28,8 @@ from typing import Any
 
 from squall.client import ApiClient
 from squall.core.errors import ApiError, SquallError
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce
 from squall.kafka_clients import quiet_logger

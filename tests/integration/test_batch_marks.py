@@ -13,7 +13,7 @@ from squall.core.ids import IdBatcher
 from squall.core.ledger import Ledger
 from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
 from squall.core.topics import acker_topic, edge_topic
-from squall.core.topology import TopologyBuilder
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.tuple_batch import TupleBatch, encode_tuples
 from squall.core.tuples import Tuple
 from squall.core.wire import decode_acker_batch

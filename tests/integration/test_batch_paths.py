@@ -21,7 +21,8 @@ from services.bolts.metrics import BoltMetrics
 from services.bolts.source import EdgeSource, logged_partitions
 from squall.core.ids import IdBatcher
 from squall.core.topics import edge_topic
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
 from squall.kafka import consume_ready

@@ -18,7 +18,8 @@ import pytest
 from examples.faults import EmitThenForgetEveryKth
 from squall.backends import open_store
 from squall.backends.sql import StoreName
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.trident.codec import MapKind
 from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics

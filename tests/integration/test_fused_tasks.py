@@ -16,7 +16,7 @@ from services.bolts.sink import run_chain
 from squall.backends import open_kv
 from squall.core.ids import IdBatcher
 from squall.core.topics import acker_topic, edge_topic
-from squall.core.topology import TopologyBuilder
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.tuple_batch import TupleBatch, encode_tuples
 from squall.core.tuples import Tuple
 from squall.kafka import ensure_topics

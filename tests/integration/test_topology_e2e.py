@@ -21,7 +21,8 @@ from services.bolts.batch_marks import DIRECTORY, last_done
 from squall.core.grouping import edge_flag
 from squall.core.scheduler import with_parallelism
 from squall.core.topics import acker_topic
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.kafka import ensure_topics
 from squall.processes import child_pids, die_with_parent
 from tests.integration.helpers import (

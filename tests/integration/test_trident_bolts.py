@@ -17,7 +17,8 @@ from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.ids import IdBatcher
 from squall.core.topics import acker_topic, edge_topic
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.trident.codec import MapKind
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple

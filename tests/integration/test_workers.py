@@ -16,7 +16,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from squall.core.topology import TopologyBuilder
+from squall.core.topology_builder import TopologyBuilder
 from squall.kafka import ensure_topics
 from tests.integration import storm_contract as sc
 from tests.integration.cluster import TOKEN, ApiProcess, namespace

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from squall.core.chains import chains, fused_edge
 from squall.core.grouping import Grouping
-from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologyBuilder, TopologySpec
+from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 
 
 def spec() -> TopologySpec:

@@ -15,7 +15,8 @@ from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, to
 from squall.core.errors import ConflictError, TopologyError
 from squall.core.lifecycle import Lifecycle, Status, apply
 from squall.core.scheduler import advance, plan, with_parallelism
-from squall.core.topology import BoltSpec, TopologyBuilder, TopologySpec
+from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 
 
 def spec(name: str = "wc", spouts: int = 2, ackers: int = 2) -> TopologySpec:

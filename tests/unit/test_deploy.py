@@ -1,6 +1,6 @@
 """Deployment checks that need no Docker engine: the compose file against the compose
 schema, the dashboards and alert rules against the metrics the code registers, the
-Dockerfile against the README's install steps."""
+Dockerfile against the documented install steps (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -187,10 +187,10 @@ def test_compose_mounts_the_deploy_folders(compose: dict[str, Any]) -> None:
         assert (ROOT / host).exists(), f"{host} is mounted but does not exist"
 
 
-def test_compose_dockerfile_steps_are_the_readme_install() -> None:
+def test_compose_dockerfile_steps_are_the_documented_install() -> None:
     docker = (ROOT / "Dockerfile").read_text()
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Install by hand", 1)[1].split("\n## ", 1)[0]
+    guide = (ROOT / "docs/operations.md").read_text()
+    section = guide.split("### Install by hand", 1)[1].split("\n## ", 1)[0]
     runs = " ".join(line for line in docker.splitlines() if line.startswith(("RUN", " &&")))
     assert "FROM python:3.11" in docker and "Python 3.11" in section
     for step in ("openjdk-17-jdk-headless", "pip install --no-cache-dir ."):
@@ -198,5 +198,5 @@ def test_compose_dockerfile_steps_are_the_readme_install() -> None:
         assert step.replace("--no-cache-dir ", "") in section, step
     setup = (ROOT / "scripts/setup.sh").read_text()
     assert "openjdk-17-jdk-headless" in setup and 'pip install' in setup
-    # The Spark driver's class archive: made by the image, the README's steps and setup.
+    # The Spark driver's class archive: made by the image, the documented steps and setup.
     assert all("-m services.bolts.cds" in text for text in (runs, section, setup))

@@ -18,7 +18,8 @@ from squall.core.kept_state import (
     kept_teardown,
 )
 from squall.core.teardown import Teardown, prunable
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 
 OLD = "wc-3-1700000000"
 

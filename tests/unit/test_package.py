@@ -9,7 +9,7 @@ import pytest
 
 import squall
 from squall.core.bolt import Bolt
-from squall.core.topology import TopologyBuilder
+from squall.core.topology_builder import TopologyBuilder
 
 
 def test_the_bolt_api_is_re_exported() -> None:

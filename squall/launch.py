@@ -19,11 +19,11 @@ from squall.kafka_clients import KafkaClients, load_properties
 from squall.supervision import Command, Supervisor
 
 
-def acker_args(spec: TopologySpec, tasks: Sequence[int], bootstrap: str) -> list[str]:
-    """Flags of ``python -m services.acker`` for ``tasks`` of ``spec``'s ackers."""
-    return ["--topology", spec.name, "--tasks", ",".join(map(str, tasks)),
-            "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap,
-            "--message-timeout-s", str(spec.message_timeout_s)]
+def acker_args(topology_file: Path, tasks: Sequence[int], bootstrap: str) -> list[str]:
+    """Flags of ``python -m services.acker`` for ``tasks`` of the topology's ackers (the
+    rest comes from the topology file)."""
+    return ["--topology-file", str(topology_file), "--tasks", ",".join(map(str, tasks)),
+            "--bootstrap-servers", bootstrap]
 
 
 def bolts_args(topology_file: Path, components: Sequence[str], bootstrap: str,
@@ -53,7 +53,7 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
     sup = Supervisor(workdir)
     if spec.ackers:
         sup.start("acker", Command("services.acker",
-                                   tuple(acker_args(spec, range(spec.ackers), bootstrap))))
+                                   tuple(acker_args(topology_file, range(spec.ackers), bootstrap))))
     if spec.bolts:
         sup.start("bolts", Command("services.bolts", tuple(bolts_args(
             topology_file, (), bootstrap, workdir / "checkpoints", master))))

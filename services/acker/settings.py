@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import TaskIds, load_settings
+from services.common import TaskIds, from_topology_file, load_settings
 from squall.core.client_properties import ClientProperties
 from squall.core.topics import check_name
+from squall.core.topology import TopologySpec
 from squall.kafka import FETCH_WAIT_MS
 from squall.kafka_clients import KafkaClients
 
@@ -21,6 +23,8 @@ class AckerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SQUALL_ACKER_", frozen=True, extra="forbid")
 
+    # The topology, JSON or YAML: gives what the topology decides (from_topology).
+    topology_file: Path | None = None
     topology: str
     tasks: TaskIds = Field(description="acker task ids = acker topic partitions")
     num_ackers: int = Field(ge=1, description="partitions of the acker topic")
@@ -49,6 +53,11 @@ class AckerSettings(BaseSettings):
     # the topology is idle between bursts (squall/kafka.py, FETCH_WAIT_MS).
     fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, data: Any) -> Any:
+        return from_topology_file(data, from_topology, "SQUALL_ACKER_")
+
     @field_validator("topology")
     @classmethod
     def _topology(cls, v: str) -> str:
@@ -75,12 +84,21 @@ class AckerSettings(BaseSettings):
         return KafkaClients(self.bootstrap_servers, self.kafka)
 
 
+def from_topology(spec: TopologySpec) -> dict[str, Any]:
+    """The settings a topology gives its ackers."""
+    return {"topology": spec.name, "num_ackers": spec.ackers,
+            "message_timeout_s": spec.message_timeout_s}
+
+
 def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
     p = argparse.ArgumentParser(
         prog="squall acker",
         description="Run acker tasks: track tuple trees, send ack / fail results to the spouts. "
         "Every flag can also be set as SQUALL_ACKER_<NAME> in the environment.",
     )
+    p.add_argument("--topology-file", help="the topology, JSON or YAML: gives its id, its "
+                   "number of ackers and its message timeout, which a flag or variable may "
+                   "then not set again")
     p.add_argument("--topology", help="topology id")
     p.add_argument("--tasks", help="acker task ids this process runs, e.g. 0,1")
     p.add_argument("--num-ackers", type=int, help="number of acker tasks in the topology")

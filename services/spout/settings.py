@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import TaskIds, load_settings
+from services.common import TaskIds, from_topology_file, load_settings
 from squall.core.client_properties import ClientProperties
 from squall.core.errors import ConfigError, TopologyError
 from squall.core.grouping import Edge, edge_flag, parse_edge
@@ -20,6 +20,9 @@ from squall.core.topics import check_name
 from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
 from squall.kafka import FETCH_WAIT_MS
 from squall.kafka_clients import KafkaClients
+
+#: What the worker gives a spout process of a topology: which component, how many tasks.
+PLACEMENT = frozenset({"component", "num_tasks"})
 
 
 class SpoutSettings(BaseSettings):
@@ -92,14 +95,9 @@ class SpoutSettings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _from_file(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("topology_file"):
-            path = Path(data["topology_file"])
-            try:
-                spec = TopologySpec.from_text(path.read_text())
-            except OSError as e:
-                raise ConfigError(f"cannot read topology file {path}: {e}") from None
-            return {**from_topology(spec, data.get("component", "spout")), **data}
-        return data
+        component = data.get("component", "spout") if isinstance(data, dict) else "spout"
+        return from_topology_file(data, lambda spec: from_topology(spec, component),
+                                  "SQUALL_SPOUT_", PLACEMENT)
 
     @field_validator("topics", "fields", "edges", mode="before")
     @classmethod
@@ -178,7 +176,7 @@ def parse_args(argv: Sequence[str] | None = None) -> SpoutSettings:
         "their trees complete. Every flag can also be set as SQUALL_SPOUT_<NAME>.",
     )
     p.add_argument("--topology-file", help="the topology, JSON or YAML: gives every setting "
-                   "the topology decides (the flags below win)")
+                   "the topology decides, which a flag or variable may then not set again")
     p.add_argument("--topology", help="topology id")
     p.add_argument("--component", help="spout component name (default spout)")
     p.add_argument("--topics", help="source topics, comma separated")

@@ -73,7 +73,8 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
             args = spout_args(_topology_file(s, p.topology, raw), p.component, p.tasks,
                               sp.parallelism, s.bootstrap_servers)
         elif p.kind is Kind.ACKER:
-            args = acker_args(spec, p.tasks, s.bootstrap_servers)
+            args = acker_args(_topology_file(s, p.topology, raw), p.tasks,
+                              s.bootstrap_servers)
         else:
             bolts.setdefault(p.topology, []).append(p.component)
             continue

@@ -18,6 +18,7 @@ import pytest
 from examples.faults import EmitThenForgetEveryKth
 from squall.backends import open_store
 from squall.backends.sql import StoreName
+from squall.core.retry import RetrySchedule
 from squall.core.topology import TopologySpec
 from squall.core.topology_builder import TopologyBuilder
 from squall.core.trident.codec import MapKind
@@ -39,7 +40,7 @@ def exact_word_count(name: str, source: str, kind: MapKind, state_dir: Path) -> 
                ).shuffle_grouping("sentences")
     b.persistent_aggregate("count", ["word"], "count", 2, kind=kind.value
                            ).fields_grouping("split", ["word"])
-    return b.build(name, ackers=2, message_timeout_s=8)
+    return b.build(name, ackers=2, message_timeout_s=8, retry=RetrySchedule(initial_delay_ms=100))
 
 
 def counts(url: str, spec: TopologySpec, kind: MapKind) -> Counter[str]:
@@ -103,8 +104,8 @@ def test_counts_are_exact_under_storm_and_spark_replays(
         "--bootstrap-servers", bootstrap, "--message-timeout-s", "8"], tmp_path / "acker.log")
     spout = ServiceProcess("services.spout", [
         "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
-        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5",
-        "--retry-initial-ms", "100"], tmp_path / "spout.log")
+        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
+        tmp_path / "spout.log")
     try:
         with acker.start():
             sup.start("bolts", bolts_cmd)

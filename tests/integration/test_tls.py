@@ -42,7 +42,7 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
         ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1})
         lines = [f"the quick brown fox {i % 7} jumps over the lazy dog".encode()
                  for i in range(300)]
-        acker = ServiceProcess("services.acker", acker_args(spec, [0, 1], broker.bootstrap),
+        acker = ServiceProcess("services.acker", acker_args(topology, [0, 1], broker.bootstrap),
                                tmp_path / "acker.log", env=env)
         spout = ServiceProcess("services.spout", spout_args(
             topology, SOURCE, [0], 1, broker.bootstrap), tmp_path / "spout.log", env=env)

@@ -23,3 +23,19 @@ def test_the_fetch_wait_is_a_flag_and_an_env_setting(monkeypatch: pytest.MonkeyP
 def test_a_fetch_wait_out_of_range_is_named(bad: str) -> None:
     with pytest.raises(ConfigError, match="fetch_wait_max_ms"):
         parse_args([*BASE, "--fetch-wait-max-ms", bad])
+
+
+def test_the_topology_file_gives_the_ackers_what_the_topology_decides(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = ["--topology-file", "examples/wordcount.yaml", "--tasks", "1"]
+    s = parse_args(base)
+    assert (s.topology, s.num_ackers, s.message_timeout_s, s.tasks) == (
+        "wordcount", 2, 30.0, (1,))
+    # The spout's and the ackers' message timeouts cannot disagree: only the file sets it.
+    monkeypatch.setenv("SQUALL_ACKER_MESSAGE_TIMEOUT_S", "12")
+    with pytest.raises(ConfigError, match=r"message_timeout_s is the topology's .* "
+                                          r"SQUALL_ACKER_MESSAGE_TIMEOUT_S \('12'\)"):
+        parse_args(base)
+    monkeypatch.delenv("SQUALL_ACKER_MESSAGE_TIMEOUT_S")
+    with pytest.raises(ConfigError, match="num_ackers is the topology's"):
+        parse_args([*base, "--num-ackers", "3"])

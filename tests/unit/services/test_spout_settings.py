@@ -24,11 +24,28 @@ def test_the_topology_file_gives_what_the_topology_decides() -> None:
     assert edge == parse_edge("split:2:shuffle", "wordcount", "sentences")
 
 
-def test_flags_and_env_win_over_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_the_topology_decides_is_not_set_again_by_a_flag_or_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes of one topology must not disagree on its message timeout, say: a
+    setting the file gives is refused from a flag or the environment, naming both."""
+    base = ["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
+            "--num-tasks", "2"]
+    with pytest.raises(ConfigError, match=r"message_timeout_s is the topology's \(30\.0 in "
+                       r"examples/wordcount.yaml\): set it there, not with "
+                       r"--message-timeout-s or SQUALL_SPOUT_MESSAGE_TIMEOUT_S \(5\.0\)"):
+        parse_args([*base, "--message-timeout-s", "5"])
     monkeypatch.setenv("SQUALL_SPOUT_MAX_SPOUT_PENDING", "77")
-    s = parse_args(["--topology-file", str(WORDCOUNT), "--component", "sentences",
-                    "--tasks", "0", "--num-tasks", "2", "--message-timeout-s", "5"])
-    assert (s.message_timeout_s, s.max_spout_pending) == (5.0, 77)
+    with pytest.raises(ConfigError, match="max_spout_pending is the topology's"):
+        parse_args(base)
+    monkeypatch.delenv("SQUALL_SPOUT_MAX_SPOUT_PENDING")
+    # The process's own settings and its placement stay the flags' and the environment's.
+    monkeypatch.setenv("SQUALL_SPOUT_FETCH_WAIT_MAX_MS", "35")
+    s = parse_args([*base, "--num-tasks", "3", "--producer-linger-ms", "1"])
+    assert (s.num_tasks, s.fetch_wait_max_ms, s.producer_linger_ms) == (3, 35, 1)
+    # Without a topology file every setting is a flag (a spout run by hand).
+    s = parse_args(["--topology", "wc", "--topics", "src", "--tasks", "0", "--num-tasks",
+                    "1", "--message-timeout-s", "5"])
+    assert s.message_timeout_s == 5.0
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
@@ -38,8 +55,8 @@ def test_flags_and_env_win_over_the_file(monkeypatch: pytest.MonkeyPatch) -> Non
       "--num-tasks", "1"], "'split' is not a spout"),
     (["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "3",
       "--num-tasks", "2"], "within 0..1"),
-    (["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
-      "--num-tasks", "1", "--start", "tail"], "start 'tail' is not earliest, latest or group"),
+    (["--topology", "wc", "--topics", "src", "--tasks", "0", "--num-tasks", "1", "--start",
+      "tail"], "start 'tail' is not earliest, latest or group"),
 ])
 def test_bad_settings_name_what_is_wrong(argv: list[str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
@@ -66,7 +83,7 @@ def test_a_fetchs_least_bytes_is_a_flag() -> None:
         parse_args([*base, "--fetch-min-bytes", "0"])
 
 
-def test_where_a_new_spout_starts_comes_from_the_topology_or_a_flag(tmp_path: Path) -> None:
+def test_where_a_new_spout_starts_comes_from_the_topology(tmp_path: Path) -> None:
     spec = TopologySpec.from_text(WORDCOUNT.read_text())
     doc = spec.to_dict()
     doc["spouts"][0]["start"] = "group:legacy-app"
@@ -75,5 +92,6 @@ def test_where_a_new_spout_starts_comes_from_the_topology_or_a_flag(tmp_path: Pa
     args = ["--topology-file", str(f), "--component", "sentences", "--tasks", "0",
             "--num-tasks", "1"]
     assert parse_args(args).start == "group:legacy-app"
-    assert parse_args([*args, "--start", "latest"]).start == "latest"
     assert parse_args(["--topology-file", str(WORDCOUNT), *args[2:]]).start == "earliest"
+    with pytest.raises(ConfigError, match="start is the topology's"):
+        parse_args([*args, "--start", "latest"])

@@ -9,10 +9,12 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
 from pathlib import Path
 from socketserver import ThreadingMixIn
-from typing import Annotated, Any, Protocol, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Literal, Protocol, TypeVar, Union, get_args, get_origin
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -61,6 +63,49 @@ def from_topology_file(data: Any, decides: Callable[[TopologySpec], dict[str, An
 
 class Runnable(Protocol):
     def run(self, stop: threading.Event) -> None: ...
+
+
+def settings_parser(cls: type[BaseModel], prog: str, description: str,
+                    flags: Mapping[str, tuple[str, dict[str, Any]]] | None = None
+                    ) -> argparse.ArgumentParser:
+    """The command line of a settings model: a flag per field (``--field-name``), its help
+    the field's description and default, so each setting is declared once, in the model.
+    ``flags``: a field's own flag name and argparse options (``--edge``, repeatable).
+    Fields excluded from the model's dump (the Kafka properties) get none. A flag not given
+    is None, so the environment's value stands."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    for name, f in cls.model_fields.items():
+        if f.exclude:
+            continue
+        flag, opts = (flags or {}).get(name, (f"--{name.replace('_', '-')}", {}))
+        kind = _flag_type(f.annotation)
+        kw: dict[str, Any] = {"dest": name, "default": None}
+        if kind is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        elif isinstance(kind, list):
+            kw["choices"] = kind
+        elif kind in (int, float):
+            kw["type"] = kind
+        default = None if f.default_factory is not None else f.get_default()
+        shown = default.value if isinstance(default, Enum) else default
+        said = f.description or ""
+        if not f.is_required() and shown not in (None, (), "") and "default" not in said:
+            said += f" (default {shown})"
+        p.add_argument(flag, help=said.strip() or None, **(kw | opts))
+    return p
+
+
+def _flag_type(annotation: Any) -> Any:
+    """``bool``, ``int``, ``float``, the choices of a ``Literal`` or an enum, else ``str``
+    (the model parses the text: paths, lists, task ids)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (UnionType, Union) and len(args) == 1:
+        annotation = args[0]
+    if get_origin(annotation) is Literal:
+        return list(get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return [e.value for e in annotation]
+    return annotation if annotation in (bool, int, float) else str
 
 
 def load_settings(cls: type[S], parser: argparse.ArgumentParser,

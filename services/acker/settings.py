@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -10,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import TaskIds, from_topology_file, load_settings
+from services.common import TaskIds, from_topology_file, load_settings, settings_parser
 from squall.core.client_properties import ClientProperties
 from squall.core.topics import check_name
 from squall.core.topology import TopologySpec
@@ -19,39 +18,53 @@ from squall.kafka_clients import KafkaClients
 
 
 class AckerSettings(BaseSettings):
-    """One acker process: which tasks (partitions of ``squall.<topo>.acker``) it runs."""
+    """One acker process: which tasks (partitions of ``squall.<topo>.acker``) it runs. Each
+    field is a flag (``--field-name``) and a variable (``SQUALL_ACKER_FIELD_NAME``)."""
 
     model_config = SettingsConfigDict(env_prefix="SQUALL_ACKER_", frozen=True, extra="forbid")
 
-    # The topology, JSON or YAML: gives what the topology decides (from_topology).
-    topology_file: Path | None = None
-    topology: str
-    tasks: TaskIds = Field(description="acker task ids = acker topic partitions")
-    num_ackers: int = Field(ge=1, description="partitions of the acker topic")
-    message_timeout_s: float = Field(30.0, gt=0, le=86_400)
-    bootstrap_servers: str = "127.0.0.1:9092"
+    topology_file: Path | None = Field(None, description=(
+        "the topology, JSON or YAML: gives its id, its number of ackers and its message "
+        "timeout, which a flag or variable may then not set again"))
+    topology: str = Field(description="topology id")
+    tasks: TaskIds = Field(description="acker task ids this process runs, e.g. 0,1 (the "
+                           "acker topic's partitions)")
+    num_ackers: int = Field(ge=1, description="acker tasks in the topology: the acker "
+                            "topic's partitions")
+    message_timeout_s: float = Field(30.0, gt=0, le=86_400, description=(
+        "a tree not complete after this many seconds fails (Storm's "
+        "topology.message.timeout.secs)"))
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
-    metrics_port: int = Field(0, ge=0, le=65535, description="0: no metrics server")
-    metrics_host: str = "0.0.0.0"
-    dlq_topic: str | None = None
-    commit_interval_s: float = Field(1.0, gt=0)
-    max_poll_messages: int = Field(500, ge=1)
-    create_topics: bool = True
+    metrics_port: int = Field(0, ge=0, le=65535, description="serve /metrics and /errors "
+                              "here (0: no server)")
+    metrics_host: str = Field("0.0.0.0", description="the address /metrics listens on")
+    dlq_topic: str | None = Field(None, description="where malformed messages go (default "
+                                  "squall.<topology>.dlq)")
+    commit_interval_s: float = Field(1.0, gt=0, description="how often the watermark is "
+                                     "committed")
+    max_poll_messages: int = Field(500, ge=1, description="acker messages taken per poll")
+    create_topics: bool = Field(True, description="create the acker and dead-letter topics "
+                                "if they are missing")
     # "bolts": a message timeout counts only time the bolts could have processed the tree's
     # tuples (squall/core/progress.py: no replay storms when they are slow); "wall": Storm's.
-    timeout_clock: Literal["bolts", "wall"] = "bolts"
-    # How often an acker task tells each spout task its timeout clock (an empty result batch).
-    heartbeat_interval_s: float = Field(1.0, gt=0)
+    timeout_clock: Literal["bolts", "wall"] = Field("bolts", description=(
+        "bolts: timeouts count only time the bolts could have processed a tree; wall: "
+        "Storm's, from emit"))
+    heartbeat_interval_s: float = Field(1.0, gt=0, description=(
+        "how often each acker task tells each spout task its timeout clock"))
     # After a fetch brought records, the next waits until they are taken and this long has
     # passed (librdkafka's fetch.queue.backoff.ms over a queue of one fetch); each ack
-    # waits up to this long more. 0: fetch again at once. For a broker that charges each
-    # fetch (the development stack sets 10: squall/dev/profile.py).
-    fetch_backoff_ms: int = Field(0, ge=0, le=1_000)
-    # How long a fetch of the acker topic waits for records (Kafka's fetch.wait.max.ms): a
-    # parked fetch returns as soon as records come; shorter waits only answer sooner when
+    # waits up to this long more. For a broker that charges each fetch (the development
+    # stack sets 10: squall/dev/profile.py).
+    fetch_backoff_ms: int = Field(0, ge=0, le=1_000, description=(
+        "after a fetch that brought records, the next waits until they are taken and this "
+        "long has passed (0: at once)"))
+    # A parked fetch returns as soon as records come; shorter waits only answer sooner when
     # the topology is idle between bursts (squall/kafka.py, FETCH_WAIT_MS).
-    fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000)
+    fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000, description=(
+        "how long a fetch of the acker topic waits for records (Kafka's fetch.wait.max.ms)"))
 
     @model_validator(mode="before")
     @classmethod
@@ -91,29 +104,8 @@ def from_topology(spec: TopologySpec) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> AckerSettings:
-    p = argparse.ArgumentParser(
-        prog="squall acker",
-        description="Run acker tasks: track tuple trees, send ack / fail results to the spouts. "
-        "Every flag can also be set as SQUALL_ACKER_<NAME> in the environment.",
-    )
-    p.add_argument("--topology-file", help="the topology, JSON or YAML: gives its id, its "
-                   "number of ackers and its message timeout, which a flag or variable may "
-                   "then not set again")
-    p.add_argument("--topology", help="topology id")
-    p.add_argument("--tasks", help="acker task ids this process runs, e.g. 0,1")
-    p.add_argument("--num-ackers", type=int, help="number of acker tasks in the topology")
-    p.add_argument("--message-timeout-s", type=float, help="topology.message.timeout.secs")
-    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
-    p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
-    p.add_argument("--dlq-topic", help="dead-letter topic (default squall.<topology>.dlq)")
-    p.add_argument("--commit-interval-s", type=float, help="how often the watermark is committed")
-    p.add_argument("--fetch-backoff-ms", type=int,
-                   help="after a fetch that brought records, the next waits until they are "
-                   "taken and this long has passed (default 0: at once)")
-    p.add_argument("--fetch-wait-max-ms", type=int,
-                   help="how long a fetch of the acker topic waits for records (Kafka's "
-                   f"fetch.wait.max.ms; default {FETCH_WAIT_MS})")
-    p.add_argument("--timeout-clock", choices=["bolts", "wall"],
-                   help="bolts (default): timeouts count only time the bolts could have "
-                   "processed a tree; wall: Storm's, from emit")
+    p = settings_parser(
+        AckerSettings, "squall acker",
+        "Run acker tasks: track tuple trees, send ack / fail results to the spouts. Every "
+        "flag can also be set as SQUALL_ACKER_<NAME> in the environment.")
     return load_settings(AckerSettings, p, argv, "acker")

@@ -2,39 +2,47 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import load_settings
+from services.common import load_settings, settings_parser
 from squall.core.client_properties import ClientProperties
 from squall.kafka_clients import KafkaClients
 
 
 class ApiSettings(BaseSettings):
+    """An API replica. Each field is a flag (``--field-name``) and a variable
+    (``SQUALL_API_FIELD_NAME``)."""
+
     model_config = SettingsConfigDict(env_prefix="SQUALL_API_", frozen=True, extra="forbid")
 
-    zookeeper: str = "127.0.0.1:2181"
-    bootstrap_servers: str = "127.0.0.1:9092"
+    zookeeper: str = Field("127.0.0.1:2181", description="ZooKeeper connect string")
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka, for /readyz and "
+                                   "the teardowns of killed topologies")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="listen address")
+    port: int = Field(8080, ge=0, le=65535, description="listen port")
     advertise_url: str | None = Field(
         None, description="how the other replicas reach this one (default http://host:port)")
-    token: SecretStr | None = Field(None, description="bearer token for mutating routes")
-    allow_anonymous: bool = Field(False, description="no token needed (development only)")
+    token: SecretStr | None = Field(None, description="bearer token for mutating routes "
+                                    "(prefer the environment variable)")
+    allow_anonymous: bool = Field(False, description="accept writes without a token "
+                                  "(development only)")
     reads_need_token: bool = Field(
         False, description="the reads (Storm UI's routes, /topologies, /workers, the page) "
         "need the token too; by default they are open, as Storm UI's are, for monitoring "
         "scripts and dashboards")
-    session_timeout_s: float = Field(10.0, ge=2, le=120)
-    scrape_timeout_s: float = Field(1.0, gt=0, le=30)
-    # How often the workers' metrics are gathered for the statistics routes (in the background).
-    stats_interval_s: float = Field(2.0, gt=0, le=300)
-    leader_interval_s: float = Field(0.5, gt=0, le=30)
+    session_timeout_s: float = Field(10.0, ge=2, le=120, description="ZooKeeper session "
+                                     "timeout")
+    scrape_timeout_s: float = Field(1.0, gt=0, le=30, description=(
+        "how long a scrape of a worker's metrics may take"))
+    stats_interval_s: float = Field(2.0, gt=0, le=300, description=(
+        "how often the workers' metrics are gathered for the statistics routes"))
+    leader_interval_s: float = Field(0.5, gt=0, le=30, description=(
+        "how often the leader's round runs when nothing wakes it"))
 
     @model_validator(mode="after")
     def _auth(self) -> ApiSettings:
@@ -58,23 +66,8 @@ class ApiSettings(BaseSettings):
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ApiSettings:
-    p = argparse.ArgumentParser(
-        prog="squall api",
-        description="Serve the REST API for topology control (FastAPI on uvicorn). Every flag "
-        "can also be set as SQUALL_API_<NAME> in the environment.")
-    p.add_argument("--zookeeper", help="ZooKeeper connect string")
-    p.add_argument("--bootstrap-servers", help="Kafka, for /readyz")
-    p.add_argument("--host", help="listen address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="listen port (default 8080)")
-    p.add_argument("--advertise-url", help="URL other replicas forward writes to")
-    p.add_argument("--token", help="bearer token for mutating routes (prefer the env var)")
-    p.add_argument("--allow-anonymous", action="store_const", const=True,
-                   help="accept writes without a token (development only)")
-    p.add_argument("--reads-need-token", action="store_const", const=True,
-                   help="require the token on the reads too (Storm UI's routes, /topologies, "
-                   "/workers, the page); by default reads are open, as Storm UI's are")
-    p.add_argument("--session-timeout-s", type=float, help="ZooKeeper session timeout")
-    p.add_argument("--stats-interval-s", type=float,
-                   help="how often the workers' metrics are gathered for the statistics "
-                   "routes (default 2)")
+    p = settings_parser(
+        ApiSettings, "squall api",
+        "Serve the REST API for topology control (FastAPI on uvicorn). Every flag can also "
+        "be set as SQUALL_API_<NAME> in the environment.")
     return load_settings(ApiSettings, p, argv, "api")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -10,7 +9,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.common import load_settings
+from services.common import load_settings, settings_parser
 from squall.core.client_properties import ClientProperties
 from squall.core.errors import ConfigError
 from squall.core.linger import Linger
@@ -29,19 +28,24 @@ class SparkSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SQUALL_BOLTS_", frozen=True, extra="forbid")
 
-    bootstrap_servers: str = "127.0.0.1:9092"
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
-    master: str = "local[*]"
-    metrics_port: int = 0
-    metrics_host: str = "0.0.0.0"
+    master: str = Field("local[*]", description="Spark master (or spark://host:7077)")
+    metrics_port: int = Field(0, description="serve /metrics and /errors here (0: any free "
+                              "port)")
+    metrics_host: str = Field("0.0.0.0", description="the address /metrics listens on")
     # Checkpoint files written without Hadoop's forked chmod/readlink
     # (services/bolts/driver_classes.py).
-    checkpoint_fs: Literal["no-fork", "hadoop"] = "no-fork"
+    checkpoint_fs: Literal["no-fork", "hadoop"] = Field("no-fork", description=(
+        "local checkpoints without Hadoop's forked chmod/readlink (no-fork, compiled once "
+        "with javac) or Hadoop's own"))
     # JVM flags of the Spark driver and executors (spark-submit's --driver-java-options).
-    java_options: str = JAVA_OPTIONS
+    java_options: str = Field(JAVA_OPTIONS, description=(
+        "JVM flags of the Spark driver and executors, as one string (--java-options='-Xmx2g')"))
     # Any other Spark setting, as spark-submit's --conf KEY=VALUE (applied last).
-    spark_conf: tuple[str, ...] = ()
+    spark_conf: tuple[str, ...] = Field((), description=(
+        "any other Spark setting, as spark-submit's (repeatable; applied last)"))
 
     @field_validator("spark_conf")
     @classmethod
@@ -67,36 +71,50 @@ class SparkSettings(BaseSettings):
 
 
 class BoltSettings(SparkSettings):
-    topology_file: Path
-    components: tuple[str, ...] = ()
+    topology_file: Path = Field(description="the topology, JSON or YAML")
+    components: tuple[str, ...] = Field((), description="bolts to run, comma separated "
+                                        "(default: all)")
 
     @field_validator("components", mode="before")
     @classmethod
     def _split(cls, v: object) -> object:
         return tuple(x for x in v.split(",") if x) if isinstance(v, str) else v
 
-    checkpoint_dir: Path = Path(".squall/checkpoints")
-    max_rows_per_batch: int = Field(2_000, ge=1)
-    trigger_ms: int = Field(50, ge=0)
+    checkpoint_dir: Path = Field(Path(".squall/checkpoints"), description=(
+        "Spark's checkpoints and the default state database (shared storage on a cluster)"))
+    max_rows_per_batch: int = Field(2_000, ge=1, description="edge messages per task and "
+                                    "micro-batch")
+    trigger_ms: int = Field(50, ge=0, description="how often a query looks for input")
     # After an idle spell a micro-batch waits for its burst to land: until the edges stood
     # still for quiet_ms, at most linger_ms (0: never waits); squall/core/linger.py.
-    quiet_ms: int = Field(Linger.quiet_ms, ge=0)
-    linger_ms: int = Field(Linger.linger_ms, ge=0)
+    quiet_ms: int = Field(Linger.quiet_ms, ge=0, description=(
+        "after an idle spell, a micro-batch starts once its input stood still this long"))
+    linger_ms: int = Field(Linger.linger_ms, ge=0, description=(
+        "... or this long after its first record was seen, whichever is first (0: no "
+        "waiting)"))
     # How a micro-batch reaches the bolt tasks: one RDD job, run by the driver's own sink
     # (services/bolts/tasks_sink.py; by foreachBatch where no JDK compiled it), or the
     # Python data source writer ("writer").
-    sink: Literal["foreach_batch", "writer"] = "foreach_batch"
+    sink: Literal["foreach_batch", "writer"] = Field("foreach_batch", description=(
+        "one RDD job per micro-batch, run by the driver's sink (by foreachBatch without a "
+        "JDK), or the data source writer"))
     # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
-    standby: bool = False
+    standby: bool = Field(False, description=(
+        "be a warm standby: start Spark once the active job's queries run, then wait to "
+        "take over (the worker starts one beside each bolts job)"))
     # Run a bolt whose only input is another bolt of this job in that bolt's query
     # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
-    fuse: bool = True
+    fuse: bool = Field(True, description=(
+        "run a bolt whose only input is another bolt of this job in that bolt's query "
+        "(foreach_batch sink only)"))
     # Where stateful bolts and persistent aggregates keep their state (postgresql://...,
     # sqlite:///path), unless an aggregate's spec names a database. Also read from
     # SQUALL_STATE_URL, as the compose file and `squall dev up --postgres` set it.
     # Default: SQLite beside the checkpoints.
     state_url: str | None = Field(None, validation_alias=AliasChoices(
-        "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"))
+        "state_url", "SQUALL_BOLTS_STATE_URL", "SQUALL_STATE_URL"), description=(
+        "stateful bolts' and persistent aggregates' database: postgresql://... or "
+        "sqlite:///path (or SQUALL_STATE_URL; default: SQLite beside the checkpoints)"))
 
     def spec(self) -> TopologySpec:
         try:
@@ -108,64 +126,25 @@ class BoltSettings(SparkSettings):
 
 class SpareSettings(SparkSettings):
     #: where the worker writes the flags of the job this spare is to run
-    handoff_file: Path
+    handoff_file: Path = Field(description="where the job's flags will be written")
 
 
-def _spark_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of :class:`SparkSettings`: a job's and a spare's."""
-    p.add_argument("--bootstrap-servers", help="Kafka brokers (default 127.0.0.1:9092)")
-    p.add_argument("--master", help="Spark master (default local[*]; or spark://host:7077)")
-    p.add_argument("--metrics-port", type=int,
-                   help="serve /metrics here (default 0: any free port)")
-    p.add_argument("--checkpoint-fs", choices=["no-fork", "hadoop"],
-                   help="local checkpoints without Hadoop's forked chmod/readlink (no-fork, "
-                   "the default; compiled once with javac) or Hadoop's own")
-    p.add_argument("--java-options",
-                   help="JVM flags of the Spark driver and executors, as one string "
-                   f"(--java-options='-Xmx2g'); default: {JAVA_OPTIONS!r}")
-    p.add_argument("--conf", action="append", dest="spark_conf", metavar="KEY=VALUE",
-                   help="any other Spark setting, as spark-submit's (repeatable; applied last)")
+#: The flags whose name is not the field's.
+_FLAGS = {"spark_conf": ("--conf", {"action": "append", "metavar": "KEY=VALUE"})}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> BoltSettings:
-    p = argparse.ArgumentParser(
-        prog="squall bolts",
-        description="Run a topology's bolts as Spark Structured Streaming queries. Every flag "
-        "can also be set as SQUALL_BOLTS_<NAME>.")
-    p.add_argument("--topology-file", help="the topology, JSON or YAML")
-    p.add_argument("--components", help="bolts to run, comma separated (default: all)")
-    _spark_flags(p)
-    p.add_argument("--checkpoint-dir", help="Spark's checkpoints and the default state "
-                   "database (shared storage on a cluster)")
-    p.add_argument("--max-rows-per-batch", type=int, help="Kafka messages per micro-batch")
-    p.add_argument("--trigger-ms", type=int, help="micro-batch interval (default 50)")
-    p.add_argument("--quiet-ms", type=int, help="after an idle spell, a micro-batch starts "
-                   f"once its input stood still this long (default {Linger.quiet_ms})")
-    p.add_argument("--linger-ms", type=int, help="... or this long after its first record "
-                   f"was seen, whichever is first (default {Linger.linger_ms}; 0: no waiting)")
-    p.add_argument("--sink", choices=["foreach_batch", "writer"],
-                   help="one RDD job per micro-batch, run by the driver's sink (default; "
-                        "by foreachBatch without a JDK) or the data source writer")
-    p.add_argument("--standby", action="store_true", default=None,
-                   help="be a warm standby: start Spark once the active job's queries run, "
-                   "then wait to take over (the worker starts one beside each bolts job)")
-    p.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=None,
-                   help="run a bolt whose only input is another bolt of this job in that "
-                   "bolt's query, one micro-batch per tree instead of two (default: on; "
-                   "foreach_batch sink only)")
-    p.add_argument("--state-url", help="stateful bolts' and persistent aggregates' "
-                   "database: postgresql://... or "
-                   "sqlite:///path (env SQUALL_STATE_URL; default: SQLite beside the "
-                   "checkpoints)")
+    p = settings_parser(
+        BoltSettings, "squall bolts",
+        "Run a topology's bolts as Spark Structured Streaming queries. Every flag can also "
+        "be set as SQUALL_BOLTS_<NAME>.", _FLAGS)
     return load_settings(BoltSettings, p, argv, "bolts")
 
 
 def parse_spare_args(argv: Sequence[str] | None = None) -> SpareSettings:
-    p = argparse.ArgumentParser(
-        prog="python -m services.bolts.spare",
-        description="A spare bolts process: start Spark and warm its Python workers, then "
-        "wait for the worker to hand it a bolts job (the job's flags, as a JSON list, "
-        "in the handoff file). Every flag can also be set as SQUALL_BOLTS_<NAME>.")
-    p.add_argument("--handoff-file", help="where the job's flags will be written")
-    _spark_flags(p)
+    p = settings_parser(
+        SpareSettings, "python -m services.bolts.spare",
+        "A spare bolts process: start Spark and warm its Python workers, then wait for the "
+        "worker to hand it a bolts job (the job's flags, as a JSON list, in the handoff "
+        "file). Every flag can also be set as SQUALL_BOLTS_<NAME>.", _FLAGS)
     return load_settings(SpareSettings, p, argv, "spare bolts")

@@ -1,11 +1,17 @@
-"""The acker's Prometheus metrics: the ``__acker`` throughput figures of the dashboards."""
+"""The acker's Prometheus metrics: the ``__acker`` throughput figures of the dashboards, a
+:class:`services.acker.listener.AckerListener`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from squall.core.error_reports import ErrorReports
 from squall.core.records import RecordKind
+from squall.core.topics import ACKER_COMPONENT
 from squall.metrics import BulkHistogram
 
 
@@ -62,7 +68,41 @@ class AckerMetrics:
         self.resets.labels(topology)
         self.bad.labels(topology)
 
-    def count_records(self, kinds: list[int]) -> None:
+    # ----- AckerListener ----------------------------------------------------
+
+    def consumed(self, messages: int) -> None:
+        self.messages.labels(self.topology).inc(messages)
+
+    def applied(self, kinds: list[int]) -> None:
         for k in RecordKind:
             if kinds[k]:
                 self._kind_children[k].inc(kinds[k])
+
+    def decided(self, outcomes: Mapping[str, int], resets: int,
+                latencies_s: npt.NDArray[np.float64]) -> None:
+        for label, c in outcomes.items():
+            if c:
+                self.trees.labels(self.topology, label).inc(c)
+        if resets:
+            self.resets.labels(self.topology).inc(resets)
+        self.latency.observe_many(latencies_s, self.topology)
+
+    def timeout_clock(self, task: int, delay_s: float) -> None:
+        self.clock_delay.labels(self.topology, str(task)).set(delay_s)
+
+    def bad_record(self, task: int, where: str, reason: str, now_ms: int) -> None:
+        self.bad.labels(self.topology).inc()
+        self.errors.report(ACKER_COMPONENT, f"bad record at {where}: {reason}", now_ms, task)
+
+    def undelivered(self) -> None:
+        self.delivery_errors.labels(self.topology).inc()
+
+    def committed(self, task: int, watermark: int, pending: int, pending_bytes: int,
+                  orphans: int, lag: int | None) -> None:
+        t = str(task)
+        self.watermark.labels(self.topology, t).set(watermark)
+        self.pending.labels(self.topology, t).set(pending)
+        self.pending_bytes.labels(self.topology, t).set(pending_bytes)
+        self.orphans.labels(self.topology).inc(orphans)
+        if lag is not None:
+            self.lag.labels(self.topology, t).set(lag)

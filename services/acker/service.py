@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from services.acker.metrics import AckerMetrics
+from services.acker.listener import AckerListener
 from services.acker.settings import AckerSettings
 from services.acker.task import AckerTask, Applied, BadRecord, Message
 from squall.core.clock import Clock
@@ -44,10 +44,10 @@ _OUTCOME_LABEL = {Outcome.ACKED: "acked", Outcome.FAILED: "failed",
 
 
 class AckerService:
-    def __init__(self, settings: AckerSettings, metrics: AckerMetrics,
+    def __init__(self, settings: AckerSettings, listener: AckerListener,
                  clock: Clock | None = None) -> None:
         self.s = settings
-        self.metrics = metrics
+        self.listener = listener
         self.clock = clock or SystemClock()
         self.topic = acker_topic(settings.topology)
         self.results_topic = results_topic(settings.topology)
@@ -99,7 +99,7 @@ class AckerService:
                         log.warning("consume error on %s: %s", self.topic, m.error())
                         continue
                     by_part[m.partition() or 0].append(Message(m.offset() or 0, m.value()))
-                self.metrics.messages.labels(s.topology).inc(len(msgs))
+                self.listener.consumed(len(msgs))
                 for p, batch in by_part.items():
                     self._handle(self.tasks[p], batch, now)
                 for task in self.tasks.values():
@@ -119,7 +119,7 @@ class AckerService:
 
     def _handle(self, task: AckerTask, batch: list[Message], now: int) -> None:
         applied: Applied = task.apply(batch, now)
-        self.metrics.count_records(applied.kinds.tolist())
+        self.listener.applied(applied.kinds.tolist())
         for bad in applied.bad:
             self._dead_letter(task.task, bad, batch)
         self._publish(applied.results, task, now)
@@ -147,8 +147,8 @@ class AckerService:
             self._spout_tasks = (len(t.partitions) if t and t.partitions else 0, now)
         for task in self.tasks.values():
             at = task.timeout_now(self._expiry_clock(consumer, task, now))
-            self.metrics.clock_delay.labels(self.s.topology, str(task.task)).set(
-                float("nan") if at is None else max(0, now - at) / 1000)
+            self.listener.timeout_clock(
+                task.task, float("nan") if at is None else max(0, now - at) / 1000)
             if at is None:
                 continue  # no clock yet: the spouts' backstop waits too
             for spout_task in range(self._spout_tasks[0]):
@@ -160,16 +160,10 @@ class AckerService:
         n = len(results)
         if not n:
             return
-        topo = self.s.topology
         decided = results.outcomes != Outcome.RESET
-        for o, label in _OUTCOME_LABEL.items():
-            c = int((results.outcomes == o).sum())
-            if c:
-                self.metrics.trees.labels(topo, label).inc(c)
-        resets = n - int(decided.sum())
-        if resets:
-            self.metrics.resets.labels(topo).inc(resets)
-        self.metrics.latency.observe_many(results.latency_ms[decided] / 1000.0, topo)
+        self.listener.decided(
+            {label: int((results.outcomes == o).sum()) for o, label in _OUTCOME_LABEL.items()},
+            n - int(decided.sum()), results.latency_ms[decided] / 1000.0)
         # Stamped with the clock the trees were judged at (the spouts' backstop runs on it).
         stamp = task.timeout_now(clock)
         stamp = -1 if stamp is None else stamp
@@ -189,9 +183,8 @@ class AckerService:
     def _dead_letter(self, task: int, bad: BadRecord, batch: list[Message]) -> None:
         log.warning("bad record at %s[%d]@%d: %s (dead-lettered to %s)", self.topic, task,
                     bad.offset, bad.reason, self.dlq)
-        self.metrics.bad.labels(self.s.topology).inc()
-        self.metrics.errors.report(ACKER_COMPONENT, f"bad record at {self.topic}[{task}]@"
-                                   f"{bad.offset}: {bad.reason}", self.clock.now_ms(), task)
+        self.listener.bad_record(task, f"{self.topic}[{task}]@{bad.offset}", bad.reason,
+                                 self.clock.now_ms())
         payload = next((m.payload for m in batch if m.offset == bad.offset), None)
         letter = DeadLetterHeaders(bad.reason, self.topic, task, bad.offset, 0, ACKER_COMPONENT)
         produce(self.producer, self.dlq, payload or b"", headers=letter.headers(),
@@ -199,7 +192,7 @@ class AckerService:
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:
-            self.metrics.delivery_errors.labels(self.s.topology).inc()
+            self.listener.undelivered()
             log.error("could not deliver to %s[%s]: %s", msg.topic(), msg.partition(), err)
 
     def _commit(self, consumer: Any) -> None:
@@ -217,15 +210,11 @@ class AckerService:
         except KafkaException as e:
             log.warning("watermark commit failed (will retry): %s", e)
             return
-        topo = self.s.topology
         for t, task in self.tasks.items():
-            self.metrics.watermark.labels(topo, str(t)).set(wm[t])
-            self.metrics.pending.labels(topo, str(t)).set(len(task.ledger))
-            self.metrics.pending_bytes.labels(topo, str(t)).set(task.ledger.nbytes)
-            self.metrics.orphans.labels(topo).inc(task.take_orphans())
             _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, t), cached=True)
-            if high is not None and high >= 0:
-                self.metrics.lag.labels(topo, str(t)).set(max(0, high - task.next_offset))
+            self.listener.committed(
+                t, wm[t], len(task.ledger), task.ledger.nbytes, task.take_orphans(),
+                max(0, high - task.next_offset) if high is not None and high >= 0 else None)
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)

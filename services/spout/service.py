@@ -19,10 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from services.spout import kept
-from services.spout.metrics import SpoutMetrics
+from services.spout.listener import SpoutListener
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
@@ -69,10 +67,10 @@ class TaskIO:
 
 
 class SpoutService:
-    def __init__(self, settings: SpoutSettings, metrics: SpoutMetrics,
+    def __init__(self, settings: SpoutSettings, listener: SpoutListener,
                  clock: Clock | None = None) -> None:
         self.s = settings
-        self.metrics = metrics
+        self.listener = listener
         self.clock = clock or SystemClock()
         self.results = results_topic(settings.topology)
         self.acker = acker_topic(settings.topology)
@@ -322,8 +320,8 @@ class SpoutService:
             res = decode_results(raw or b"")
         except WireFormatError as e:
             log.error("bad result batch at %s[%d]@%d: %s", self.results, task.cfg.task, offset, e)
-            self.metrics.errors.report(self.s.component, f"bad result batch at {self.results}"
-                                       f"[{task.cfg.task}]@{offset}: {e}", now, task.cfg.task)
+            self.listener.bad_results(task.cfg.task, f"{self.results}[{task.cfg.task}]@{offset}",
+                                      str(e), now)
             return
         stamp = results_clock(raw or b"")
         if stamp >= 0 and key is not None:  # an acker task's timeout clock
@@ -348,7 +346,6 @@ class SpoutService:
         return min(clocks.values())
 
     def _emitted(self, task: SpoutTask, e: Emission) -> None:
-        m, lab = self.metrics, self.metrics.labels
         if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
             self._commit([task])  # commit before emit: a crash loses, never repeats
         for topic, part, batch in e.tuples:
@@ -357,22 +354,12 @@ class SpoutService:
         for p, raw in encode_acker_messages(e.inits, self.s.num_ackers):
             produce(self.producer, self.acker, raw, partition=p)
         for letter in e.letters:
-            m.bad.labels(*lab).inc()
             self._dead_letter(task, letter)
-        m.emitted.labels(*lab).inc(e.emitted)
-        m.replayed.labels(*lab).inc(e.replayed)
-        m.recovered.labels(*lab).inc(e.recovered)
-        m.pending.labels(*lab, str(task.cfg.task)).set(task.pending)
+        self.listener.emitted(task.cfg.task, e.emitted, e.replayed, e.recovered,
+                              len(e.letters), task.pending)
 
     def _settled(self, task: SpoutTask, st: Settled) -> None:
-        m, lab = self.metrics, self.metrics.labels
-        if st.acked:
-            m.acked.labels(*lab).inc(st.acked)
-            m.latency.observe_many(np.asarray(st.latencies_ms) / 1000.0, *lab)
-        for reason, n in st.failed.items():
-            m.failed.labels(*lab, reason).inc(n)
-        if st.stale:
-            m.stale.labels(*lab).inc(st.stale)
+        self.listener.settled(st.acked, st.latencies_ms, st.failed, st.stale)
         for letter in st.letters:
             self._dead_letter(task, letter)
 
@@ -383,8 +370,8 @@ class SpoutService:
                                  self.s.component)
         headers = read_headers + meta.headers()
         log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
-        self.metrics.errors.report(self.s.component, f"dead-lettered {t}[{p}]@{letter.offset}: "
-                                   f"{letter.reason}", self.clock.now_ms(), task.cfg.task)
+        self.listener.dead_lettering(task.cfg.task, f"{t}[{p}]@{letter.offset}", letter.reason,
+                                     self.clock.now_ms())
 
         def marked(err: Any, marker: Any) -> None:
             # Noted in the results partition: a restart will not dead-letter it again.
@@ -392,7 +379,7 @@ class SpoutService:
 
         def delivered(err: Any, _msg: Any) -> None:
             if err is None:
-                self.metrics.dead_lettered.labels(*self.metrics.labels).inc()
+                self.listener.dead_lettered()
                 produce(self.producer, self.results,
                         encode_letter_marker(t, p, letter.offset, self.clock.now_ms()),
                         partition=task.cfg.task, on_delivery=marked)
@@ -426,8 +413,7 @@ class SpoutService:
             if have - want:
                 consumer.resume([TopicPartition(*sources[s]) for _, s in have - want])
                 for k in have - want:
-                    self.metrics.paused.labels(*self.metrics.labels, str(task_id)).inc(
-                        time.monotonic() - self._paused.pop(k))
+                    self.listener.unpaused(task_id, time.monotonic() - self._paused.pop(k))
 
     def _commit(self, tasks: list[SpoutTask] | None = None) -> None:
         """Commit the done prefixes, after everything produced so far is confirmed."""
@@ -468,11 +454,9 @@ class SpoutService:
         for task in chosen:
             for src, (t, p) in enumerate(self.io[task.cfg.task].sources):
                 off = task.offsets[src].committed_offset
-                self.metrics.committed.labels(*self.metrics.labels, t, str(p)).set(off)
                 _, high = consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
-                if high is not None and high >= 0:
-                    self.metrics.lag.labels(*self.metrics.labels, t, str(p)).set(
-                        max(0, high - off))
+                self.listener.committed(
+                    t, p, off, max(0, high - off) if high is not None and high >= 0 else None)
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)

@@ -1,12 +1,10 @@
 """The spout service: Kafka in and out around :class:`SpoutTask`.
 
-One consumer per process reads the source partitions assigned to its tasks
-(partition i of the sorted source partitions goes to task ``i mod N``, as
-storm-kafka-client assigns them; never a group subscription); a second one
-reads each task's results partition, so results are never queued behind
-prefetched source records (that queue held them back for a second and more).
-Each incarnation's root salt is marked in its results partition (not in the
-commit's metadata, which not every broker keeps), so a restarted spout can
+One consumer per process reads the source partitions assigned to its tasks (partition i
+of the sorted source partitions goes to task ``i mod N``, as storm-kafka-client assigns
+them); a second one reads each task's results partition, so results never queue behind
+prefetched source records. Each incarnation's root salt is marked in its results
+partition (not every broker keeps a commit's metadata), so a restarted spout can
 recognise trees acked before it could commit them.
 """
 
@@ -19,16 +17,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from services.spout import kept
+from services.spout import kept, startup
 from services.spout.listener import SpoutListener
+from services.spout.reasons import FailReasons
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
 from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
 from squall.core.clock import Clock
 from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.errors import ConfigError, WireFormatError
+from squall.core.errors import WireFormatError
 from squall.core.ids import new_salt
+from squall.core.progress import AckerClocks
 from squall.core.records import Outcome
 from squall.core.scheme import load_scheme
 from squall.core.topics import acker_topic, dlq_topic, results_topic, spout_group
@@ -44,12 +44,10 @@ from squall.core.wire import (
     encode_salt_marker,
     results_clock,
 )
-from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, ensure_topics, produce
+from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
-#: Fail reasons kept for results not read yet (the oldest go first).
-MAX_REASONS = 10_000
 TP = tuple[str, int]
 #: How long a pass waits for source records: briefly while trees are in flight, whose
 #: results come on the other consumer and wait for the next pass (a long pass would add
@@ -79,9 +77,8 @@ class SpoutService:
         self._route: dict[TP, tuple[SpoutTask, int]] = {}
         self._paused: dict[tuple[int, int], float] = {}
         self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
-        self._acker_clocks: dict[int, dict[bytes, int]] = {}  # spout task -> acker -> clock
-        #: why roots failed, as the ackers passed it on, until their results are read
-        self._reasons: dict[int, str] = {}
+        self._acker_clocks: dict[int, AckerClocks] = {}  # by spout task
+        self._reasons = FailReasons()
         # Offsets taken in order: a gap is fetched again before it is moved past.
         self._gaps = Contiguity[TP](settings.source_gap_hold_ms)
         self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
@@ -90,65 +87,12 @@ class SpoutService:
 
     # ----- start-up -----------------------------------------------------
 
-    def _starts(self, consumer: Any, sources: list[tuple[str, int]], committed: list[int]
-                ) -> list[int]:
-        """Where each source partition starts: its group's committed offset, or, where it has
-        none (a new topology), as the spout's ``start`` says."""
-        from confluent_kafka import TopicPartition
-
-        s = self.s
-        if s.start == "earliest" or all(o >= 0 for o in committed):
-            return [max(o, 0) for o in committed]
-        new = [tp for tp, o in zip(sources, committed, strict=True) if o < 0]
-        if s.start == "latest":
-            at = {tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30)[1]
-                  for tp in new}
-        else:
-            group = s.start.removeprefix("group:")
-            other = s.clients.consumer({"group.id": group, "enable.auto.commit": False})
-            try:
-                at = {(c.topic, c.partition): max(c.offset, 0) for c in other.committed(
-                    [TopicPartition(*tp) for tp in new], timeout=30)}
-            finally:
-                other.close()
-        log.info("spout %s starts %s where its group committed nothing (%s): %s",
-                 s.component, [f"{t}[{p}]" for t, p in new], s.start,
-                 [at[tp] for tp in new])
-        # Committed at once: a restart before the first ack starts there too, not at a later
-        # end (what came in between would be skipped).
-        consumer.commit(offsets=[TopicPartition(t, p, at[(t, p)]) for t, p in new],
-                        asynchronous=False)
-        return [o if o >= 0 else at[tp] for tp, o in zip(sources, committed, strict=True)]
-
     def _setup(self, consumer: Any) -> None:
         from confluent_kafka import TopicPartition
 
         s = self.s
         edges = s.edge_list()
-        md = s.clients.metadata(30)  # unreachable: an error naming why and what to check
-        missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
-        if missing:
-            raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")
-        all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)
-        if s.create_topics:
-            topics = {e.topic: e.partitions for e in edges}
-            # One results partition per source partition: room for every useful spout
-            # parallelism, so a rebalance never needs to add partitions.
-            topics |= {self.results: max(s.num_tasks, len(all_tps)), self.dlq: 1}
-            if s.num_ackers:
-                topics[self.acker] = s.num_ackers
-            ensure_topics(s.clients, topics, 30)
-            md = consumer.list_topics(timeout=30)
-        have = len(md.topics[self.results].partitions) if self.results in md.topics else 0
-        if have < s.num_tasks:
-            raise ConfigError(f"{self.results} has {have} partitions but the spout has "
-                              f"{s.num_tasks} tasks: one results partition per task is needed")
-        if s.num_ackers and self.acker in md.topics:
-            have = len(md.topics[self.acker].partitions)
-            if have != s.num_ackers:
-                raise ConfigError(
-                    f"num_ackers is {s.num_ackers} but {self.acker} has {have} partitions: "
-                    "inits would reach the wrong acker tasks")
+        all_tps = startup.source_partitions(s, consumer, self.results, self.acker, self.dlq)
         scheme = load_scheme(s.scheme, s.fields)
         assignment, results = [], []
         for task_id in s.tasks:
@@ -156,7 +100,8 @@ class SpoutService:
             res_tp = TopicPartition(self.results, task_id)
             got = consumer.committed([TopicPartition(t, p) for t, p in sources] + [res_tp],
                                      timeout=30)
-            committed = self._starts(consumer, sources, [c.offset for c in got[:-1]])
+            committed = startup.start_offsets(s, consumer, sources,
+                                              [c.offset for c in got[:-1]])
             res_start = max(got[-1].offset, 0)
             scan = scan_results(s.clients, self.results, task_id, res_start)
             salt = new_salt()
@@ -192,16 +137,15 @@ class SpoutService:
 
     def run(self, stop: threading.Event) -> None:
         s = self.s
-        # pyarrow imports pandas on its first pa.array() (a third of a second): let that
-        # happen while start-up waits on Kafka, not in front of the first records.
-        threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
+        # While start-up waits on Kafka, not in front of the first records.
+        threading.Thread(target=startup.warm_up, daemon=True, name="warm-up").start()
         conf = {"error_cb": self._kafka_error}
         consumer = s.clients.consumer({**conf, "group.id": spout_group(s.topology, s.component),
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              # A wait that bounds the trees' round trip.
                              "fetch.wait.max.ms": s.fetch_wait_max_ms,
                              "fetch.min.bytes": s.fetch_min_bytes,
-                             **read_ahead(s.read_ahead_records, s.fetch_backoff_ms)})
+                             **startup.read_ahead(s.read_ahead_records, s.fetch_backoff_ms)})
         self.producer = s.clients.producer({**conf, "linger.ms": s.producer_linger_ms,
                                   "enable.idempotence": True,
                                   "queue.buffering.max.kbytes": 1 << 20})
@@ -315,7 +259,7 @@ class SpoutService:
         try:
             why = decode_fail_reasons(raw or b"")
             if why is not None:  # for the failed results that follow it
-                self._reasons.update(why)
+                self._reasons.add(why)
                 return
             res = decode_results(raw or b"")
         except WireFormatError as e:
@@ -325,25 +269,19 @@ class SpoutService:
             return
         stamp = results_clock(raw or b"")
         if stamp >= 0 and key is not None:  # an acker task's timeout clock
-            clocks = self._acker_clocks.setdefault(task.cfg.task, {})
-            clocks[key] = max(stamp, clocks.get(key, stamp))
+            self._acker_clocks.setdefault(task.cfg.task, AckerClocks(task.cfg.num_ackers)
+                                          ).stamp(key, stamp)
         self._settled(task, task.on_results(res, now, offset, self._reasons))
         if self._reasons:
-            failed = res.roots[res.outcomes != Outcome.ACKED].tolist()
-            for r in failed:
-                self._reasons.pop(r, None)
-            for old in list(self._reasons)[:max(0, len(self._reasons) - MAX_REASONS)]:
-                del self._reasons[old]
+            self._reasons.read(res.roots[res.outcomes != Outcome.ACKED].tolist())
 
     def _acker_clock(self, task: SpoutTask) -> int | None:
         """The ackers' timeout clock (the earliest of them), once every acker task told it:
         the backstop waits for slow bolts as the ackers' timeouts do."""
         if self.s.timeout_clock == "wall" or not task.cfg.tracked:
             return self.clock.now_ms()
-        clocks = self._acker_clocks.get(task.cfg.task, {})
-        if not clocks or len(clocks) < task.cfg.num_ackers:
-            return None
-        return min(clocks.values())
+        clocks = self._acker_clocks.get(task.cfg.task)
+        return None if clocks is None else clocks.now()
 
     def _emitted(self, task: SpoutTask, e: Emission) -> None:
         if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
@@ -460,18 +398,3 @@ class SpoutService:
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)
-
-
-def read_ahead(records: int, backoff_ms: int) -> dict[str, int]:
-    """The source consumer's bounds on what it fetches ahead of the spout: about
-    ``records`` per partition and one fetch more. A fetch is at most 1 MiB (512 KiB a
-    partition; a larger record still comes whole), and a queue that was full is looked
-    at again after ``backoff_ms``: librdkafka's second (its default) held the spout up."""
-    return {"queued.min.messages": records, "fetch.queue.backoff.ms": backoff_ms,
-            "max.partition.fetch.bytes": 512 << 10, "fetch.max.bytes": 1 << 20}
-
-
-def _warm_up() -> None:
-    import pyarrow as pa
-
-    pa.array([0])

@@ -113,3 +113,21 @@ class TimeoutClock:
             return own_ms
         bolts = self.bolts_ms
         return None if bolts is None else min(own_ms, bolts)
+
+
+class AckerClocks:
+    """A spout task's view of its ackers' timeout clocks, as each acker task stamps its
+    results: the backstop judges trees at the earliest of them, once every acker task has
+    told it (an acker that is down cannot take replays anyway)."""
+
+    def __init__(self, ackers: int) -> None:
+        self.ackers = ackers
+        self._by_acker: dict[bytes, int] = {}
+
+    def stamp(self, acker: bytes, clock_ms: int) -> None:
+        self._by_acker[acker] = max(clock_ms, self._by_acker.get(acker, clock_ms))
+
+    def now(self) -> int | None:
+        if not self._by_acker or len(self._by_acker) < self.ackers:
+            return None
+        return min(self._by_acker.values())

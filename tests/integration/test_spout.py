@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from services.spout.service import read_ahead
 from services.spout.settings import SpoutSettings
+from services.spout.startup import read_ahead
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.topics import acker_topic, dlq_topic, edge_topic
 from squall.kafka import ensure_topics

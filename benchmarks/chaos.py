@@ -57,12 +57,11 @@ from squall.demo import (
     SENTENCES,
     SOURCE,
     SOURCE_PARTITIONS,
-    Cluster,
     Progress,
-    cluster,
     demo_topology,
     state_counts,
 )
+from squall.demo_cluster import Cluster, cluster
 from squall.kafka import ensure_topics, produce
 from squall.kafka_clients import quiet_logger
 from squall.processes import child_pids

@@ -14,27 +14,23 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import secrets
-import shutil
 import signal
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from squall.client import ApiClient
-from squall.core.errors import ApiError, SquallError
+from squall.core.errors import ApiError
 from squall.core.topology import TopologySpec
 from squall.core.topology_builder import TopologyBuilder
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from squall.demo_cluster import await_until, cluster, say
+from squall.dev.stack import StackInfo
 from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce
 from squall.kafka_clients import quiet_logger
-from squall.processes import free_port
-from squall.supervision import Command, Supervisor
 
 # Storm's RandomSentenceSpout sentences.
 SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor away",
@@ -104,108 +100,6 @@ def worker_env(s: DemoSettings) -> dict[str, str]:
         return {}
     return {"SQUALL_SPOUT_FETCH_WAIT_MAX_MS": str(wait),
             "SQUALL_ACKER_FETCH_WAIT_MAX_MS": str(wait)}
-
-
-@dataclass
-class Cluster:
-    """The demo's cluster as it runs: the stack, the API and one worker of each kind, kept
-    running by a supervisor (a process that dies is restarted, as in production)."""
-
-    info: StackInfo
-    stack: EmbeddedStack
-    client: ApiClient
-    workdir: Path
-    supervisor: Supervisor
-    #: the bolts' Trident state (SQUALL_STATE_URL of the bolts worker)
-    state_url: str
-    #: when the workers were started (time.monotonic())
-    workers_started: float
-
-
-#: Stopped first, alone: the spout worker drains its trees through the others, which then
-#: stop at once.
-_DRAIN_FIRST = ("worker-spout",)
-
-
-@contextlib.contextmanager
-def cluster(workdir: Path, stop: threading.Event, standby: bool = True,
-            env: Mapping[str, str] | None = None) -> Iterator[Cluster]:
-    """Stack, API and workers; on exit they stop in order (spouts drain first).
-    ``standby``: the bolts worker keeps a warm standby of each bolts job; ``env``: more
-    environment for the workers (and the services they start)."""
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    _say("starting Tansu (Kafka API) and ZooKeeper ...")
-    stack = EmbeddedStack(StackSettings(home=workdir / "stack"))
-    with stack as info:
-        token = secrets.token_urlsafe(18)
-        port = free_port()
-        sup = Supervisor(workdir)
-        common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)
-        watching = threading.Event()
-        state_url = f"sqlite://{workdir / 'state.db'}"
-
-        def start_worker(kind: str) -> None:
-            no_standby = ("--no-bolts-standby",) if kind == "bolts" and not standby else ()
-            sup.start(f"worker-{kind}", Command("services.worker", (
-                "--kind", kind, *common, "--worker-id", f"demo-{kind}",
-                "--workdir", str(workdir / f"worker-{kind}"),
-                "--checkpoint-dir", str(workdir / "checkpoints"), *no_standby),
-                {"SQUALL_STATE_URL": state_url, **(env or {})}, metrics=False))
-
-        try:
-            # The bolts worker first, beside the API only: its Spark start is the longest
-            # of the cluster's, and the other workers starting at the same moment delay
-            # it on a small machine. It registers
-            # once it has started its spare Spark process; then the others start.
-            workers_started = time.monotonic()
-            start_worker("bolts")
-            # Statistics every 0.25 s: the demo shows them as they change (and sees the
-            # bolt queries running when they do).
-            sup.start("api", Command("services.api", (*common, "--port", str(port),
-                                                      "--stats-interval-s", "0.25"),
-                                     {"SQUALL_API_TOKEN": token}, metrics=False))
-            client = ApiClient(f"http://127.0.0.1:{port}", token)
-            _say(f"API on {client.url} (OpenAPI at {client.url}/docs); waiting for 3 workers")
-            _await(lambda: [w["id"] for w in client.workers()] == ["demo-bolts"], 60, stop, sup,
-                   workdir)
-            for kind in ("acker", "spout"):
-                start_worker(kind)
-            _await(lambda: len(client.workers()) == 3 and _ready(client), 60, stop, sup,
-                   workdir)
-            sup.watch(watching, lambda line: _say(f"\n{line}"))
-            yield Cluster(info, stack, client, workdir, sup, state_url, workers_started)
-        finally:
-            watching.set()
-            _say("stopping: spout worker (drains), then bolts, ackers and API, then the stack")
-            sup.stop(_DRAIN_FIRST, 40)
-
-
-def _ready(client: ApiClient) -> bool:
-    return bool(client.request("GET", "/healthz")["status"] == "ok")
-
-
-def _await(cond: Any, timeout_s: float, stop: threading.Event, sup: Supervisor | None,
-           workdir: Path, every_s: float = 0.3) -> None:
-    """Until ``cond()``, asked every ``every_s``; a child of ``sup`` that exits while
-    waiting fails the start-up."""
-    deadline = time.monotonic() + timeout_s
-    while not stop.is_set():
-        for c in list(sup.children.values()) if sup else []:
-            if not c.alive():
-                raise SquallError(f"{c.name} exited with {c.proc.returncode}; see {c.log}")
-        with contextlib.suppress(ApiError):
-            if cond():
-                return
-        if time.monotonic() > deadline:
-            raise SquallError(f"the demo cluster did not come up in {timeout_s}s; see {workdir}")
-        stop.wait(every_s)
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
 
 
 def shown_stats(storm: dict[str, Any]) -> dict[str, Any]:
@@ -319,7 +213,7 @@ def _warm_up(producer: Any, prog: Progress, rounds: tuple[int, ...], rng: random
     counted from there); the seconds taken."""
     t0 = time.monotonic()
     n = sum(rounds)
-    _say(f"warming up: {n} sentences through the whole pipeline first")
+    say(f"warming up: {n} sentences through the whole pipeline first")
     fed = 0
     for size in rounds:
         for _ in range(size):
@@ -334,7 +228,7 @@ def _warm_up(producer: Any, prog: Progress, rounds: tuple[int, ...], rng: random
     prog.refresh()
     while prog.spout("acked") < n and time.monotonic() < deadline and not stop.wait(0.2):
         prog.refresh()
-    _say(f"warm after {took:.1f} s")
+    say(f"warm after {took:.1f} s")
     return took
 
 
@@ -352,7 +246,7 @@ def run_demo(s: DemoSettings) -> int:
         ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)
         tid = str(client.submit(spec.to_json())["id"])
-        _say(f"submitted {NAME!r} over REST as {tid}; waiting for Spark to start the bolt "
+        say(f"submitted {NAME!r} over REST as {tid}; waiting for Spark to start the bolt "
              "queries")
         t_wait = time.monotonic()
 
@@ -363,9 +257,9 @@ def run_demo(s: DemoSettings) -> int:
                   flush=True)
             return all(b["running"] for b in bolts)
 
-        _await(bolts_running, 180, stop, None, s.workdir, every_s=0.1)
+        await_until(bolts_running, 180, stop, None, s.workdir, every_s=0.1)
         running_at = time.monotonic()
-        _say(f"\nbolt queries running {running_at - t_wait:.1f} s after the submission, "
+        say(f"\nbolt queries running {running_at - t_wait:.1f} s after the submission, "
              f"{running_at - cl.workers_started:.1f} s after the workers started")
         producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5,
                              "logger": quiet_logger("demo")})
@@ -380,7 +274,7 @@ def run_demo(s: DemoSettings) -> int:
         # (references to five encoded sentences: 8 bytes each).
         encoded = [line.encode() for line in SENTENCES]
         planned = [rng.choice(encoded) for _ in range(s.sentences or 0)]
-        _say(f"feeding {s.sentences or 'sentences until Ctrl-C'}"
+        say(f"feeding {s.sentences or 'sentences until Ctrl-C'}"
              + (f" at {s.rate:,.0f}/s" if s.rate else ""))
         fed, done, t0 = 0, 0, time.monotonic()
         last_show = last_check = 0.0
@@ -413,7 +307,7 @@ def run_demo(s: DemoSettings) -> int:
                     if s.sentences is not None and done >= s.sentences:
                         break
                 if s.sentences is not None and now > deadline:
-                    _say(f"\ntimeout: {done:,} of {s.sentences:,} processed in {s.timeout_s}s")
+                    say(f"\ntimeout: {done:,} of {s.sentences:,} processed in {s.timeout_s}s")
                     break
                 stop.wait(END_POLL_S if fed_all else 0.01 if s.rate else 0.2)
             producer.flush(30)
@@ -433,9 +327,9 @@ def run_demo(s: DemoSettings) -> int:
             acker_records = float(prog.storm.get("acker", {}).get("records", 0.0)) - acker_before
             counts = state_counts(cl.state_url, tid)
             top = counts.most_common(10)
-            _say("\n\ntop words:")
+            say("\n\ntop words:")
             for w, n in top:
-                _say(f"  {w:<10} {n:>10,}")
+                say(f"  {w:<10} {n:>10,}")
             dead = int(prog.spout("dead_lettered"))
             summary = {
                 "sentences": fed, "processed": done, "acked": int(prog.spout("acked")),
@@ -462,7 +356,7 @@ def run_demo(s: DemoSettings) -> int:
                 # Ctrl-C: what is in flight then is not counted yet).
                 "counts_exact": counts == words if s.sentences is not None else None,
             }
-            _say(f"acker throughput: {summary['acker_records_per_s']:,.0f} records/s "
+            say(f"acker throughput: {summary['acker_records_per_s']:,.0f} records/s "
                  f"(mean over the run); " + (f"lost: {summary['lost']}" if s.sentences
                                              else f"unfinished at stop: "
                                                   f"{summary['unfinished_at_stop']:,}"))

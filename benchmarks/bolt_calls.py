@@ -22,7 +22,8 @@ import time
 from examples.wordcount import WordCount
 from services.bolts.guardian import Calls
 from squall.core.bolt import TaskContext
-from squall.core.executor import BoltExecutor, CallWatch
+from squall.core.exec_result import CallWatch
+from squall.core.executor import BoltExecutor
 from squall.core.grouping import Edge, Grouping
 from squall.core.tuple_batch import TupleBatch
 from squall.wallclock import SystemClock

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from squall.backends import open_state
 from squall.core.clock import Clock
-from squall.core.executor import ExecResult
+from squall.core.exec_result import ExecResult
 from squall.core.grouping import Edge
 from squall.core.records import AckerBatch, RecordKind
 from squall.core.routing import Router

@@ -27,7 +27,8 @@ from services.bolts.sandbox import Completed, Died, Sandbox
 from services.bolts.suspects import Suspects
 from squall.core.culprits import CulpritSearch, Part, units_of
 from squall.core.errors import BoltFault
-from squall.core.executor import BoltExecutor, CallWatch, ExecResult, merged
+from squall.core.exec_result import CallWatch, ExecResult, merged
+from squall.core.executor import BoltExecutor
 from squall.core.records import AckerBatch
 from squall.core.state import DELETED, KeyValueState
 from squall.core.tuple_batch import TupleBatch

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from squall.core.executor import ALL_INPUTS, CallWatch
+from squall.core.exec_result import ALL_INPUTS, CallWatch
 from squall.processes import die_with_parent
 
 #: What a child is doing, as its journal says.

@@ -32,7 +32,7 @@ from services.bolts.suspects import Suspects
 from squall.core.chains import fused_edge
 from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.executor import add_counts
+from squall.core.exec_result import add_counts
 from squall.core.records import AckerBatch
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec

@@ -24,7 +24,8 @@ from examples.faults import CountOrDie, SplitOrDieArrow
 from services.bolts.isolation import run_isolated
 from services.bolts.sandbox import Completed, Died, Fault, Outcome, Sandbox
 from squall.core.bolt import TaskContext
-from squall.core.executor import ALL_INPUTS, BoltExecutor, CallWatch
+from squall.core.exec_result import ALL_INPUTS, CallWatch
+from squall.core.executor import BoltExecutor
 from squall.core.grouping import Edge, Grouping
 from squall.core.records import RecordKind
 from squall.core.tuple_batch import TupleBatch

@@ -20,7 +20,8 @@ from examples.wordcount import (
 from squall.core.batch_io import arrow_native, input_table
 from squall.core.bolt import PARENT, BatchBolt, TaskContext
 from squall.core.clock import ManualClock
-from squall.core.executor import BoltExecutor, ExecResult
+from squall.core.exec_result import ExecResult
+from squall.core.executor import BoltExecutor
 from squall.core.grouping import Edge, Grouping
 from squall.core.records import RecordKind
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples

@@ -22,7 +22,8 @@ from examples.wordcount import (
 )
 from squall.core.bolt import PARENT, BasicBolt, Bolt, TaskContext
 from squall.core.clock import ManualClock
-from squall.core.executor import BoltExecutor, ExecResult
+from squall.core.exec_result import ExecResult
+from squall.core.executor import BoltExecutor
 from squall.core.grouping import Edge, Grouping
 from squall.core.ledger import Ledger
 from squall.core.records import AckerBatch, Outcome

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.spout import kept, startup
+from services.spout.effects import Emission, Settled, Undeliverable
 from services.spout.listener import SpoutListener
 from services.spout.reasons import FailReasons
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
-from services.spout.task import Emission, Settled, SpoutConfig, SpoutTask, Undeliverable
+from services.spout.task import SpoutConfig, SpoutTask
 from squall.core.clock import Clock
 from squall.core.contiguity import Contiguity
 from squall.core.dead_letters import DeadLetterHeaders

@@ -24,14 +24,15 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from services.spout.emitter import Emitter, Routed
+from services.spout.effects import Emission, Settled, Undeliverable
+from services.spout.emitter import Emitter
 from services.spout.recovery import RestartRecovery
 from squall.core.columns import to_columns
 from squall.core.errors import SchemeError
 from squall.core.grouping import Edge
 from squall.core.ids import IdBatcher, derive_roots, full_offsets, root_keys
 from squall.core.offsets import GiveUp, OffsetManager, Retry
-from squall.core.records import AckerBatch, Outcome, Results
+from squall.core.records import Outcome, Results
 from squall.core.retry import RetrySchedule
 from squall.core.scheme import Scheme, deserialize_columns
 from squall.core.topology import Guarantee
@@ -55,41 +56,6 @@ class SpoutConfig:
     @property
     def tracked(self) -> bool:
         return self.guarantee is Guarantee.AT_LEAST_ONCE and self.num_ackers > 0
-
-
-@dataclass(frozen=True, slots=True)
-class Undeliverable:
-    """A message to dead-letter, then confirm with :meth:`SpoutTask.dead_lettered`."""
-
-    source: int
-    offset: int
-    payload: Any
-    reason: str
-    attempts: int
-
-
-@dataclass
-class Emission:
-    """What the service must produce for one batch of records."""
-
-    tuples: Routed = field(default_factory=list)
-    inits: AckerBatch = field(default_factory=AckerBatch.empty)
-    letters: list[Undeliverable] = field(default_factory=list)
-    emitted: int = 0
-    replayed: int = 0
-    recovered: int = 0
-
-
-@dataclass
-class Settled:
-    """What a batch of results (or the backstop) decided."""
-
-    acked: int = 0
-    failed: dict[str, int] = field(default_factory=dict)
-    retries: int = 0
-    latencies_ms: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    letters: list[Undeliverable] = field(default_factory=list)
-    stale: int = 0
 
 
 class SpoutTask:

@@ -8,7 +8,8 @@ import operator
 import numpy as np
 import pytest
 
-from services.spout.task import Emission, SpoutConfig, SpoutTask
+from services.spout.effects import Emission
+from services.spout.task import SpoutConfig, SpoutTask
 from squall.core.grouping import Edge, Grouping
 from squall.core.ids import IdBatcher, derive_roots
 from squall.core.records import Outcome, Result, Results

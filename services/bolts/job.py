@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.bolts import batch_marks, heap, tasks_sink
+from services.bolts import batch_marks, heap, planned, tasks_sink
 from services.bolts.cds import with_archive
 from services.bolts.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.marks import ProgressMarks
@@ -172,76 +172,19 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     elif classes_loaded(spark.sparkContext):  # the driver's classes: their sink
         from services.bolts.sink import BATCH_PROPERTY
 
-        writer = tasks_sink.writer(
-            reader, query, chain, planned_job(spark.sparkContext, spec.to_json(), tuple(chain),
-                                              s.bootstrap_servers, state_urls, checkpoint,
-                                              spec.input_topics(head.name), head.parallelism,
-                                              head.num_executors),
-            BATCH_PROPERTY, metrics, stop or threading.Event())
+        job = planned.planned_job(spark.sparkContext, spec.to_json(), tuple(chain),
+                                  s.bootstrap_servers, state_urls, checkpoint,
+                                  spec.input_topics(head.name), head.parallelism,
+                                  head.num_executors)
+        writer = tasks_sink.writer(reader, query, chain, job, BATCH_PROPERTY, metrics,
+                                   stop or threading.Event())
     else:
-        writer = reader.writeStream.foreachBatch(
-            _batch_runner(spec.to_json(), tuple(chain), s.bootstrap_servers, metrics,
-                          state_urls, checkpoint, spec.input_topics(head.name),
-                          head.parallelism, head.num_executors))
+        writer = reader.writeStream.foreachBatch(planned.foreach_batch_runner(
+            spec.to_json(), tuple(chain), s.bootstrap_servers, metrics, state_urls,
+            checkpoint, spec.input_topics(head.name), head.parallelism, head.num_executors))
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(query))
-
-
-def planned_job(sc: Any, spec_json: str, chain: tuple[str, ...], bootstrap: str,
-                state_urls: Mapping[str, str], checkpoint: Path, topics: Sequence[str],
-                tasks: int, executors: int) -> Any:
-    """The one RDD job every micro-batch of a chain runs: one Spark task per executor,
-    each running its bolt tasks on the ranges it plans from Spark's offset log (the batch
-    id comes as a local property). Planned once: reading the ranges through the edge
-    source would cost a Python worker's round trip per task and batch, planning a job
-    per batch more, and a Spark SQL job (``mapInArrow``) more than the RDD job
-    (``benchmarks/handoff.py`` measures it)."""
-    from services.bolts.sink import logged_runner
-
-    return sc.parallelize(range(executors), executors).mapPartitions(
-        logged_runner(spec_json, chain, bootstrap, state_urls, str(checkpoint), topics, tasks,
-                      executors))
-
-
-def _batch_runner(spec_json: str, chain: tuple[str, ...], bootstrap: str,
-                  metrics: BoltMetrics | None, state_urls: Mapping[str, str],
-                  checkpoint: Path, topics: Sequence[str], tasks: int,
-                  executors: int) -> Any:
-    """foreachBatch, where the driver has no classes of its own (no JDK to compile them):
-    the chain's :func:`planned_job`, its reports collected and counted here. A batch a
-    task finished before (a re-run after a crash) is skipped by the task. The source stays
-    the record of progress (Spark asks it for offsets and checkpoints them), and its read
-    is the fallback when the log cannot be read here."""
-    from services.bolts.report import SPARK_SCHEMA, BatchReport
-    from services.bolts.sink import BATCH_PROPERTY, task_runner
-    from services.bolts.source import logged_partitions
-
-    marks_dir = batch_marks.beside(checkpoint)
-    task_ids = list(range(tasks))
-    planned: list[Any] = []  # the job, once built
-    first = tasks_sink.FirstBatches(chain[0])
-
-    def batch(df: Any, batch_id: int) -> None:
-        parts = logged_partitions(checkpoint, batch_id, topics, task_ids)
-        reports: list[BatchReport]
-        if parts is None:  # the log is not readable here: through the source
-            run = task_runner(spec_json, chain, bootstrap, state_urls, marks_dir, batch_id)
-            rows = df.mapInArrow(run, SPARK_SCHEMA).toArrow().to_pylist()
-            reports = [BatchReport.from_row(r) for r in rows]
-        elif parts:
-            sc = df.sparkSession.sparkContext
-            if not planned:
-                planned.append(planned_job(sc, spec_json, chain, bootstrap, state_urls,
-                                           checkpoint, topics, tasks, executors))
-            sc.setLocalProperty(BATCH_PROPERTY, str(batch_id))
-            reports = planned[0].collect()
-        else:
-            reports = []
-        executed = tasks_sink.count_reports(chain, batch_id, reports, metrics)
-        first.note(batch_id, executed, reports)
-
-    return batch
 
 
 class BoltJob:

@@ -16,8 +16,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from services.bolts.job import _batch_runner, ensure_bolt_topics, register_for_query
+from services.bolts.job import ensure_bolt_topics, register_for_query
 from services.bolts.metrics import BoltMetrics
+from services.bolts.planned import foreach_batch_runner
 from services.bolts.source import EdgeSource, logged_partitions
 from squall.core.ids import IdBatcher
 from squall.core.topics import edge_topic
@@ -100,8 +101,8 @@ def test_both_ways_run_every_tuple_once(spark: Any, bootstrap: str, tmp_path: Pa
     q = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
          .option("bootstrap", bootstrap).option("topics", ",".join(topics))
          .option("tasks", "0,1").option("max_rows", "100000").load()
-         .writeStream.foreachBatch(_batch_runner(spec.to_json(), ("split",), bootstrap, metrics,
-                                                 {}, log_at, topics, 2, 2))
+         .writeStream.foreachBatch(foreach_batch_runner(
+             spec.to_json(), ("split",), bootstrap, metrics, {}, log_at, topics, 2, 2))
          .option("checkpointLocation", str(checkpoint))
          .trigger(processingTime="50 milliseconds").queryName(query).start())
     labels = {"topology": spec.name, "component": "split"}

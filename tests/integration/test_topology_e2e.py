@@ -303,4 +303,4 @@ def test_squall_run_starts_and_stops_a_topology(bootstrap: str, tmp_path: Path) 
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(90)
     assert code == 0, (tmp_path / "run.log").read_text()[-2000:]
-    assert "stopping: spouts drain" in (tmp_path / "run.log").read_text()
+    assert "stopping: the spouts drain" in (tmp_path / "run.log").read_text()

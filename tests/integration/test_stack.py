@@ -19,8 +19,9 @@ from kazoo.handlers.threading import KazooTimeoutError
 from squall.core.errors import StackError
 from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.core.tuples import Tuple
+from squall.dev.probes import zookeeper_session
 from squall.dev.smoke import run_smoke
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings, zookeeper_session
+from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import pid_alive
 from tests.integration.helpers import consume

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from squall.dev.stack import find_tansu, kafka_round_trip, wait_until
+from squall.dev.probes import find_tansu, kafka_round_trip, wait_until
 from squall.kafka_clients import KafkaClients, load_properties
 from squall.processes import HOST, free_port
 

@@ -25,15 +25,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer
 
-from benchmarks.wordcount import (
-    committed,
-    launch,
-    make_sentences,
-    produce,
-    say,
-    tree_cpu,
-    wait_committed,
-)
+from benchmarks.measure import tree_cpu
+from benchmarks.pipeline import committed, launch, make_sentences, produce, say, wait_committed
 from squall.dev.stack import EmbeddedStack, StackSettings
 
 #: (name, bolts job flags): the baseline first.

@@ -29,16 +29,8 @@ from statistics import linear_regression
 
 from confluent_kafka import Consumer
 
-from benchmarks.wordcount import (
-    launch,
-    make_sentences,
-    produce,
-    sample_sums,
-    say,
-    tree_pids,
-    tree_rss_mb,
-    wait_committed,
-)
+from benchmarks.measure import sample_sums, tree_pids, tree_rss_mb
+from benchmarks.pipeline import launch, make_sentences, produce, say, wait_committed
 from squall.dev.stack import EmbeddedStack, StackSettings
 
 MEASURED = ("spout", "acker")

@@ -41,17 +41,15 @@ from pathlib import Path
 
 from confluent_kafka import Consumer
 
-from benchmarks.wordcount import (
+from benchmarks.measure import sample_sums, tree_cpu, tree_rss_mb
+from benchmarks.pipeline import (
     PARTS,
     Pipeline,
     committed,
     launch,
     make_sentences,
     produce,
-    sample_sums,
     say,
-    tree_cpu,
-    tree_rss_mb,
     wait_committed,
 )
 from squall.dev.stack import EmbeddedStack, StackSettings

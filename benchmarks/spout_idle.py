@@ -25,7 +25,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from benchmarks.wordcount import ROOT, sample_sums, tree_cpu
+from benchmarks.measure import sample_sums, tree_cpu
+from benchmarks.pipeline import ROOT
 from examples.wordcount import topology
 from squall.core.grouping import edge_flag
 from squall.dev.stack import EmbeddedStack, StackSettings

@@ -26,306 +26,37 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
+from confluent_kafka import Consumer
 
-from examples.wordcount import topology
-from squall.core.grouping import edge_flag
+from benchmarks.measure import (
+    bolt_totals,
+    cpu_by_kind,
+    histogram,
+    quantile,
+    tree_cpu,
+    tree_pids,
+    where_time_goes,
+)
+from benchmarks.pipeline import (
+    PARTS,
+    committed,
+    launch,
+    make_sentences,
+    produce,
+    say,
+    wait_committed,
+)
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
-from squall.processes import die_with_parent, free_port
-
-ROOT = Path(__file__).resolve().parents[1]
-PARTS = 2
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def make_sentences(n: int, seed: int) -> list[bytes]:
-    rng = random.Random(seed)
-    vocab = [f"w{i:03d}" for i in range(1000)]
-    return [" ".join(rng.choices(vocab, k=10)).encode() for _ in range(n)]
-
-
-def produce(bootstrap: str, topic: str, lines: list[bytes], rate: float | None = None) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1 << 20,
-                  "queue.buffering.max.messages": 1_000_000})
-    t0 = time.perf_counter()
-    for i, line in enumerate(lines):
-        if rate and i % 100 == 0:
-            ahead = i / rate - (time.perf_counter() - t0)
-            if ahead > 0:
-                time.sleep(ahead)
-        while True:
-            try:
-                p.produce(topic, line, partition=i % PARTS)
-                break
-            except BufferError:
-                p.poll(0.05)
-        if i % 1000 == 0:
-            p.poll(0)
-    assert p.flush(120) == 0
-
-
-def committed(c: Consumer, topic: str) -> int:
-    return sum(max(tp.offset, 0) for tp in
-               c.committed([TopicPartition(topic, p) for p in range(PARTS)], timeout=10))
-
-
-def wait_committed(c: Consumer, topic: str, n: int, stall_s: float = 180,
-                   procs: Mapping[str, subprocess.Popen[bytes]] | None = None) -> float:
-    """When every offset is committed; fails after ``stall_s`` without progress, or at
-    once when one of ``procs`` has exited (a service that could not start, say)."""
-    last, moved = -1, time.monotonic()
-    while time.monotonic() - moved < stall_s:
-        for tag, pr in (procs or {}).items():
-            if pr.poll() is not None:
-                raise RuntimeError(f"the {tag} process exited (code {pr.returncode}) with "
-                                   f"{last} of {n} committed on {topic}")
-        done = committed(c, topic)
-        if done >= n:
-            return time.perf_counter()
-        if done > last:
-            last, moved = done, time.monotonic()
-        time.sleep(0.05)
-    raise RuntimeError(f"only {last} of {n} committed on {topic}, no progress for {stall_s}s")
-
-
-def histogram(port: int, name: str, **labels: str) -> list[tuple[float, float]]:
-    """A histogram's cumulative buckets, summed over the series whose labels include
-    ``labels``."""
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out: dict[float, float] = {}
-    for fam in text_string_to_metric_families(body):
-        for s in fam.samples:
-            if s.name == f"{name}_bucket" and all(s.labels.get(k) == v
-                                                  for k, v in labels.items()):
-                le = float(s.labels["le"])
-                out[le] = out.get(le, 0.0) + s.value
-    return sorted(out.items())
-
-
-def sample_sums(port: int, names: Mapping[str, str], **labels: str) -> dict[str, float]:
-    """``names`` (a sample's name -> the key it is summed under) over every sample of the
-    process at ``port`` whose labels include ``labels``."""
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out = dict.fromkeys(names.values(), 0.0)
-    for fam in text_string_to_metric_families(body):
-        for s in fam.samples:
-            if s.name in names and all(s.labels.get(k) == v for k, v in labels.items()):
-                out[names[s.name]] += s.value
-    return out
-
-
-def bolt_totals(port: int) -> dict[str, dict[str, float]]:
-    """Per bolt component: micro-batches, their total seconds, rows, task seconds."""
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out: dict[str, dict[str, float]] = {}
-    keys = {"squall_bolt_batch_duration_seconds_count": "batches",
-            "squall_bolt_batch_duration_seconds_sum": "batch_s",
-            "squall_bolt_input_rows_total": "rows", "squall_bolt_execute_seconds_total": "task_s",
-            "squall_bolt_executed_total": "tuples"}
-    for fam in text_string_to_metric_families(body):
-        for s in fam.samples:
-            key = keys.get(s.name)
-            if s.name == "squall_bolt_batch_phase_seconds_total":
-                key = f"phase_{s.labels['phase']}"
-            if s.name == "squall_bolt_task_phase_seconds_total":
-                key = f"in_task_{s.labels['phase']}"
-            if key:
-                d = out.setdefault(s.labels["component"], {})
-                d[key] = d.get(key, 0.0) + s.value
-    return out
-
-
-def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
-                    ) -> dict[str, dict[str, float]]:
-    prof = {}
-    # A bolt fused into another's query (squall.core.chains) has no micro-batches of its own:
-    # its figures are per micro-batch of the query it runs in (the most batches seen).
-    queries = max((a.get("batches", 0.0) - before.get(c, {}).get("batches", 0.0)
-                   for c, a in after.items()), default=0.0)
-    for comp, a in after.items():
-        d = {k: v - before.get(comp, {}).get(k, 0.0) for k, v in a.items()}
-        n = max(d.get("batches", 0.0) or queries, 1.0)
-        prof[comp] = {"micro_batches": d.get("batches", 0.0),
-                      "batch_ms": round(1000 * d.get("batch_s", 0.0) / n, 1),
-                      "task_ms_per_batch": round(1000 * d.get("task_s", 0.0) / n, 1),
-                      "tuples_per_batch": round(d.get("tuples", 0.0) / n, 1),
-                      **{k.removeprefix("phase_") + "_ms": round(1000 * v / n, 1)
-                         for k, v in d.items() if k.startswith("phase_")},
-                      **{k + "_ms_per_batch": round(1000 * v / n, 1)
-                         for k, v in d.items() if k.startswith("in_task_")}}
-    return prof
-
-
-def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]],
-             q: float) -> float:
-    """Quantile of the observations between two scrapes of a cumulative histogram."""
-    b = dict(before)
-    cum = [(le, c - b.get(le, 0.0)) for le, c in after]
-    total = cum[-1][1]
-    if total <= 0:
-        return float("nan")
-    target, prev_le, prev_c = q * total, 0.0, 0.0
-    for le, c in cum:
-        if c >= target:
-            if le == float("inf"):
-                return prev_le
-            return prev_le + (le - prev_le) * (target - prev_c) / max(c - prev_c, 1e-9)
-        prev_le, prev_c = le, c
-    return prev_le
-
-
-def tree_sum(pid: int, measure: Callable[[list[str]], float]) -> float:
-    """``measure`` of ``/proc/<pid>/stat``'s fields, summed over a process and its
-    descendants (the bolts job: its JVM and Python workers)."""
-    parent: dict[int, int] = {}
-    value: dict[int, float] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(d.name)] = int(f[1])
-        value[int(d.name)] = measure(f)
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += value.get(p, 0.0)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return total
-
-
-def tree_pids(pid: int) -> list[int]:
-    """A process and its descendants."""
-    parent: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return out
-
-
-def cpu_by_kind(pid: int) -> dict[str, float]:
-    """CPU seconds of the bolts job's process tree by kind: the driver (Python), the JVM,
-    Spark's Python workers."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
-    for p in tree_pids(pid):
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        kind = ("jvm" if "java" in cmd.split(" ")[0] else
-                "python_workers" if "pyspark" in cmd else "driver")
-        out[kind] = out.get(kind, 0.0) + sum(int(x) for x in f[11:15]) / tick
-    return out
-
-
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a process tree (own and reaped children's)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    return tree_sum(pid, lambda f: sum(int(x) for x in f[11:15]) / tick)
-
-
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process tree, in MiB (``rss`` is in pages)."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    return tree_sum(pid, lambda f: int(f[21]) * page / 2**20)
-
-
-@dataclass
-class Pipeline:
-    """The word count's processes (acker, bolts job, spout) and where to read them."""
-
-    name: str
-    source: str
-    procs: dict[str, subprocess.Popen[bytes]]
-    spout_port: int
-    bolts_port: int
-    acker_port: int
-
-    def stop(self) -> None:
-        for pr in self.procs.values():
-            pr.send_signal(signal.SIGTERM)
-        for pr in self.procs.values():
-            try:
-                pr.wait(60)
-            except subprocess.TimeoutExpired:
-                pr.kill()
-
-    def log_tails(self, tmp: Path) -> None:
-        for tag in self.procs:
-            log_tail = (tmp / f"{tag}.log").read_text(errors="replace").splitlines()[-40:]
-            say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(log_tail))
-
-
-def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch",
-           trigger_ms: int = 50, exact: bool = False, pending: int = 50_000,
-           bolt_flags: Sequence[str] = ()) -> Pipeline:
-    """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout;
-    ``bolt_flags``: more flags of the bolts job."""
-    name = f"wc{uuid.uuid4().hex[:6]}"
-    src = f"sentences-{name}"
-    spec = topology(name=name, source=src, vectorized=True, exact=exact)
-    (tmp / f"{name}.json").write_text(spec.to_json())
-    ensure_topics(b, {src: PARTS})
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    port, bolts_port, acker_port = free_port(), free_port(), free_port()
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(tag: str, args: list[str]) -> None:
-        procs[tag] = subprocess.Popen([sys.executable, "-m", *args], env=env,
-                                      stdout=open(tmp / f"{tag}.log", "wb"),  # noqa: SIM115
-                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-
-    start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-                    "--bootstrap-servers", b, "--message-timeout-s", "60",
-                    "--metrics-port", str(acker_port)])
-    start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
-                    "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
-                    "--master", "local[2]", "--trigger-ms", str(trigger_ms),
-                    "--max-rows-per-batch", str(max_rows), "--sink", sink,
-                    "--metrics-port", str(bolts_port),
-                    "--state-url", f"sqlite://{tmp / f'{name}-state.db'}", *bolt_flags])
-    edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]
-    start("spout", ["services.spout", "--topology", name, "--component", "sentences",
-                    "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
-                    *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
-                    "--message-timeout-s", "60", "--max-spout-pending", str(pending),
-                    "--commit-interval-s", "0.25",
-                    # The embedded broker charges each fetch for every batch the
-                    # partition holds: one fetch each 40 ms while sentences keep coming,
-                    # and a wait that outlasts the broker's look at a partition late in a
-                    # soak (docs/kafka.md).
-                    "--read-ahead-records", "1000", "--fetch-backoff-ms", "40",
-                    "--fetch-wait-max-ms", "200"])
-    return Pipeline(name, src, procs, port, bolts_port, acker_port)
+from squall.processes import die_with_parent
 
 
 def start_profile(out: Path | None, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:

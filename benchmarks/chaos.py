@@ -40,7 +40,6 @@ import contextlib
 import functools
 import json
 import os
-import random
 import signal
 import sys
 import threading
@@ -50,11 +49,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.chaos_load import Commits, CpuSampler, Feeder, wait
+from benchmarks.chaos_targets import KILLS, active_driver, catch_producing, pids, resent_batches
 from squall.core.errors import ApiError
 from squall.demo import (
     COUNTS,
     NAME,
-    SENTENCES,
     SOURCE,
     SOURCE_PARTITIONS,
     Progress,
@@ -62,251 +62,17 @@ from squall.demo import (
     state_counts,
 )
 from squall.demo_cluster import Cluster, cluster
-from squall.kafka import ensure_topics, produce
+from squall.kafka import ensure_topics
 from squall.kafka_clients import quiet_logger
-from squall.processes import child_pids
 
 #: The share of messages that kill (``--poison-crash``) or hang (``--poison-hang``) the bolt.
 POISON_SHARE = 0.0005
 #: The longest the commits may stand still while behind, with such poison.
 MAX_STALL_S = 60.0
-#: process kills, in turn: (fault, what its command line contains)
-KILLS = (("spout", "-m services.spout"), ("acker", "-m services.acker"),
-         ("bolts-driver", "org.apache.spark.deploy.SparkSubmit"), ("api", "-m services.api"))
 
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def checkpoints(workdir: Path) -> Path:
-    """The checkpoints of the run's one submission (its id is ``wordcount-N-seconds``)."""
-    found = sorted((workdir / "checkpoints").glob(f"{NAME}-*"))
-    return found[-1] if found else workdir / "checkpoints" / NAME
-
-
-def active_driver(workdir: Path) -> list[int]:
-    """The Spark driver JVM of the bolts job that holds the topology's lock (not the warm
-    standby's): the lock file names the job's process, the JVM is its child."""
-    with contextlib.suppress(OSError, ValueError):
-        job = int((checkpoints(workdir) / "job.lock").read_text().split()[0])
-        return child_pids(job, KILLS[2][1])
-    return []
-
-
-def task_marks(workdir: Path) -> list[tuple[str, int]]:
-    """The bolts job's tasks that have marked a batch (their marks directory, task)."""
-    from services.bolts.batch_marks import DIRECTORY
-
-    return [(str(marks), int(f.name.removeprefix("producing-")))
-            for marks in checkpoints(workdir).glob(f"*/{DIRECTORY}")
-            for f in marks.glob("producing-*")]
-
-
-def producing_now(tasks: list[tuple[str, int]]) -> bool:
-    """Whether one of ``tasks`` is between its first produce and its flush's end: it has
-    marked a batch it is producing that is not marked done (services/bolts/batch_marks.py).
-    A driver killed then leaves acks half sent: the hardest moment for its recovery."""
-    from services.bolts.batch_marks import last_done, last_producing
-
-    return any(last_producing(d, t) > last_done(d, t) for d, t in tasks)
-
-
-def resent_batches(workdir: Path) -> int:
-    """Micro-batches run again after a crash while they were producing (their roots
-    failed at once): from the bolts jobs' logs."""
-    return sum(log.read_text(errors="replace").count("while it was producing")
-               for log in (workdir / "worker-bolts" / "logs").glob("*.log"))
-
-
-def pids(pattern: str) -> list[int]:
-    """This run's processes (descendants of this one) whose command line contains
-    ``pattern``: another Squall on the machine (a benchmark, a second run) is not ours to
-    kill, and a kill of its spout once passed for this run's."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if pattern in cmd and _descends(int(d.name), os.getpid()):
-                out.append(int(d.name))
-    return sorted(out)
-
-
-def _descends(pid: int, root: int) -> bool:
-    """Whether ``root`` is among ``pid``'s ancestors (from /proc's parent links)."""
-    while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        pid = int(stat.rpartition(")")[2].split()[1])  # after the command's parentheses
-        if pid == root:
-            return True
-    return False
-
-
-class Feeder(threading.Thread):
-    """Feeds sentences at a steady rate; poison among them when asked."""
-
-    def __init__(self, bootstrap: str, total: int | None, rate: float, poison: bool,
-                 seconds: float | None, crash: float = 0.0, hang: float = 0.0) -> None:
-        super().__init__(daemon=True, name="feeder")
-        from confluent_kafka import Producer
-
-        self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                           "logger": quiet_logger("chaos-feed")})
-        self.total, self.rate, self.poison, self.seconds = total, rate, poison, seconds
-        self.fed = 0
-        self.words: Counter[str] = Counter()
-        self.undecodable: set[bytes] = set()
-        self.raising: set[bytes] = set()
-        #: sentences on which the split bolt kills or hangs its process (examples/faults.py)
-        self.crash, self.hang = crash, hang
-        self.killing: set[bytes] = set()
-        self.done = threading.Event()
-        # Set: the feed goes on past ``total`` (while faults are still to strike: each
-        # one under load, however long the ones before took to recover from).
-        self.hold = threading.Event()
-        self.rng = random.Random(11)
-
-    def next_value(self, i: int) -> bytes:
-        r = self.rng.random()
-        if self.poison and r < 0.01:
-            v = b"\xff\xfe undecodable " + str(i).encode()
-            self.undecodable.add(v)
-            return v
-        if self.poison and r < 0.015:
-            v = f"poison {i}".encode()
-            self.raising.add(v)
-            return v
-        r -= 0.015
-        if 0 <= r < self.crash + self.hang:
-            v = f"{'crash' if r < self.crash else 'hang'} {i}".encode()
-            self.killing.add(v)
-            return v
-        text = self.rng.choice(SENTENCES)
-        self.words.update(text.split())
-        return text.encode()
-
-    def run(self) -> None:
-        t0 = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if self.seconds is not None and now - t0 >= self.seconds:
-                break
-            target = int((now - t0) * self.rate)
-            if self.total is not None and not self.hold.is_set():
-                target = min(target, max(self.total, self.fed))
-            while self.fed < target:
-                produce(self.p, SOURCE, self.next_value(self.fed))
-                self.fed += 1
-            self.p.poll(0)
-            if self.total is not None and self.fed >= self.total and not self.hold.is_set():
-                break
-            time.sleep(0.005)
-        self.p.flush(60)
-        self.done.set()
-
-
-class Commits(threading.Thread):
-    """Samples the committed source offsets: when they moved, the longest stall."""
-
-    def __init__(self, prog: Progress, fed: Callable[[], int]) -> None:
-        super().__init__(daemon=True, name="commits")
-        self.prog = prog
-        self.fed = fed
-        self.value = 0
-        self.moved_at = time.monotonic()
-        self.max_gap_s = 0.0
-        #: the longest the commits stood still while behind what was fed
-        self.max_stall_s = 0.0
-        #: the stalls of 5 s or more: (seconds into the run when each began, its length)
-        self.stalls: list[tuple[float, float]] = []
-        self.started = time.monotonic()
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.25):
-            with contextlib.suppress(Exception):  # the broker is never killed; be patient
-                fed = self.fed()
-                v = self.prog.committed()
-                now = time.monotonic()
-                stall = now - self.moved_at
-                if v > self.value:
-                    self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
-                    self.value, self.moved_at = v, now
-                elif v >= fed:  # caught up: standing still is not a stall
-                    self.moved_at = now
-                self.max_stall_s = max(self.max_stall_s, now - self.moved_at)
-                if self.moved_at == now and stall >= 5:
-                    self.stalls.append((round(now - stall - self.started, 1), round(stall, 1)))
-
-
-class CpuSampler:
-    """CPU share of each service since the last sample, from /proc (the soak's diagnosis:
-    which process grows its cost with time)."""
-
-    PATTERNS = (("broker", "broker --listener-url"), ("spout", "-m services.spout"),
-                ("acker", "-m services.acker"), ("bolts", "org.apache.spark.deploy.SparkSubmit"),
-                ("python-workers", "pyspark.daemon"))
-
-    def __init__(self) -> None:
-        self.last: dict[int, float] = {}  # pid -> its CPU seconds at the last sample
-        self.at = time.monotonic()
-        self.tick = os.sysconf("SC_CLK_TCK")
-
-    def _cpu_s(self, pid: int) -> float | None:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / self.tick
-        except (OSError, IndexError, ValueError):
-            return None
-
-    def sample(self) -> dict[str, int]:
-        """Percent of one core per service since the previous call (processes seen both
-        times: one that started or died in between counts from its next sample)."""
-        now, out, seen = time.monotonic(), {}, {}
-        for name, pattern in self.PATTERNS:
-            used = 0.0
-            for pid in pids(pattern):
-                cpu = self._cpu_s(pid)
-                if cpu is None:
-                    continue
-                seen[pid] = cpu
-                if pid in self.last:
-                    used += max(0.0, cpu - self.last[pid])
-            out[name] = round(100 * used / (now - self.at)) if now > self.at else 0
-        self.last, self.at = seen, now
-        return out
-
-
-def wait(cond: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ApiError, OSError, KeyError, ValueError):
-            if cond():
-                return True
-        time.sleep(0.2)
-    return False
-
-
-def await_producing(workdir: Path, timeout_s: float) -> bool:
-    """Wait, looking every half millisecond, until a task of the bolts job produces."""
-    deadline = time.monotonic() + timeout_s
-    tasks = task_marks(workdir)
-    while not producing_now(tasks):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.0005)
-        if not tasks:  # no batch produced yet
-            tasks = task_marks(workdir)
-    return True
-
-
-def _catch_producing(workdir: Path, caught: list[bool]) -> None:
-    caught.append(await_producing(workdir, 10))
 
 
 def fault(cl: Cluster, name: str, pattern: str | None, commits: Commits,
@@ -460,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             caught: list[bool] = []
             recovery[name], outstanding[name] = fault(
                 cl, name, pattern, commits, a.recovery_timeout_s,
-                functools.partial(_catch_producing, cl.workdir, caught) if at_produce else None)
+                functools.partial(catch_producing, cl.workdir, caught) if at_produce else None)
             if at_produce:
                 killed_producing = bool(caught and caught[0])
                 say("  killed while a task produced" if killed_producing else

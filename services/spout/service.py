@@ -232,8 +232,7 @@ class SpoutService:
         return any(io.task.pending for io in self.io.values())
 
     def _caught_up(self) -> bool:
-        """Nothing in flight and a commit point moved: commit now, not at the next interval
-        (a burst's last offsets, and the lag a dashboard shows, need not wait)."""
+        """Nothing in flight and a commit point moved: commit now, not at the interval."""
         tasks = [io.task for io in self.io.values()]
         return (not self._commit_failed and not any(t.pending for t in tasks)
                 and any(t.commits() for t in tasks))

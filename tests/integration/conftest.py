@@ -3,11 +3,16 @@ suites)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from tests.integration.cluster import ApiProcess, namespace
+from tests.integration.helpers import ServiceProcess
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +36,29 @@ def zookeeper(stack: StackInfo) -> str:
 def postgres_url(stack: StackInfo) -> str:
     assert stack.postgres is not None
     return stack.postgres
+
+
+# ----- a Squall cluster of its own: API and workers (tests of the control plane) -----
+
+
+def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> ServiceProcess:
+    return ServiceProcess("services.worker", [
+        "--kind", kind, "--worker-id", wid, "--zookeeper", zookeeper,
+        "--bootstrap-servers", bootstrap, "--workdir", str(tmp / wid), "--capacity", "4",
+        "--checkpoint-dir", str(tmp / "checkpoints"), "--session-timeout-s", "3",
+        "--master", "local[2]"], tmp / f"{wid}.log")
+
+
+@pytest.fixture
+def cluster(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    zookeeper = namespace(zookeeper)  # a Squall cluster of its own on the shared ZooKeeper
+    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    procs = {w: worker(k, w, zookeeper, bootstrap, tmp_path).start() for k, w in [
+        ("acker", f"acker-{uuid.uuid4().hex[:4]}"), ("bolts", f"bolts-{uuid.uuid4().hex[:4]}"),
+        ("spout", f"spoutA-{uuid.uuid4().hex[:4]}"), ("spout", f"spoutB-{uuid.uuid4().hex[:4]}")]}
+    try:
+        yield {"api": api, "workers": procs, "zookeeper": zookeeper}
+    finally:
+        for p in procs.values():
+            p.stop()
+        api.stop()

@@ -51,7 +51,7 @@ def _each_row(part: Iterator[int]) -> Iterator[dict[str, Any]]:
 
 
 def measure(unix: bool, jobs: int, warm: int) -> dict[str, float]:
-    from services.bolts.job import spark_session
+    from services.bolts.runtime.session import spark_session
 
     spark = spark_session("local[2]", "squall-handoff", extra_conf={UDS: str(unix).lower()})
     try:

@@ -3,7 +3,7 @@
 One process, one task's store, as a persistent aggregate uses it: per micro-batch
 (``--keys-per-batch`` distinct keys) one transaction of ``multi_get`` + ``multi_put``
 through an opaque map, plus the task's applied record (Storm-level replays), committed.
-The garbage collector is tuned as in the bolts' workers (``services.bolts.heap``).
+The garbage collector is tuned as in the bolts' workers (``services.bolts.runtime.heap``).
 Keys are drawn from ``--key-space`` words, so later batches update existing rows as a
 word count does. Steady state: the first ``--warmup`` batches are not timed.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.bolts import heap
+from services.bolts.runtime import heap
 from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.trident.aggregators import Count

@@ -10,7 +10,7 @@ freed but kept).
 ``malloc_trim(0)`` returns every whole free page of every arena (``madvise``), keeping the
 heaps' layout: about a millisecond for a heap of tens of MiB, and a later allocation there
 takes a page fault per 4 KiB page touched again. The bolts' Python workers do
-the opposite on purpose (``services/bolts/heap.py``): each task re-touches the same large
+the opposite on purpose (``services/bolts/runtime/heap.py``): each task re-touches the same large
 arrays at once, and the faults were most of a small task's time.
 """
 

@@ -14,53 +14,15 @@ deleted venv or clone), ~170 MB each.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from services.bolts.driver_classes import cache_home, driver_classes
+from services.bolts.runtime.archive import OWNER, archive_path, prune_archives
+from services.bolts.runtime.session import spark_session
 from services.bolts.settings import JAVA_OPTIONS
-
-#: Flags that choose an archive themselves: a driver started with one is left alone.
-_OWN = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
-
-
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "java" if home else None
-    if found is None or not found.exists():
-        which = shutil.which("java")
-        found = Path(which) if which else None
-    return found.resolve() if found else None
-
-
-def archive_path(cache: Path | None = None) -> Path | None:
-    """Where the archive for this JDK, PySpark and class path is (made or not); None
-    without a JDK."""
-    import pyspark
-
-    java = _java()
-    if java is None:
-        return None
-    st = java.stat()
-    classes = driver_classes()  # the class path every driver is started with
-    key = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|"
-                         f"{pyspark.__file__}|{classes}".encode()).hexdigest()[:16]
-    return (cache or cache_home()) / f"spark-driver-{key}.jsa"
-
-
-def with_archive(java_options: str, cache: Path | None = None) -> str:
-    """``java_options`` and, if it exists, the archive (unless they choose one)."""
-    if any(flag in java_options for flag in _OWN):
-        return java_options
-    path = archive_path(cache)
-    if path is None or not path.exists():
-        return java_options
-    return f"{java_options} -XX:SharedArchiveFile={path}".strip()
+from services.bolts.warm import warm_planning, warm_up
 
 
 def make_archive(cache: Path | None = None, say: bool = True) -> Path | None:
@@ -68,8 +30,6 @@ def make_archive(cache: Path | None = None, say: bool = True) -> Path | None:
     a JDK). Already there: nothing to make (orphaned archives are removed either way)."""
     import pyspark
 
-    from services.bolts.job import spark_session
-    from services.bolts.standby import warm_planning, warm_up
 
     path = archive_path(cache)
     if path is None:
@@ -107,28 +67,6 @@ def make_archive(cache: Path | None = None, say: bool = True) -> Path | None:
         print(f"done ({time.monotonic() - t0:.0f} s, "
               f"{path.stat().st_size / 2**20:.0f} MiB)", file=sys.stderr, flush=True)
     return path
-
-
-#: Beside an archive: the PySpark (``pyspark.__file__``) it was made for.
-OWNER = ".owner"
-
-
-def prune_archives(cache: Path, keep: Path) -> list[Path]:
-    """Remove the archives in ``cache`` (but ``keep``) whose PySpark no longer exists; the
-    removed. An archive that names none (made before owners were written) is kept."""
-    gone = []
-    for jsa in sorted(cache.glob("spark-driver-*.jsa")):
-        owner = jsa.with_suffix(OWNER)
-        try:
-            made_for = owner.read_text().strip()
-        except OSError:
-            continue
-        if jsa == keep or not made_for or Path(made_for).exists():
-            continue
-        jsa.unlink(missing_ok=True)
-        owner.unlink(missing_ok=True)
-        gone.append(jsa)
-    return gone
 
 
 def main() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.bolts import heap
+from services.bolts.runtime import heap
 from squall.core.errors import KafkaUnavailable
 from squall.kafka import group_offsets
 from squall.kafka_clients import from_environment

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import sys
 import threading
 import time
 import uuid
@@ -13,105 +11,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.bolts import batch_marks, heap, planned, tasks_sink
-from services.bolts.cds import with_archive
-from services.bolts.driver_classes import classes_loaded, driver_classes, spark_conf
+from services.bolts import batch_marks, planned, tasks_sink
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.query_watch import StallWatch, python_error
 from services.bolts.query_watch import limit_s as stall_limit_s
-from services.bolts.settings import JAVA_OPTIONS, BoltSettings
-from services.bolts.spark_python import launching_env, with_site
-from services.bolts.standby import (
+from services.bolts.runtime.driver_classes import classes_loaded
+from services.bolts.runtime.session import register_for_query, spark_session
+from services.bolts.runtime.standby import (
     driver_alive,
     mark_running,
     take_lock,
     try_lock,
     wait_for_active,
-    warm_up,
 )
+from services.bolts.settings import BoltSettings
+from services.bolts.warm import warm_up
 from squall.backends import default_state_path
 from squall.core.chains import chains
 from squall.core.errors import BoltFault, ConfigError, WireFormatError
 from squall.core.topics import acker_topic, dlq_topic, metrics_topic
 from squall.core.topology import BoltSpec, TopologySpec
 from squall.kafka import consume_ready, ensure_topics
-from squall.kafka_clients import KafkaClients, property_environment
+from squall.kafka_clients import KafkaClients
 
 log = logging.getLogger("squall.bolts")
-
-
-def spark_session(master: str, app: str, no_fork: bool = True,
-                  java_options: str = JAVA_OPTIONS,
-                  extra_conf: Mapping[str, str] | None = None) -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder
-    classes = driver_classes()
-    conf = spark_conf(classes, no_fork) if classes else {}
-    driver_options = with_archive(java_options)  # the class archive, if made (cds.py)
-    if driver_options:
-        conf |= {"spark.driver.extraJavaOptions": driver_options}
-    if java_options:
-        conf |= {"spark.executor.extraJavaOptions": java_options}
-    conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-             "spark.python.worker.reuse": "true",
-             # The JVM and its Python workers over a Unix socket, not TCP: over TCP each
-             # task's input waited out Nagle's algorithm against delayed ACKs
-             # (benchmarks/handoff.py).
-             "spark.python.unix.domain.socket.enabled": "true",
-             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-             # No tuple goes through Spark SQL: generating the Java code of the source's
-             # scan every micro-batch would cost the JVM's CPU for nothing.
-             "spark.sql.codegen.wholeStage": "false",
-             # Memory the workers keep and touch once (services/bolts/heap.py).
-             **{f"spark.executorEnv.{k}": v for k, v in heap.WORKER_ENV.items()},
-             # The executors' Kafka clients read the user's properties from their
-             # environment; Spark hides those values wherever it shows its settings.
-             **{f"spark.executorEnv.{k}": v for k, v in property_environment(os.environ).items()},
-             "spark.redaction.regex": "(?i)secret|password|token|access[.]key|SQUALL_KAFKA_"}
-    conf |= dict(extra_conf or {})
-    if classes:  # BatchJob's function runs in the executors: they fetch the jar (spark.jars)
-        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(classes)) if j)
-    # Spark's Python processes import the installed PySpark, not its zip (spark_python.py).
-    conf["spark.executorEnv.PYTHONPATH"] = with_site(conf.get("spark.executorEnv.PYTHONPATH"))
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    with launching_env():
-        spark = builder.master(with_task_retries(master)).appName(app).getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
-
-
-#: Attempts at a task in local mode, as a cluster's ``spark.task.maxFailures`` default: a
-#: task whose Python worker died runs again, its records isolated (services/bolts/isolation.py).
-LOCAL_TASK_ATTEMPTS = 4
-_LOCAL = re.compile(r"local\[(\*|\d+)\]")
-
-
-def with_task_retries(master: str) -> str:
-    """``local[N]`` as ``local[N,F]``: local mode tries a task once unless told otherwise."""
-    m = _LOCAL.fullmatch(master.strip())
-    return f"local[{m.group(1)},{LOCAL_TASK_ATTEMPTS}]" if m else master
-
-
-def register_for_query(spark: Any, source: type[Any], query: str) -> str:
-    """Register a Python data source under a name of its own for one query; that name.
-
-    Spark keeps one Python function per registered data source, and the map of its
-    environment is shared: a query starting its source added to that map while another
-    query's first tasks were being serialized, and those tasks failed to deserialize
-    (``OptionalDataException``). One registration per query: one map each.
-    """
-    fmt = f"{source.name()}.{query}"
-
-    def name(cls: type[Any]) -> str:
-        return fmt
-
-    spark.dataSource.register(type(f"{source.__name__}[{query}]", (source,),
-                                   {"name": classmethod(name)}))
-    return fmt
 
 
 def ensure_bolt_topics(spec: TopologySpec, kafka: KafkaClients | str) -> None:
@@ -225,7 +149,7 @@ class BoltJob:
         # The Python workers started, the bolts' modules imported, their Kafka clients open:
         # the active job (the lock free) does it while its queries start, which it does
         # not wait for; a standby (the lock held) before it waits, so that taking over costs
-        # only starting the queries (services/bolts/standby.py).
+        # only starting the queries (services/bolts/runtime/standby.py).
         modules = [b.cls.partition(":")[0] for b in self.bolts]
         lock = try_lock(lock_path)
         if lock is None:

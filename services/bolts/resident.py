@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 
-from services.bolts import clients, heap
+from services.bolts import clients
 from services.bolts.aggregate import AggregateTask
+from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv

@@ -36,7 +36,7 @@ class SparkSettings(BaseSettings):
                               "port)")
     metrics_host: str = Field("0.0.0.0", description="the address /metrics listens on")
     # Checkpoint files written without Hadoop's forked chmod/readlink
-    # (services/bolts/driver_classes.py).
+    # (services/bolts/runtime/driver_classes.py).
     checkpoint_fs: Literal["no-fork", "hadoop"] = Field("no-fork", description=(
         "local checkpoints without Hadoop's forked chmod/readlink (no-fork, compiled once "
         "with javac) or Hadoop's own"))
@@ -98,7 +98,7 @@ class BoltSettings(SparkSettings):
     sink: Literal["foreach_batch", "writer"] = Field("foreach_batch", description=(
         "one RDD job per micro-batch, run by the driver's sink (by foreachBatch without a "
         "JDK), or the data source writer"))
-    # A warm standby (services/bolts/standby.py): start Spark once the active job runs.
+    # A warm standby (services/bolts/runtime/standby.py): start Spark once the active job runs.
     standby: bool = Field(False, description=(
         "be a warm standby: start Spark once the active job's queries run, then wait to "
         "take over (the worker starts one beside each bolts job)"))

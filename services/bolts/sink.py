@@ -24,9 +24,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from services.bolts import batch_marks, clients, guardian, heap, resident
+from services.bolts import batch_marks, clients, guardian, resident
 from services.bolts.isolation import run_isolated
 from services.bolts.report import LAST_ERRORS, BatchReport, to_arrow
+from services.bolts.runtime import heap
 from services.bolts.source import TaskInput, logged_partitions, range_batch, read_task_input
 from services.bolts.suspects import Suspects
 from squall.core.chains import fused_edge

@@ -23,10 +23,11 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from services.bolts.job import BoltJob, spark_session
+from services.bolts.job import BoltJob
 from services.bolts.metrics import BoltMetrics
+from services.bolts.runtime.session import spark_session
 from services.bolts.settings import SpareSettings, parse_args, parse_spare_args
-from services.bolts.standby import warm_planning, warm_up
+from services.bolts.warm import warm_planning, warm_up
 from services.common import run_service
 from squall.core.error_reports import ErrorReports
 from squall.handoff import wait_for_handoff

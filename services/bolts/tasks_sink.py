@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the report imports pyspark, which the driver loads later, o
     from services.bolts.report import BatchReport
 
 log = logging.getLogger("squall.bolts")
-#: The sink's class (format), on the driver's class path (services/bolts/driver_classes.py).
+#: The sink's class (format), on the driver's class path (services/bolts/runtime/driver_classes.py).
 FORMAT = "squall.spark.BatchSink"
 #: How long the reports' reader waits for a micro-batch before it looks at ``stop``.
 WAIT_MS = 500

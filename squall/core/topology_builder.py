@@ -1,8 +1,8 @@
 """Storm's ``TopologyBuilder``: a topology declared in Python, validated as it is built.
 
-``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``; and Trident's
-``persistent_aggregate``, ``partition_persist``, ``state_query``
-(:mod:`squall.core.trident.builder`).
+``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``; and Trident's stream
+operations on it: ``persistent_aggregate``, ``partition_persist``, ``state_query``
+(:mod:`squall.core.trident.spec` says what each is).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 from squall.core.grouping import DEFAULT_STREAM, Grouping
 from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologySpec
-from squall.core.trident.builder import TridentBuilder
-from squall.core.trident.spec import trident_spec
+from squall.core.trident.spec import CLASS as AGGREGATE_CLASS
+from squall.core.trident.spec import PERSIST_CLASS, QUERY_CLASS, trident_spec
 
 
 class BoltDeclarer:
@@ -47,7 +47,7 @@ class BoltDeclarer:
         return self._add(component, stream, Grouping.NONE)
 
 
-class TopologyBuilder(TridentBuilder):
+class TopologyBuilder:
     """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``;
     Trident's ``persistent_aggregate``, ``partition_persist``, ``state_query``."""
 
@@ -82,6 +82,43 @@ class TopologyBuilder(TridentBuilder):
         inputs: list[InputSpec] = []
         self._bolts.append((name, cls, parallelism, inputs, t.outputs(), t.to_config()))
         return BoltDeclarer(inputs)
+
+    def persistent_aggregate(self, name: str, group_by: Sequence[str],
+                             aggregator: str = "count", parallelism: int = 1, *,
+                             fields: Sequence[str] = (), output: str | None = None,
+                             kind: str = "opaque", url: str | None = None,
+                             state_name: str | None = None, cache_size: int = 0,
+                             backend: str | None = None) -> BoltDeclarer:
+        """Trident's ``groupBy(fields).persistentAggregate(state, aggregator, output)``:
+        group its input with ``fields_grouping(component, group_by)`` (or
+        ``global_grouping`` when ``group_by`` is empty)."""
+        return self._trident(name, AGGREGATE_CLASS, parallelism, {
+            "group_by": list(group_by), "aggregator": aggregator, "fields": list(fields),
+            **({"output": output} if output else {}),
+            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size,
+                      "backend": backend}})
+
+    def partition_persist(self, name: str, updater: str, group_by: Sequence[str],
+                          fields: Sequence[str], outputs: Sequence[str] = (),
+                          parallelism: int = 1, *, kind: str = "opaque",
+                          url: str | None = None, state_name: str | None = None,
+                          backend: str | None = None) -> BoltDeclarer:
+        """Trident's ``partitionBy(group_by).partitionPersist(state, fields, updater,
+        outputs)``: ``updater`` ('module:Class') is given each batch's fresh tuples."""
+        return self._trident(name, PERSIST_CLASS, parallelism, {
+            "group_by": list(group_by), "updater": updater, "fields": list(fields),
+            "outputs": list(outputs),
+            "state": {"kind": kind, "url": url, "name": state_name, "backend": backend}})
+
+    def state_query(self, name: str, state: str, key: Sequence[str],
+                    function: str = "map_get", output: str = "value", parallelism: int = 1,
+                    *, fields: Sequence[str] | None = None) -> BoltDeclarer:
+        """Trident's ``stateQuery(state, key, function, output)``: each input tuple's
+        ``key`` looked up in component ``state``'s state; emits ``fields`` (default: the
+        key) and the result, anchored to the input."""
+        return self._trident(name, QUERY_CLASS, parallelism, {
+            "state": state, "key": list(key), "function": function, "output": output,
+            **({"fields": list(fields)} if fields is not None else {})})
 
     def build(self, name: str, **conf: Any) -> TopologySpec:
         bolts = tuple(BoltSpec(n, c, p, tuple(i), o, cf) for n, c, p, i, o, cf in self._bolts)

@@ -16,9 +16,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from services.bolts.job import ensure_bolt_topics, register_for_query
+from services.bolts.job import ensure_bolt_topics
 from services.bolts.metrics import BoltMetrics
 from services.bolts.planned import foreach_batch_runner
+from services.bolts.runtime.session import register_for_query
 from services.bolts.source import EdgeSource, logged_partitions
 from squall.core.ids import IdBatcher
 from squall.core.topics import edge_topic
@@ -38,7 +39,7 @@ WORDS = Counter(w for s in SENTENCES for w in s.split())
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from services.bolts.job import spark_session
+    from services.bolts.runtime.session import spark_session
 
     session = spark_session("local[2]", "squall-batch-paths-test", java_options="-Xss4m")
     yield session
@@ -126,7 +127,7 @@ def _worker_memory(_: Any) -> Iterator[tuple[dict[str, str | None], str]]:
 
     import pyarrow as pa
 
-    from services.bolts import heap
+    from services.bolts.runtime import heap
 
     yield ({k: os.environ.get(k) for k in heap.WORKER_ENV},
            pa.default_memory_pool().backend_name)
@@ -134,8 +135,8 @@ def _worker_memory(_: Any) -> Iterator[tuple[dict[str, str | None], str]]:
 
 def test_the_python_workers_keep_their_memory(spark: Any) -> None:
     """The session gives its Python workers the memory settings that let a task's freed
-    memory be used again without page faults (services/bolts/heap.py)."""
-    from services.bolts import heap
+    memory be used again without page faults (services/bolts/runtime/heap.py)."""
+    from services.bolts.runtime import heap
 
     sc = spark.sparkContext
     got = sc.parallelize(range(2), 2).mapPartitions(_worker_memory).collect()

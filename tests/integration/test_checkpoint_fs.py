@@ -1,4 +1,5 @@
-"""The bolts job's Spark session: the driver's own classes (services/bolts/driver_classes.py:
+"""The bolts job's Spark session: the driver's own classes
+(services/bolts/runtime/driver_classes.py:
 checkpoints through the no-fork local file system, the tasks' sink and its job run without
 the closure cleaner), its JVM flags, its Python processes' PySpark, and its progress
 listener's counts."""
@@ -14,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from services.bolts import cds, driver_classes
-from services.bolts.job import spark_session
+from services.bolts.runtime import archive as class_archive
+from services.bolts.runtime import driver_classes
+from services.bolts.runtime.session import spark_session
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -100,7 +102,7 @@ def test_the_tasks_sink_runs_the_planned_job_once_a_micro_batch(spark: Any,
 
 def test_sparks_python_processes_import_the_installed_pyspark(spark: Any) -> None:
     """A task's Python worker and a data source's planner import the PySpark installed
-    here, not the zip Spark puts first on their path (services/bolts/spark_site)."""
+    here, not the zip Spark puts first on their path (services/bolts/runtime/spark_site)."""
     import pyspark
     from pyspark.sql.datasource import DataSource
 
@@ -159,20 +161,21 @@ def test_the_jvm_runs_with_the_java_options(spark: Any) -> None:
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                 .getInputArguments())
     assert "-Xss4m" in args
-    archive = cds.archive_path()
+    archive = class_archive.archive_path()
     assert archive is not None and archive.exists(), "setup.sh wrote no class archive"
     assert f"-XX:SharedArchiveFile={archive}" in args
 
 
 def test_the_class_archive_is_added_unless_the_flags_choose_their_own(tmp_path: Path) -> None:
-    assert cds.with_archive("-Xss4m", cache=tmp_path) == "-Xss4m"  # none made there
-    made = cds.archive_path(tmp_path)
+    assert class_archive.with_archive("-Xss4m", cache=tmp_path) == "-Xss4m"  # none made there
+    made = class_archive.archive_path(tmp_path)
     assert made is not None
     made.write_bytes(b"")
-    assert cds.with_archive("-Xss4m", cache=tmp_path) == f"-Xss4m -XX:SharedArchiveFile={made}"
+    assert class_archive.with_archive("-Xss4m", cache=tmp_path) == \
+        f"-Xss4m -XX:SharedArchiveFile={made}"
     own = "-XX:SharedArchiveFile=/elsewhere.jsa"
-    assert cds.with_archive(own, cache=tmp_path) == own
-    assert cds.with_archive("-Xshare:off", cache=tmp_path) == "-Xshare:off"
+    assert class_archive.with_archive(own, cache=tmp_path) == own
+    assert class_archive.with_archive("-Xshare:off", cache=tmp_path) == "-Xshare:off"
 
 
 def test_extra_spark_conf_is_applied_last(spark: Any) -> None:

@@ -1,4 +1,4 @@
-"""What Spark's Python processes find first (services/bolts/spark_site/sitecustomize.py)."""
+"""What Spark's Python processes find first (services/bolts/runtime/spark_site/sitecustomize.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.bolts.spark_python import SITE, with_site
-from services.bolts.spark_site.sitecustomize import installed_first
+from services.bolts.runtime.spark_python import SITE, with_site
+from services.bolts.runtime.spark_site.sitecustomize import installed_first
 
 
 def install(root: Path) -> tuple[str, str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.bolts.cds import OWNER, prune_archives
+from services.bolts.runtime.archive import OWNER, prune_archives
 
 
 def test_only_archives_whose_pyspark_is_gone_are_pruned(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""services.bolts.heap: what lives long is frozen once, not after every task; the memory a
+"""services.bolts.runtime.heap: what lives long is frozen once, not after every task; the memory a
 task frees is kept, and touched once, so that the next tasks take no page faults."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.bolts import heap
+from services.bolts.runtime import heap
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ import resource, sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from services.bolts import heap
+from services.bolts.runtime import heap
 pc.add(pa.array(np.arange(10)), 1)  # Arrow's one-off start (its threads and their stacks)
 if sys.argv[1] == "pretouch":
     heap.pretouch()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.bolts.job import with_task_retries
 from services.bolts.query_watch import python_error
+from services.bolts.runtime.session import with_task_retries
 
 SPARK = """[PYTHON_EXCEPTION] An exception was thrown from the Python worker: \
 Traceback (most recent call last):

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from services.bolts.standby import mark_running, take_lock, wait_for_active
+from services.bolts.runtime.standby import mark_running, take_lock, wait_for_active
 
 
 def test_a_standby_waits_until_the_lock_holder_says_its_queries_run(tmp_path: Path) -> None:

@@ -19,12 +19,12 @@ from prometheus_client import CollectorRegistry
 from services.api import views
 from services.api.cluster_view import ClusterView
 from services.api.control import Control
-from services.api.errors import WRITE_ERRORS
+from services.api.errors import WRITE_ERRORS, NoToken, WrongToken
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.storm_views import Numbers
 from squall.core.cluster import TopologyRecord, WorkerInfo
-from squall.core.errors import AuthError, UsageError
+from squall.core.errors import UsageError
 from squall.core.topology import TopologySpec
 
 
@@ -144,9 +144,9 @@ def authorize(settings: ApiSettings, given: str | None) -> None:
     if settings.allow_anonymous and token is None:
         return
     if given is None:
-        raise AuthError(401, "a bearer token is required for this route")
+        raise NoToken("a bearer token is required for this route")
     if token is None or not secrets.compare_digest(given.encode(), token.encode()):
-        raise AuthError(403, "the bearer token is not valid")
+        raise WrongToken("the bearer token is not valid")
 
 
 def bearer_of(header: str | None) -> str | None:

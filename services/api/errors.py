@@ -17,8 +17,6 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from squall.core.errors import (
-    AuthError,
-    BodyError,
     ConflictError,
     CoordinationError,
     NotFoundError,
@@ -27,8 +25,39 @@ from squall.core.errors import (
     TopologyError,
 )
 
+
+class AuthError(SquallError):
+    """A request without a valid bearer token."""
+
+
+class NoToken(AuthError):
+    """The route needs a bearer token and none was given."""
+
+
+class WrongToken(AuthError):
+    """The bearer token given is not the API's."""
+
+
+class BodyError(SquallError):
+    """A request body the API will not read."""
+
+
+class BodyTooLarge(BodyError):
+    """More bytes than the API reads."""
+
+
+class BodyLengthUnknown(BodyError):
+    """No Content-Length (a chunked body)."""
+
+
+class BadContentLength(BodyError):
+    """A Content-Length that is not a number."""
+
+
 _STATUS: dict[type[SquallError], int] = {
-    TopologyError: 422, NotFoundError: 404, ConflictError: 409, CoordinationError: 503}
+    NoToken: 401, WrongToken: 403, BodyTooLarge: 413, BodyLengthUnknown: 411,
+    BadContentLength: 400, TopologyError: 422, NotFoundError: 404, ConflictError: 409,
+    CoordinationError: 503}
 
 
 class ErrorBody(BaseModel):
@@ -67,15 +96,15 @@ def error_response(status: int, kind: str, detail: str,
 
 
 def to_response(exc: SquallError) -> JSONResponse:
+    code = next((c for t, c in _STATUS.items() if isinstance(exc, t)), 400)
     if isinstance(exc, AuthError):
-        return error_response(exc.status, "unauthorized", exc.detail,
-                              {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None)
+        return error_response(code, "unauthorized", str(exc),
+                              {"WWW-Authenticate": "Bearer"} if code == 401 else None)
     if isinstance(exc, BodyError):
-        return error_response(exc.status, "bad_body", exc.detail)
+        return error_response(code, "bad_body", str(exc))
     if isinstance(exc, NotLeader):
         return error_response(503, "not_leader", str(exc),
                               {"X-Squall-Leader": exc.leader} if exc.leader else None)
-    code = next((c for t, c in _STATUS.items() if isinstance(exc, t)), 400)
     return error_response(code, type(exc).__name__, str(exc))
 
 

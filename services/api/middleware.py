@@ -18,8 +18,15 @@ from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api.context import ApiContext, authorize, bearer_of
-from services.api.errors import to_response
-from squall.core.errors import AuthError, BodyError, NotLeader
+from services.api.errors import (
+    AuthError,
+    BadContentLength,
+    BodyError,
+    BodyLengthUnknown,
+    BodyTooLarge,
+    to_response,
+)
+from squall.core.errors import NotLeader
 from squall.core.spec_checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
@@ -115,12 +122,12 @@ def _check_length(headers: Any) -> None:
     length = headers.get("content-length")
     if length is None:
         if "chunked" in headers.get("transfer-encoding", "").lower():
-            raise BodyError(411, "send the body with a Content-Length (chunked bodies are "
+            raise BodyLengthUnknown("send the body with a Content-Length (chunked bodies are "
                                  "not read)")
         return
     try:
         n = int(length)
     except ValueError:
-        raise BodyError(400, f"Content-Length {length[:20]!r} is not a number") from None
+        raise BadContentLength(f"Content-Length {length[:20]!r} is not a number") from None
     if n > MAX_BODY_BYTES:
-        raise BodyError(413, f"the body is {n:,} bytes; at most {MAX_BODY_BYTES:,} are read")
+        raise BodyTooLarge(f"the body is {n:,} bytes; at most {MAX_BODY_BYTES:,} are read")

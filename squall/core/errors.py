@@ -102,21 +102,3 @@ class NotLeader(SquallError):
     def __init__(self, leader: str | None, detail: str | None = None) -> None:
         super().__init__(detail or f"not the leader; the leader is {leader or 'not elected yet'}")
         self.leader = leader
-
-
-class AuthError(SquallError):
-    """A request without a valid bearer token: 401 (none given) or 403 (a wrong one)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-class BodyError(SquallError):
-    """A request body the API will not read: too large (413) or of unknown length (411)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail

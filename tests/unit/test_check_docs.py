@@ -24,13 +24,14 @@ def test_work_log_language_and_dangling_links_are_named_with_their_line(
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "here.md").write_text("# Here\n")
     page = tmp_path / "docs" / "page.md"
+    diary = "session" + " 12"  # spelled apart: this file holds no work log itself
     page.write_text("Fine [here](here.md) and [there](https://example.org).\n"
-                    "As measured in session 12, it was faster.\n"
+                    f"As measured in {diary}, it was faster.\n"
                     "See [gone](gone.md#part) and the [anchor](#top).\n"
                     "```\n[not a link](nowhere.md)\n```\n")
     problems = c.work_log([page], tmp_path) + c.broken_links([page], tmp_path)
     assert problems == [
-        "docs/page.md:2: work-log language 'session 12' (history is git's; say what the "
+        f"docs/page.md:2: work-log language '{diary}' (history is git's; say what the "
         "code does today)",
         "docs/page.md:3: link 'gone.md#part' does not resolve"]
 

@@ -39,12 +39,13 @@ TaskIds = Annotated[tuple[int, ...], BeforeValidator(_task_ids)]
 
 
 def from_topology_file(data: Any, decides: Callable[[TopologySpec], dict[str, Any]],
-                       env_prefix: str, placement: frozenset[str] = frozenset()) -> Any:
+                       env_prefix: str, placement: frozenset[str] = frozenset(),
+                       flags: Mapping[str, str] | None = None) -> Any:
     """A settings model's input with what its topology file (``topology_file``) decides
     filled in. A setting the topology decides is the topology's alone: given as a flag or
     an environment variable as well, it is refused (two processes of one topology must
     not disagree on its message timeout, say); ``placement`` (which tasks, how many) is the
-    worker's to give."""
+    worker's to give; ``flags``: a field's flag where it is not ``--field-name``."""
     if not isinstance(data, dict) or not data.get("topology_file"):
         return data
     path = Path(data["topology_file"])
@@ -57,7 +58,8 @@ def from_topology_file(data: Any, decides: Callable[[TopologySpec], dict[str, An
     if clash:
         raise ConfigError("; ".join(
             f"{k} is the topology's ({decided[k]!r} in {path}): set it there, not with "
-            f"--{k.replace('_', '-')} or {env_prefix}{k.upper()} ({data[k]!r})" for k in clash))
+            f"{(flags or {}).get(k, '--' + k.replace('_', '-'))} or {env_prefix}{k.upper()} "
+            f"({data[k]!r})" for k in clash))
     return {**decided, **data}
 
 

@@ -110,7 +110,7 @@ class SpoutSettings(BaseSettings):
     def _from_file(cls, data: Any) -> Any:
         component = data.get("component", "spout") if isinstance(data, dict) else "spout"
         return from_topology_file(data, lambda spec: from_topology(spec, component),
-                                  "SQUALL_SPOUT_", PLACEMENT)
+                                  "SQUALL_SPOUT_", PLACEMENT, {"edges": "--edge"})
 
     @field_validator("topics", "fields", "edges", mode="before")
     @classmethod

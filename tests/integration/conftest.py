@@ -12,7 +12,7 @@ import pytest
 
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from tests.integration.cluster import ApiProcess, namespace
-from tests.integration.helpers import ServiceProcess
+from tests.integration.helpers import ServiceProcess, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +62,21 @@ def cluster(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str
         for p in procs.values():
             p.stop()
         api.stop()
+
+
+# ----- an API replica of a module's own (its own ZooKeeper namespace) -----
+
+
+@pytest.fixture(scope="module")
+def ns(zookeeper: str) -> str:
+    """A test module's own Squall cluster on the shared ZooKeeper (a chroot)."""
+    return namespace(zookeeper)
+
+
+@pytest.fixture(scope="module")
+def api(ns: str, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[ApiProcess]:
+    p = ApiProcess(ns, bootstrap, tmp_path_factory.mktemp("api") / "api.log").start()
+    wait_for(p.leads, 30, "the only replica to lead")
+    yield p
+    p.stop()

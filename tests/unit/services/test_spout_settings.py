@@ -34,6 +34,8 @@ def test_what_the_topology_decides_is_not_set_again_by_a_flag_or_variable(
                        r"examples/wordcount.yaml\): set it there, not with "
                        r"--message-timeout-s or SQUALL_SPOUT_MESSAGE_TIMEOUT_S \(5\.0\)"):
         parse_args([*base, "--message-timeout-s", "5"])
+    with pytest.raises(ConfigError, match="set it there, not with --edge or SQUALL_SPOUT_EDGES"):
+        parse_args([*base, "--edge", "split:2:shuffle"])
     monkeypatch.setenv("SQUALL_SPOUT_MAX_SPOUT_PENDING", "77")
     with pytest.raises(ConfigError, match="max_spout_pending is the topology's"):
         parse_args(base)

@@ -105,9 +105,8 @@ class Pipeline:
             say(f"--- {tag}.log (last 40 lines)\n" + "\n".join(log_tail))
 
 
-def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch",
-           trigger_ms: int = 50, exact: bool = False, pending: int = 50_000,
-           bolt_flags: Sequence[str] = ()) -> Pipeline:
+def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
+           exact: bool = False, pending: int = 50_000, bolt_flags: Sequence[str] = ()) -> Pipeline:
     """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout;
     ``bolt_flags``: more flags of the bolts job."""
     name = f"wc{uuid.uuid4().hex[:6]}"
@@ -130,7 +129,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, sink: str = "foreach_batch"
     start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
                     "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
                     "--master", "local[2]", "--trigger-ms", str(trigger_ms),
-                    "--max-rows-per-batch", str(max_rows), "--sink", sink,
+                    "--max-rows-per-batch", str(max_rows),
                     "--metrics-port", str(bolts_port),
                     "--state-url", f"sqlite://{tmp / f'{name}-state.db'}", *bolt_flags])
     edges = [a for e in spec.edges_from("sentences") for a in ("--edge", edge_flag(e))]

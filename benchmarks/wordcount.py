@@ -94,12 +94,12 @@ def jvm_profile(out: Path | None, bolts_pid: int, start: bool) -> None:
 
 
 def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
-               sink: str = "foreach_batch", trigger_ms: int = 50,
+               trigger_ms: int = 50,
                latency_rate: float | None = None, exact: bool = False,
                profile: Path | None = None, pending: int = 50_000,
                profile_phase: str = "throughput") -> dict[str, float]:
     launched = time.perf_counter()
-    pipe = launch(b, tmp, max_rows, sink, trigger_ms, exact, pending)
+    pipe = launch(b, tmp, max_rows, trigger_ms, exact, pending)
     name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
     procs = [pipe.procs[k] for k in ("acker", "bolts", "spout")]
     watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{name}.sentences",
@@ -269,8 +269,6 @@ def main() -> None:
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--max-rows-per-batch", type=int, default=2_000,
                     help="edge messages per bolt micro-batch (the bolts job's default)")
-    ap.add_argument("--sink", choices=["foreach_batch", "writer"], default="foreach_batch",
-                    help="how micro-batches reach the bolt tasks (see squall bolts --help)")
     ap.add_argument("--trigger-ms", type=int, default=50, help="micro-batch interval")
     ap.add_argument("--exact", action="store_true",
                     help="count into Trident state (a persistent aggregate on SQLite)")
@@ -294,7 +292,7 @@ def main() -> None:
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
         sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
-                        args.max_rows_per_batch, args.sink, args.trigger_ms,
+                        args.max_rows_per_batch, args.trigger_ms,
                         args.latency_rate, args.exact, args.profile, args.max_spout_pending,
                         args.profile_phase)
         base = {"rate": float("nan"), "startup_s": float("nan")} if args.skip_baseline \
@@ -312,7 +310,7 @@ def main() -> None:
         "startup_s": round(sq["startup_s"], 1),
         "baseline_startup_s": None if ratio is None else round(base["startup_s"], 1),
         "latency_sentences_per_s": round(sq["latency_rate"]), "sentences": args.sentences,
-        "sink": args.sink, "trigger_ms": args.trigger_ms, "exact": args.exact,
+        "trigger_ms": args.trigger_ms, "exact": args.exact,
         "max_spout_pending": args.max_spout_pending,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
     }))

@@ -32,10 +32,51 @@ like the checkpoint), replaced atomically.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 #: The marks' directory, beside (inside) a query's checkpoint.
 DIRECTORY = "squall-batches"
+
+
+@dataclass
+class Attempt:
+    """A task's run of a micro-batch, as its marks record it: whether an earlier run
+    finished it (skip it) or began producing it (fail its roots after this run)."""
+
+    directory: str
+    task: int
+    batch_id: int
+    finished: bool
+    resent: bool
+    #: how many times the batch was started before without finishing (after :meth:`start`)
+    again: int = 0
+
+    def start(self) -> int:
+        self.again = mark_started(self.directory, self.task, self.batch_id)
+        return self.again
+
+    @property
+    def verdict(self) -> str:
+        """Where the guardian names the input of a call that does not return."""
+        return hung_path(self.directory, self.task, self.batch_id)
+
+    def hung(self) -> tuple[int, float] | None:
+        """What the guardian named on the last attempt (:func:`hung`)."""
+        return hung(self.directory, self.task, self.batch_id)
+
+    def producing(self) -> None:
+        mark_producing(self.directory, self.task, self.batch_id)
+
+    def done(self) -> None:
+        mark_done(self.directory, self.task, self.batch_id)
+
+
+def begin(directory: str, task: int, batch_id: int) -> Attempt:
+    """``task``'s run of ``batch_id``, as the marks in ``directory`` know it."""
+    finished = last_done(directory, task) >= batch_id
+    return Attempt(directory, task, batch_id, finished,
+                   not finished and last_producing(directory, task) == batch_id)
 
 
 def beside(checkpoint: Path) -> str:

@@ -1,17 +1,25 @@
-"""Run a topology's bolts as Spark Structured Streaming queries (one query per bolt)."""
+"""The bolts driver: a topology's bolts as Spark Structured Streaming queries, one per
+chain of bolts (``squall.core.chains``).
+
+A micro-batch's walk: the query's trigger asks the edge source where the batch ends
+(services/bolts/source.py) and Spark logs that; the driver's sink
+(``runtime/java/BatchSink.java``) runs the chain's job, planned once (services/bolts/tasks.py);
+each of its Spark tasks plans its bolt tasks' ranges from the offset log
+(services/bolts/planning.py) and runs them: read their edges (services/bolts/edges.py),
+execute, produce and flush; the sink hands the tasks' reports to a thread here for the metrics
+(services/bolts/tasks_sink.py); Spark then writes its commit log.
+"""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from services.bolts import batch_marks, planned, tasks_sink
+from services.bolts import tasks_sink
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.query_watch import StallWatch, python_error
@@ -29,17 +37,17 @@ from services.bolts.settings import BoltSettings
 from services.bolts.warm import warm_up
 from squall.backends import default_state_path
 from squall.core.chains import chains
-from squall.core.errors import BoltFault, ConfigError, WireFormatError
-from squall.core.topics import acker_topic, dlq_topic, metrics_topic
+from squall.core.errors import BoltFault, ConfigError
+from squall.core.topics import acker_topic, dlq_topic
 from squall.core.topology import BoltSpec, TopologySpec
-from squall.kafka import consume_ready, ensure_topics
+from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
 log = logging.getLogger("squall.bolts")
 
 
 def ensure_bolt_topics(spec: TopologySpec, kafka: KafkaClients | str) -> None:
-    topics = {dlq_topic(spec.name): 1, metrics_topic(spec.name): 1}
+    topics = {dlq_topic(spec.name): 1}
     if spec.ackers:
         topics[acker_topic(spec.name)] = spec.ackers
     for c in spec.components():
@@ -53,23 +61,27 @@ def query_name(spec: TopologySpec, chain: Sequence[str]) -> str:
 
 
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
-               metrics: BoltMetrics | None = None, run_id: str = "",
+               metrics: BoltMetrics | None = None,
                stop: threading.Event | None = None) -> Any:
     """One query for a chain of bolts (``squall.core.chains``): it reads the head's inputs."""
-    return prepare_bolt(spark, spec, chain, s, metrics, run_id, stop).start()
+    return prepare_bolt(spark, spec, chain, s, metrics, stop).start()
 
 
 def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
-                 metrics: BoltMetrics | None = None, run_id: str = "",
+                 metrics: BoltMetrics | None = None,
                  stop: threading.Event | None = None) -> Any:
     """:func:`start_bolt` up to ``start()``: the writer, its source's schema resolved (Spark
-    asks a Python process for it) and its callback server up; it touches no checkpoint.
+    asks a Python process for it) and its job planned; it touches no checkpoint.
     ``stop``: when the tasks' reports are no longer read (default: with the driver)."""
     head = spec.component(chain[0])
     assert isinstance(head, BoltSpec)
-    from services.bolts.sink import BoltSink
     from services.bolts.source import EdgeSource
+    from services.bolts.tasks import BATCH_PROPERTY, planned_job
 
+    if not classes_loaded(spark.sparkContext):
+        raise ConfigError("the bolts driver's Java classes are not on its class path: they "
+                          "are compiled with the JDK's javac at start-up (install a JDK 17, "
+                          "not only a JRE; the log says why compiling failed)")
     query = query_name(spec, chain)
     reader = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
               .option("bootstrap", s.bootstrap_servers)
@@ -83,29 +95,14 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
     # beside the checkpoints (one machine only: on a cluster, give a PostgreSQL URL).
     state_url = s.state_url or \
         f"sqlite://{default_state_path(s.checkpoint_dir.resolve(), spec.state_id)}"
-    state_urls = {c: state_url for c in chain}
     if state_url.startswith("sqlite://"):
         Path(state_url.removeprefix("sqlite://")).parent.mkdir(parents=True, exist_ok=True)
-    if s.sink == "writer":
-        assert len(chain) == 1, "the writer sink runs one bolt per query"
-        writer = (reader.writeStream.format(register_for_query(spark, BoltSink, query))
-                  .option("topology", spec.to_json()).option("component", head.name)
-                  .option("bootstrap", s.bootstrap_servers).option("run", run_id)
-                  .option("state_url", state_url)
-                  .option("marks", batch_marks.beside(checkpoint)))
-    elif classes_loaded(spark.sparkContext):  # the driver's classes: their sink
-        from services.bolts.sink import BATCH_PROPERTY
-
-        job = planned.planned_job(spark.sparkContext, spec.to_json(), tuple(chain),
-                                  s.bootstrap_servers, state_urls, checkpoint,
-                                  spec.input_topics(head.name), head.parallelism,
-                                  head.num_executors)
-        writer = tasks_sink.writer(reader, query, chain, job, BATCH_PROPERTY, metrics,
-                                   stop or threading.Event())
-    else:
-        writer = reader.writeStream.foreachBatch(planned.foreach_batch_runner(
-            spec.to_json(), tuple(chain), s.bootstrap_servers, metrics, state_urls,
-            checkpoint, spec.input_topics(head.name), head.parallelism, head.num_executors))
+    job = planned_job(spark.sparkContext, spec.to_json(), tuple(chain),
+                               s.bootstrap_servers, {c: state_url for c in chain}, checkpoint,
+                               spec.input_topics(head.name), head.parallelism,
+                               head.num_executors)
+    writer = tasks_sink.writer(reader, query, chain, job, BATCH_PROPERTY, metrics,
+                               stop or threading.Event())
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(query))
@@ -157,16 +154,8 @@ class BoltJob:
         else:
             threading.Thread(target=self._warm_up, args=(spark, modules), daemon=True,
                              name="bolts-warm-up").start()
-        run_id = uuid.uuid4().hex
-        if self.metrics:
-            # Reports of the writer sink's micro-batches (this run's only, by run id).
-            # Positioned before any query starts: no report of this run is missed.
-            reports = self._open_reports()
-            threading.Thread(target=self._read_reports, args=(reports, run_id, stop),
-                             daemon=True, name="bolt-reports").start()
-        plan = chains(self.spec, [b.name for b in self.bolts],
-                      self.s.fuse and self.s.sink == "foreach_batch")
-        writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, run_id, stop)
+        plan = chains(self.spec, [b.name for b in self.bolts], self.s.fuse)
+        writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, stop)
                    for chain in plan]
         lock = lock or take_lock(lock_path, stop, lambda: driver_alive(spark))
         if lock is None:  # stopped while standing by
@@ -246,39 +235,3 @@ class BoltJob:
             raise BoltFault(f"bolt query {q.name}: a micro-batch has run {ran:.0f} s (over "
                             f"{limit:.0f} s: ten bolt deadlines) without ending; the job "
                             "stops, to be started again")
-
-    def _open_reports(self) -> Any:
-        """A consumer of the reports topic, assigned at its current end (no group join:
-        joining takes seconds, and reports sent meanwhile would be skipped)."""
-        from confluent_kafka import TopicPartition
-
-        c = self.s.clients.consumer({
-            "group.id": f"squall.{self.spec.name}.bolt-reports.{os.getpid()}",
-            "enable.auto.commit": False})
-        tp = TopicPartition(metrics_topic(self.spec.name), 0)
-        # Some brokers answer a little before the end: older runs' reports are then
-        # read too, and dropped by their run id.
-        _, high = c.get_watermark_offsets(tp, timeout=10)
-        c.assign([TopicPartition(tp.topic, 0, max(high, 0))])
-        return c
-
-    def _read_reports(self, c: Any, run_id: str, stop: threading.Event) -> None:
-        """Feed the metrics with this run's per-micro-batch reports of the sinks."""
-        from services.bolts.report import BatchReport
-
-        assert self.metrics is not None
-        mine = {b.name for b in self.bolts}
-        try:
-            while not stop.is_set():
-                for m in consume_ready(c, 100, 0.5):
-                    if m.error():
-                        continue
-                    try:
-                        run, rep = BatchReport.from_json(m.value() or b"")
-                    except WireFormatError as e:
-                        log.warning("bolt report at offset %s skipped: %s", m.offset(), e)
-                        continue
-                    if run == run_id and rep.component in mine:
-                        self.metrics.report(rep)
-        finally:
-            c.close()

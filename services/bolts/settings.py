@@ -92,21 +92,14 @@ class BoltSettings(SparkSettings):
     linger_ms: int = Field(Linger.linger_ms, ge=0, description=(
         "... or this long after its first record was seen, whichever is first (0: no "
         "waiting)"))
-    # How a micro-batch reaches the bolt tasks: one RDD job, run by the driver's own sink
-    # (services/bolts/tasks_sink.py; by foreachBatch where no JDK compiled it), or the
-    # Python data source writer ("writer").
-    sink: Literal["foreach_batch", "writer"] = Field("foreach_batch", description=(
-        "one RDD job per micro-batch, run by the driver's sink (by foreachBatch without a "
-        "JDK), or the data source writer"))
     # A warm standby (services/bolts/runtime/standby.py): start Spark once the active job runs.
     standby: bool = Field(False, description=(
         "be a warm standby: start Spark once the active job's queries run, then wait to "
         "take over (the worker starts one beside each bolts job)"))
     # Run a bolt whose only input is another bolt of this job in that bolt's query
-    # (squall/core/chains.py): one micro-batch per tree instead of two. foreach_batch only.
+    # (squall/core/chains.py): one micro-batch per tree instead of two.
     fuse: bool = Field(True, description=(
-        "run a bolt whose only input is another bolt of this job in that bolt's query "
-        "(foreach_batch sink only)"))
+        "run a bolt whose only input is another bolt of this job in that bolt's query"))
     # Where stateful bolts and persistent aggregates keep their state (postgresql://...,
     # sqlite:///path), unless an aggregate's spec names a database. Also read from
     # SQUALL_STATE_URL, as the compose file and `squall dev up --postgres` set it.

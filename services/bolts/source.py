@@ -1,12 +1,11 @@
 """A Python streaming data source over a bolt's edge topics (``format("squall_edges")``).
 
-The source plans; the bolt tasks read. Offsets are ``{"topic:partition": offset}``;
-one input partition per bolt task covers partition ``task`` of every input topic, so
-one task's tuples stay together, and its rows are only the ranges to read: ``(task,
-topic, partition, start, end)``. The task reads them from Kafka itself
-(:func:`read_task_input`, confluent-kafka: PySpark ships no Kafka connector jar), so
-the tuples never pass through the JVM (an Arrow hand-off to the JVM, a conversion to
-rows and back, and a second Python worker per task cost more than the bolts did).
+The source tells Spark where each micro-batch ends; it reads no tuple. Offsets are
+``{"topic:partition": offset}``; bolt task ``t`` takes partition ``t`` of every input
+topic, so one task's tuples stay together. The micro-batch's job plans each task's
+ranges from Spark's offset log and the tasks read them from Kafka themselves
+(services/bolts/planning.py, services/bolts/edges.py): the tuples never pass through the
+JVM. ``read`` yields only a task's ranges, ``(task, topic, partition, start, end)``.
 ``max_rows`` bounds a micro-batch (Kafka messages, each a batch of tuples). The end of
 a partition is learnt from the high watermark of a fetch response, which every broker
 gets right (ListOffsets, not always: docs/kafka.md).
@@ -14,72 +13,29 @@ gets right (ListOffsets, not always: docs/kafka.md).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from services.bolts import clients
-from squall.core.contiguity import Contiguity
+from services.bolts.planning import TaskPartition, edge_key, next_offsets, plan_partitions
 from squall.core.linger import Linger
-from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue, paced_fetches
+from squall.kafka import paced_fetches
 from squall.kafka_clients import from_environment
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 SCHEMA = "task int, topic string, partition int, start long, end long"
-#: A range read that brings nothing for this long is retried: re-positioned, with backoff.
-STALL_S = 1.0
-MAX_BACKOFF_S = 5.0
 #: How often a lingering offer looks at the edges' ends again.
 LINGER_POLL_S = 0.005
 
 log = logging.getLogger("squall.bolts.source")
-
-
-def _key(topic: str, partition: int) -> str:
-    return f"{topic}:{partition}"
-
-
-def next_offsets(start: Mapping[str, int], ends: Mapping[str, int], budget: int | None
-                 ) -> dict[str, int]:
-    """The next micro-batch's end: up to the edges' ``ends``, at most ``budget`` records
-    in all (None: no limit) shared over the partitions with data, round robin, so none
-    starves."""
-    out = dict(start)
-    if budget is None:
-        out.update({k: max(v, ends.get(k, v)) for k, v in start.items()})
-        return out
-    waiting = {k: ends.get(k, v) - v for k, v in start.items() if ends.get(k, v) > v}
-    while budget > 0 and waiting:
-        share = max(1, budget // len(waiting))
-        for k in list(waiting):
-            take = min(share, waiting[k], budget)
-            out[k] += take
-            waiting[k] -= take
-            budget -= take
-            if not waiting[k]:
-                del waiting[k]
-            if budget <= 0:
-                break
-    return out
-
-
-@dataclass
-class TaskPartition(InputPartition):
-    """One bolt task's ranges of a micro-batch (``read`` gets a pickled copy)."""
-
-    task: int
-    ranges: list[tuple[str, int, int, int]]  # topic, partition, start, end (exclusive)
 
 
 class EdgeSource(DataSource):
@@ -106,7 +62,7 @@ class EdgeReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict[str, int]:
         # Deterministic (it is called again when batch 0 is replayed): the topic start.
-        return {_key(t, p): 0 for t in self.topics for p in self.tasks}
+        return {edge_key(t, p): 0 for t in self.topics for p in self.tasks}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows)
@@ -183,8 +139,8 @@ class EdgeEnds:
         """
         c = self._consumer
         held = self._heard_from(c.consume(10_000, 0))
-        waiting = {_key(t, p) for t, p in held} if self._hold else set()
-        waiting |= {_key(tp.topic, tp.partition) for tp in self._tps
+        waiting = {edge_key(t, p) for t, p in held} if self._hold else set()
+        waiting |= {edge_key(tp.topic, tp.partition) for tp in self._tps
                     if c.get_watermark_offsets(tp, cached=True)[1] in (None, -1001)}
         self._learn()
         deadline = self._clock() + self._wait_s
@@ -192,7 +148,7 @@ class EdgeEnds:
             left = deadline - self._clock()
             if left <= 0:
                 break
-            waiting -= {_key(t, p) for t, p in self._heard_from(c.consume(10_000,
+            waiting -= {edge_key(t, p) for t, p in self._heard_from(c.consume(10_000,
                                                                              min(left, 0.01)))}
         self._learn()
         return dict(self._ends)
@@ -213,137 +169,13 @@ class EdgeEnds:
         for tp in self._tps:
             _, high = self._consumer.get_watermark_offsets(tp, cached=True)
             if high is not None and high >= 0:
-                key = _key(tp.topic, tp.partition)
+                key = edge_key(tp.topic, tp.partition)
                 if high > self._ends.get(key, 0):
                     self._ends[key] = high
                     self._consumer.seek(TopicPartition(tp.topic, tp.partition, high))
 
     def close(self) -> None:
         self._consumer.close()
-
-
-@dataclass
-class RangeRead:
-    offsets: list[int]
-    values: list[bytes | None]
-    retries: int = 0
-    #: the range's records are gone from the broker (deleted, or a broker that lost them)
-    lost: int = 0
-
-
-def read_range(c: Any, topic: str, p: int, start: int, end: int,
-               stall_s: float = STALL_S, clock: Any = time.monotonic,
-               sleep: Any = time.sleep, gap_hold_ms: int = GAP_HOLD_MS) -> RangeRead:
-    """Every record of ``topic[p]`` in ``[start, end)``: the range is known to be there.
-
-    An empty or short answer is never taken for the end of the data: a fetch
-    that brings nothing for ``stall_s`` is retried (re-positioned at the next
-    offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
-    long as it takes. A gap in the offsets is fetched again until it fills or
-    ``gap_hold_ms`` passed (squall/core/contiguity.py: a broker may show a batch
-    before an earlier one). Only the broker saying the offsets no longer exist
-    ends a read early: those tuples' trees then time out and are replayed from
-    the source, so nothing is lost.
-    """
-    from confluent_kafka import KafkaError, TopicPartition
-
-    out = RangeRead([], [])
-    key = (topic, p)
-    gaps = Contiguity[tuple[str, int]](gap_hold_ms)
-    gaps.expect(key, start)
-    nxt = start
-    backoff = 0.05
-    c.assign([TopicPartition(topic, p, start)])
-    last = clock()
-    try:
-        while nxt < end:
-            data = []
-            for m in c.consume(min(1000, end - nxt), 0.5):
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
-                        out.lost = end - nxt
-                        log.error("%s[%d]: offsets %d..%d are gone from the broker (%s); their "
-                                  "trees will time out and be replayed from the source",
-                                  topic, p, nxt, end - 1, err)
-                        return out
-                    continue
-                off = m.offset()
-                if off is not None and off < end:
-                    data.append(m)
-            got = gaps.admit(key, [m.offset() for m in data], int(clock() * 1000))
-            for m in data[got.start:got.stop]:
-                out.offsets.append(m.offset())
-                out.values.append(m.value())
-            log_gaps(key, got, gap_hold_ms,
-                     data[got.stop].offset() if got.rewind_to is not None else None)
-            for first, present in gaps.overdue(int(clock() * 1000)).values():
-                log_overdue(key, first, present, gap_hold_ms)
-                c.assign([TopicPartition(topic, p, present)])
-            nxt = gaps.next_offset(key) or nxt
-            if got.rewind_to is not None:  # fetch again from the gap (assign: always valid)
-                c.assign([TopicPartition(topic, p, got.rewind_to)])
-                continue
-            if got.stop > got.start:
-                last, backoff = clock(), 0.05
-                continue
-            # Offsets without a record (transaction markers, compaction) end a range too,
-            # once they stayed missing as long as a gap must.
-            pos = c.position([TopicPartition(topic, p)])[0].offset
-            if pos is not None and pos > nxt:
-                if gaps.passed(key, pos, int(clock() * 1000)):
-                    nxt = pos
-                continue
-            if clock() - last < stall_s:
-                continue
-            out.retries += 1
-            log.warning("%s[%d]: no record for %.1f s at offset %d (range %d..%d, retry %d); "
-                        "re-positioning in %.2f s", topic, p, clock() - last, nxt, start,
-                        end - 1, out.retries, backoff)
-            sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF_S)
-            c.unassign()
-            c.assign([TopicPartition(topic, p, nxt)])
-            last = clock()
-    finally:
-        c.unassign()
-    return out
-
-
-def plan_partitions(topics: Sequence[str], tasks: Sequence[int], start: Mapping[str, int],
-                    end: Mapping[str, int]) -> list[TaskPartition]:
-    """A micro-batch from ``start`` to ``end``: per task with data, its ranges."""
-    parts = []
-    for task in tasks:
-        ranges = [(t, task, start.get(_key(t, task), 0), end.get(_key(t, task), 0))
-                  for t in topics if end.get(_key(t, task), 0) > start.get(_key(t, task), 0)]
-        if ranges:
-            parts.append(TaskPartition(task, ranges))
-    return parts
-
-
-def logged_partitions(checkpoint: Path, batch_id: int, topics: Sequence[str],
-                      tasks: Sequence[int]) -> list[TaskPartition] | None:
-    """Micro-batch ``batch_id``'s partitions as Spark's offset log has them (the log is
-    written before the batch runs, and a batch run again after a crash reads the same
-    entries): its end is the batch's entry, its start the previous batch's (or the topic
-    start). None if the log cannot be read here (a checkpoint on another file system):
-    the caller reads the batch through the source instead."""
-    def entry(bid: int) -> dict[str, int] | None:
-        try:
-            lines = (checkpoint / "offsets" / str(bid)).read_text().splitlines()
-            doc = json.loads(lines[2])  # "v1", the batch's metadata, then our one source
-        except (OSError, IndexError, ValueError):
-            return None
-        if not isinstance(doc, dict) or not all(isinstance(v, int) for v in doc.values()):
-            return None
-        return {str(k): int(v) for k, v in doc.items()}
-
-    end = entry(batch_id)
-    start = {} if batch_id == 0 else entry(batch_id - 1)
-    if end is None or start is None:
-        return None
-    return plan_partitions(topics, tasks, start, end)
 
 
 def range_batch(task: int, ranges: list[tuple[str, int, int, int]]) -> pa.RecordBatch:
@@ -360,31 +192,3 @@ def range_batch(task: int, ranges: list[tuple[str, int, int, int]]) -> pa.Record
         [pa.array([task] * len(ranges), pa.int32()), pa.array(topics, pa.string()),
          pa.array(parts, pa.int32()), pa.array(starts, pa.int64()),
          pa.array(ends, pa.int64())], names=["task", "topic", "partition", "start", "end"])
-
-
-@dataclass
-class TaskInput:
-    """One bolt task's micro-batch: its ranges' records in order, ``(topic, partition,
-    offset, value)``; the fetch retries it took, and how many records the broker no
-    longer had."""
-
-    task: int
-    records: list[tuple[str, int, int, bytes | None]]
-    retries: int = 0
-    lost: int = 0
-
-
-def read_task_input(bootstrap: str, batches: Iterable[pa.RecordBatch]) -> TaskInput:
-    """Read the ranges of a task's micro-batch partition (the rows ``read`` yielded)."""
-    rows = [r for rb in batches for r in rb.to_pylist()]
-    out = TaskInput(int(rows[0]["task"]) if rows else -1, [])
-    if not rows:
-        return out
-    c = clients.edge_consumer(bootstrap)
-    for r in rows:
-        topic, p = str(r["topic"]), int(r["partition"])
-        got = read_range(c, topic, p, int(r["start"]), int(r["end"]))
-        out.retries += got.retries
-        out.lost += got.lost
-        out.records += [(topic, p, o, v) for o, v in zip(got.offsets, got.values, strict=True)]
-    return out

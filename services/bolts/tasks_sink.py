@@ -1,5 +1,5 @@
-"""A query's bolt tasks run by a sink of the driver's own (``java/BatchSink.java``), and
-what the driver does with their reports, by that way or by foreachBatch.
+"""A query's bolt tasks run by a sink of the driver's own (``runtime/java/BatchSink.java``),
+and what the driver does with their reports.
 
 The sink runs the micro-batch's one planned job in the JVM (no Python callback, and the
 batch's scan never becomes an RDD) and queues the tasks' reports; a thread of the Python

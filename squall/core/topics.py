@@ -37,11 +37,6 @@ def edge_topic(topology: str, source: str, stream: str, target: str) -> str:
     return "squall.{}.edge.{}.{}.{}".format(*parts)
 
 
-def metrics_topic(topology: str) -> str:
-    """Per-micro-batch reports of the bolts (executed, emitted, acked, failed, errors)."""
-    return f"squall.{check_name('topology', topology)}.metrics"
-
-
 def spout_group(topology: str, spout: str) -> str:
     """A spout's consumer group: its source offsets are committed there."""
     return f"squall.{check_name('topology', topology)}.{check_name('component', spout)}"

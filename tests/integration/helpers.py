@@ -289,9 +289,9 @@ def produce_source(bootstrap: KafkaClients | str, topic: str, values: Sequence[b
 
 
 def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int = 0) -> Any:
-    """Write edge records to partition ``task`` of a real topic; the range rows the edge
-    source plans for them (what a bolt task's micro-batch partition holds)."""
-    from services.bolts.source import range_batch
+    """Write edge records to partition ``task`` of a real topic; the ranges a micro-batch
+    plans for them (a bolt task's part of it)."""
+    from services.bolts.planning import TaskPartition
     from squall.kafka import ensure_topics
 
     ensure_topics(bootstrap, {topic: task + 1}, 30)
@@ -304,4 +304,4 @@ def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int =
     for v in values:
         p.produce(topic, v, partition=task, on_delivery=delivered)
     assert p.flush(30) == 0 and min(offsets) >= 0
-    return range_batch(task, [(topic, task, min(offsets), max(offsets) + 1)])
+    return TaskPartition(task, [(topic, task, min(offsets), max(offsets) + 1)])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.bolts import batch_marks
-from services.bolts.sink import run_chain
+from services.bolts.tasks import run_chain
 from squall.core.ids import IdBatcher
 from squall.core.ledger import Ledger
 from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
@@ -50,7 +50,7 @@ class SplitTask:
         self.marks = str(tmp_path / "marks")
 
     def run(self, batch_id: int) -> int:
-        (rep,) = run_chain(self.spec.to_json(), ("split",), self.bootstrap, [self.row], {},
+        (rep,) = run_chain(self.spec.to_json(), ("split",), self.bootstrap, self.row, {},
                            self.marks, batch_id)
         return rep.executed
 

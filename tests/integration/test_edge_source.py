@@ -11,7 +11,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from services.bolts import clients
-from services.bolts.source import EdgeEnds, EdgeReader, read_range
+from services.bolts.edges import read_range
+from services.bolts.source import EdgeEnds, EdgeReader
 from squall.kafka import ensure_topics
 from tests.integration.helpers import produce_source, wait_for
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.bolts.sink import run_chain
+from services.bolts.tasks import run_chain
 from squall.backends import open_kv
 from squall.core.ids import IdBatcher
 from squall.core.topics import acker_topic, edge_topic
@@ -55,7 +55,7 @@ def test_head_tasks_with_a_fused_stateful_bolt_run_at_once(bootstrap: str,
         try:
             for batch_id in range(BATCHES):
                 reports = run_chain(spec.to_json(), ("split", "count"), bootstrap,
-                                    [rows[task]], {"count": url}, "", batch_id)
+                                    rows[task], {"count": url}, "", batch_id)
                 executed[task] += reports[0].executed
         except BaseException as e:  # reported below, in the test's thread
             errors.append(e)

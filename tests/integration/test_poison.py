@@ -180,7 +180,7 @@ def test_a_record_whose_micro_batch_took_the_whole_job_down_is_isolated_after_th
     name = f"jvm{uuid.uuid4().hex[:6]}"
     spec = topology(name, f"src-{name}", SplitOrDie)
     # A retry: the kill may find another task producing, whose roots the restarted job
-    # fails (services/bolts/sink.py, _fail_roots) to be replayed. The message timeout
+    # fails (services/bolts/tasks.py, _fail_roots) to be replayed. The message timeout
     # outlasts the restart on a loaded machine.
     spec = TopologySpec.from_dict({**spec.to_dict(), "bolt_deadline_s": 8,
                                    "message_timeout_s": 600})

@@ -67,12 +67,12 @@ class Run:
             "100", "--message-timeout-s", str(spec.message_timeout_s)], tmp / "spout.log")
         self.n_bolt_runs = 0
 
-    def bolts(self, sink: str = "foreach_batch", *extra: str) -> ServiceProcess:
+    def bolts(self, *extra: str) -> ServiceProcess:
         self.n_bolt_runs += 1
         return ServiceProcess("services.bolts", [
             "--topology-file", str(self.tmp / "topology.json"), "--components", "split,count",
             "--bootstrap-servers", self.bootstrap, "--checkpoint-dir", str(self.tmp / "ckpt"),
-            "--master", "local[2]", "--trigger-ms", "100", "--sink", sink, *extra],
+            "--master", "local[2]", "--trigger-ms", "100", *extra],
             self.tmp / f"bolts-{self.n_bolt_runs}.log", env={"PYSPARK_PYTHON": sys.executable})
 
     def report(self) -> ScriptedBolt:
@@ -126,21 +126,20 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
     return Run(bootstrap, tmp_path, word_count(name, f"src-{name}"), f"src-{name}")
 
 
-@pytest.mark.parametrize("mode", ["fused", "unfused", "writer"])
+@pytest.mark.parametrize("mode", ["fused", "unfused"])
 def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: str) -> None:
     """Fused: count runs in split's query (squall.core.chains); unfused: a query each, the
-    words through Kafka; writer: the data source writer instead of foreachBatch."""
+    words through Kafka."""
     lines = sentences(400)
-    sink, extra = ("writer", []) if mode == "writer" else \
-        ("foreach_batch", ["--no-fuse"] if mode == "unfused" else [])
-    if mode != "writer":  # one Spark task runs both tasks of the query's head (executors)
-        head = "split" if mode == "fused" else "count"
-        (run.tmp / "topology.json").write_text(with_parallelism(run.spec, {head: 1}).to_json())
-    with run.acker.start(), run.report() as report, run.bolts(sink, *extra) as bolts:
+    extra = ["--no-fuse"] if mode == "unfused" else []
+    # One Spark task runs both tasks of the query's head (its executors).
+    head = "split" if mode == "fused" else "count"
+    (run.tmp / "topology.json").write_text(with_parallelism(run.spec, {head: 1}).to_json())
+    with run.acker.start(), run.report() as report, run.bolts(*extra) as bolts:
         m = run.feed_and_wait(lines, bolts)
         chains = "['split -> count']" if mode == "fused" else "['split', 'count']"
         assert f"(chains: {chains})" in bolts.log_tail(200)
-        # The bolts job counts what its tasks did (both ways of running them report it).
+        # The bolts job counts what its tasks did.
         split = f"component=split,topology={run.spec.name}"
         wait_for(lambda: bolts.metrics().get(f"squall_bolt_acked_total{{{split}}}", 0)
                  >= len(lines), 30, "the bolt reports")
@@ -199,7 +198,7 @@ def test_counts_follow_their_task_when_spark_runs_it_in_another_worker(run: Run)
     lines, waves = sentences(300), 3
     size = len(lines) // waves
     with run.acker.start(), run.report() as report, \
-            run.bolts("foreach_batch", "--conf", "spark.python.worker.reuse=false") as bolts:
+            run.bolts("--conf", "spark.python.worker.reuse=false") as bolts:
         wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
                  120, "the bolt queries")
         with run.spout.start():

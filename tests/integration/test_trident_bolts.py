@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from services.bolts.sink import run_chain
+from services.bolts.tasks import run_chain
 from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.ids import IdBatcher
@@ -67,7 +67,7 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
     ids = IdBatcher(seed=5)
     urls = {"balances": url, "lookup": url}
     persist: Callable[[Any, int], Any] = lambda rec, txid: run_chain(  # noqa: E731
-        spec.to_json(), ("balances",), bootstrap, [rec], urls, "", txid)[0]
+        spec.to_json(), ("balances",), bootstrap, rec, urls, "", txid)[0]
 
     first = rows(bootstrap, FIELDS, [("alice", 10), ("bob", 5), ("alice", 2)], 0, ids)
     assert persist(first, 1).executed == 3
@@ -85,7 +85,7 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
                zip(["alice", "dave", "carol"], ids.ids(3), strict=True)]
     rec = edge_ranges(bootstrap, f"edge-{name}", [encode_tuples(TupleBatch.from_tuples(
         lookups, ("account",)))])
-    (rep,) = run_chain(spec.to_json(), ("lookup",), bootstrap, [rec], urls, "", 1)
+    (rep,) = run_chain(spec.to_json(), ("lookup",), bootstrap, rec, urls, "", 1)
     assert (rep.executed, rep.emitted, rep.acked, rep.failed) == (3, 3, 3, 0)
     (raw,) = consume(bootstrap, answers, 1)
     out = decode_tuples(raw.value()).tuples()

@@ -15,8 +15,8 @@ driver's class path.
   Python callback (services/bolts/tasks_sink.py).
 
 Compiled with the JDK's ``javac`` against PySpark's own jars and cached by the sources'
-hash; without a JDK the job runs on Hadoop's default file system, through foreachBatch and
-``RDD.collect`` (and says so).
+hash. The bolts job needs them (a JDK, not only a JRE): without them it refuses to start,
+saying why.
 """
 
 from __future__ import annotations
@@ -56,9 +56,8 @@ def driver_classes(cache: Path | None = None) -> Path | None:
         return out
     javac = shutil.which("javac")
     if javac is None:
-        log.warning("no javac: Spark checkpoints use Hadoop's local file system, which forks "
-                    "chmod/readlink per file, and micro-batch jobs go through Spark's closure "
-                    "cleaner (slower micro-batches)")
+        log.warning("no javac: the bolts driver's classes (%s) cannot be compiled; install "
+                    "a JDK 17", ", ".join(s.name for s in SOURCES))
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
@@ -67,7 +66,7 @@ def driver_classes(cache: Path | None = None) -> Path | None:
                               *map(str, SOURCES)],
                              capture_output=True, text=True, timeout=120, check=False)
         if res.returncode != 0:
-            log.warning("compiling %s failed (Spark's defaults are used): %s",
+            log.warning("compiling %s failed: %s",
                         ", ".join(s.name for s in SOURCES), res.stderr.strip()[-500:])
             return None
         jar = Path(tmp) / "classes.jar"

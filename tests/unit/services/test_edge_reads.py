@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError
 
-from services.bolts.source import SCHEMA, range_batch, read_range
+from services.bolts.edges import read_range
+from services.bolts.source import SCHEMA, range_batch
 
 #: :data:`SCHEMA` (Spark's DDL), as Arrow.
 ARROW_SCHEMA = pa.schema([("task", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),

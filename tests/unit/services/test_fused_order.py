@@ -1,4 +1,4 @@
-"""The order a head task runs a fused bolt's tasks in (services.bolts.sink.rotated): every
+"""The order a head task runs a fused bolt's tasks in (services.bolts.tasks.rotated): every
 task once, each head starting on its own, so that heads running at once do not queue for
 the same task's lock."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.bolts.sink import rotated
+from services.bolts.tasks import rotated
 
 tasks = st.lists(st.integers(0, 64), unique=True).map(sorted)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.bolts.source import (
+from services.bolts.planning import (
     TaskPartition,
     logged_partitions,
     next_offsets,

@@ -7,7 +7,7 @@ from services.bolts.runtime.session import with_task_retries
 
 SPARK = """[PYTHON_EXCEPTION] An exception was thrown from the Python worker: \
 Traceback (most recent call last):
-  File "/x/services/bolts/sink.py", line 300, in _executor
+  File "/x/services/bolts/tasks.py", line 300, in _executor
     ex = _EXECUTORS[key] = new_executor(spec, bolt, task, state_url)
   File "/x/examples/faults.py", line 12, in prepare
     raise ConnectionError("cannot reach db:5432: connection refused")

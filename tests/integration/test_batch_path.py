@@ -1,11 +1,11 @@
-"""A micro-batch reaches its bolt tasks one of two ways (services/bolts/job.py): planned
-from Spark's offset log and run as one RDD job, or, where the driver cannot read that log
-(a checkpoint on another file system), read through the edge source with ``mapInArrow``.
-On the real broker and real Spark both run every tuple once, emit the same words and ack
-every input."""
+"""A micro-batch's way to its bolt tasks (services/bolts/job.py): the edge source ends it,
+the driver's sink runs the chain's planned job, whose tasks plan their ranges from Spark's
+offset log, read them and run the bolts. On the real broker and real Spark it runs every
+tuple once, emits every word and acks every input, and its reports reach the metrics."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,11 +16,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry
 
+from services.bolts import tasks_sink
 from services.bolts.job import ensure_bolt_topics
 from services.bolts.metrics import BoltMetrics
-from services.bolts.planned import foreach_batch_runner
+from services.bolts.planning import logged_partitions
 from services.bolts.runtime.session import register_for_query
-from services.bolts.source import EdgeSource, logged_partitions
+from services.bolts.source import EdgeSource
+from services.bolts.tasks import BATCH_PROPERTY, planned_job
 from squall.core.ids import IdBatcher
 from squall.core.topics import edge_topic
 from squall.core.topology import TopologySpec
@@ -86,24 +88,23 @@ def _words(bootstrap: str, topic: str) -> Counter[str]:
     return got
 
 
-@pytest.mark.parametrize("planned", [True, False], ids=["rdd-job", "through-the-source"])
-def test_both_ways_run_every_tuple_once(spark: Any, bootstrap: str, tmp_path: Path,
-                                        planned: bool) -> None:
+def test_a_micro_batch_runs_every_tuple_once(spark: Any, bootstrap: str,
+                                             tmp_path: Path) -> None:
     spec = _topology()
     ensure_bolt_topics(spec, bootstrap)
     _feed(bootstrap, spec)
     checkpoint = tmp_path / "ckpt"
-    # Where the driver looks for the offset log: the query's own, or one it cannot read.
-    log_at = checkpoint if planned else tmp_path / "elsewhere"
     topics = spec.input_topics("split")
     registry = CollectorRegistry()
     metrics = BoltMetrics(registry, spec.name)
     query = f"{spec.name}.split"
-    q = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
-         .option("bootstrap", bootstrap).option("topics", ",".join(topics))
-         .option("tasks", "0,1").option("max_rows", "100000").load()
-         .writeStream.foreachBatch(foreach_batch_runner(
-             spec.to_json(), ("split",), bootstrap, metrics, {}, log_at, topics, 2, 2))
+    reader = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
+              .option("bootstrap", bootstrap).option("topics", ",".join(topics))
+              .option("tasks", "0,1").option("max_rows", "100000").load())
+    job = planned_job(spark.sparkContext, spec.to_json(), ("split",), bootstrap, {},
+                      checkpoint, topics, 2, 2)
+    stop = threading.Event()
+    q = (tasks_sink.writer(reader, query, ("split",), job, BATCH_PROPERTY, metrics, stop)
          .option("checkpointLocation", str(checkpoint))
          .trigger(processingTime="50 milliseconds").queryName(query).start())
     labels = {"topology": spec.name, "component": "split"}
@@ -115,7 +116,8 @@ def test_both_ways_run_every_tuple_once(spark: Any, bootstrap: str, tmp_path: Pa
         wait_for(lambda: executed() >= len(SENTENCES), 120, "every sentence executed")
     finally:
         q.stop()
-    assert (logged_partitions(log_at, 0, topics, [0, 1]) is None) is not planned
+        stop.set()
+    assert logged_partitions(checkpoint, 0, topics, [0, 1])  # planned from the log
     assert executed() == len(SENTENCES)
     assert registry.get_sample_value("squall_bolt_acked_total", labels) == len(SENTENCES)
     assert registry.get_sample_value("squall_bolt_emitted_total", labels) == sum(WORDS.values())

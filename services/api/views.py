@@ -113,4 +113,5 @@ def _numbers(s: ComponentStats) -> dict[str, Any]:
 
 def teardown_view(t: Teardown) -> dict[str, Any]:
     """A killed topology's teardown (squall/core/teardown.py), with a sentence of it."""
-    return {**dataclasses.asdict(t), "done": t.done_ms is not None, "summary": t.summary()}
+    return {**dataclasses.asdict(t), "spec": t.spec.to_dict() if t.spec is not None else None,
+            "done": t.done_ms is not None, "summary": t.summary()}

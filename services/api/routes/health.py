@@ -12,27 +12,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from services.api.context import Ctx
 from services.api.errors import documented
+from services.api.responses import Liveness, Readiness, TargetGroup
 from squall.coord import ROOT
 from squall.kafka_clients import KafkaClients, quiet_logger
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", summary="Liveness")
+@router.get("/healthz", summary="Liveness", response_model=Liveness)
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-_READY = {"type": "object", "properties": {
-    "ready": {"type": "boolean"}, "leader": {"type": "boolean"},
-    "checks": {"type": "object", "additionalProperties": {"type": "string"}}},
-    "required": ["ready", "checks", "leader"]}
-
-
-@router.get("/readyz", summary="Readiness: ZooKeeper and Kafka reachable", responses={
-    200: {"description": "ready", "content": {"application/json": {"schema": _READY}}},
-    503: {"description": "not ready: which check failed",
-          "content": {"application/json": {"schema": _READY}}}})
+@router.get("/readyz", summary="Readiness: ZooKeeper and Kafka reachable",
+            response_model=Readiness, responses={
+                200: {"description": "ready"},
+                503: {"description": "not ready: which check failed", "model": Readiness}})
 async def readyz(ctx: Ctx) -> JSONResponse:
     control = ctx.control
     checks = {"zookeeper": control.state == "CONNECTED" and bool(
@@ -52,7 +47,8 @@ async def prometheus_metrics(ctx: Ctx) -> PlainTextResponse:
 
 
 @router.get("/sd/prometheus", responses=documented(503),
-            summary="Prometheus HTTP service discovery: every worker process's /metrics")
+            summary="Prometheus HTTP service discovery: every worker process's /metrics",
+            response_model=list[TargetGroup])
 async def service_discovery(ctx: Ctx) -> list[dict[str, Any]]:
     out = []
     for w in await ctx.workers():

@@ -16,6 +16,8 @@ from services.api import (
     storm_visualization,
     views,
 )
+from services.api import storm_component_responses as scr
+from services.api import storm_responses as sr
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, documented, error_response
 from squall import __version__
@@ -47,7 +49,7 @@ class StormRebalance(BaseModel):
 NO_RESOURCES: dict[str, Any] = {"schedulerDisplayResource": False}
 
 
-@router.get("/cluster/summary", summary="Cluster summary")
+@router.get("/cluster/summary", summary="Cluster summary", response_model=sr.ClusterSummary)
 async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
     control = ctx.control
     ws = await ctx.workers()
@@ -70,14 +72,16 @@ async def cluster_summary(ctx: Ctx) -> dict[str, Any]:
             if control.leading.is_set() else None}
 
 
-@router.get("/nimbus/summary", summary="The API replicas (Storm's nimbuses), the leader first")
+@router.get("/nimbus/summary", summary="The API replicas (Storm's nimbuses), the leader first",
+            response_model=sr.NimbusSummary)
 async def nimbus_summary(ctx: Ctx) -> dict[str, Any]:
     control = ctx.control
     contenders = ctx.cluster.contenders() if ctx.cluster.ready else []
     return views.nimbus_summary(contenders, control.s.url, control.started_ms, ctx.now())
 
 
-@router.get("/supervisor/summary", summary="Workers (supervisors)")
+@router.get("/supervisor/summary", summary="Workers (supervisors)",
+            response_model=sr.SupervisorSummary)
 async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
     ws = await ctx.workers()
     assigned = await ctx.assignments()
@@ -94,7 +98,8 @@ async def supervisor_summary(ctx: Ctx) -> dict[str, Any]:
 
 
 @router.get("/supervisor", summary="A supervisor by id, or those on a host, with their "
-            "workers (processes)", responses=documented(400, 404, 422, 503))
+            "workers (processes)", responses=documented(400, 404, 422, 503),
+            response_model=sr.SupervisorPage)
 async def supervisor(ctx: Ctx,
                      sid: Annotated[str | None, Query(alias="id", max_length=200)] = None,
                      host: Annotated[str | None, Query(max_length=255)] = None,
@@ -115,12 +120,14 @@ async def supervisor(ctx: Ctx,
     return {"supervisors": chosen, "workers": procs, **NO_RESOURCES}
 
 
-@router.get("/history/summary", summary="Every topology's id (Storm: the caller's)")
+@router.get("/history/summary", summary="Every topology's id (Storm: the caller's)",
+            response_model=sr.HistorySummary)
 async def history_summary(ctx: Ctx) -> dict[str, Any]:
     return {"topo-history": sorted(r.id for r in await ctx.records())}
 
 
-@router.get("/cluster/configuration", summary="The cluster's settings, in Storm's names")
+@router.get("/cluster/configuration", summary="The cluster's settings, in Storm's names",
+            response_model=sr.ClusterConfiguration)
 async def cluster_configuration(ctx: Ctx) -> dict[str, Any]:
     s = ctx.settings
     return {"storm.zookeeper.servers": s.zookeeper.split(","),
@@ -135,7 +142,8 @@ async def cluster_configuration(ctx: Ctx) -> dict[str, Any]:
 
 
 @router.get("/topology-workers/{topology_id}",
-            summary="Where a topology's processes run (host and metrics port)")
+            summary="Where a topology's processes run (host and metrics port)",
+            response_model=sr.TopologyWorkers)
 async def topology_workers(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
     procs = storm_views.storm_workers(rec, await ctx.workers(), await ctx.assignments(),
@@ -145,7 +153,8 @@ async def topology_workers(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
 
 
 @router.get("/topology/{topology_id}/metrics",
-            summary="Each component's numbers by stream (Storm's shape)")
+            summary="Each component's numbers by stream (Storm's shape)",
+            response_model=scr.TopologyMetrics)
 async def storm_metrics(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
                         sys: Annotated[bool, Query(description="accepted as Storm does; "
                                                    "system streams are not counted apart "
@@ -156,7 +165,7 @@ async def storm_metrics(ctx: Ctx, topology_id: TopologyId, window: WindowParam =
                                           await ctx.workers(), window)
 
 
-@router.get("/topology/summary", summary="Every topology")
+@router.get("/topology/summary", summary="Every topology", response_model=sr.TopologySummary)
 async def topology_summary(ctx: Ctx) -> dict[str, Any]:
     recs = await ctx.records()
     # Storm's workers are processes here: each topology's, counted in one pass.
@@ -176,7 +185,8 @@ async def topology_summary(ctx: Ctx) -> dict[str, Any]:
     return {"topologies": out, "schedulerDisplayResource": False}
 
 
-@router.get("/topology/{topology_id}", summary="A topology with its statistics")
+@router.get("/topology/{topology_id}", summary="A topology with its statistics",
+            response_model=sr.TopologyPage)
 async def storm_topology(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
                          sys: SysParam = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
@@ -189,14 +199,15 @@ async def storm_topology(ctx: Ctx, topology_id: TopologyId, window: WindowParam 
 
 
 @router.get("/topology/{topology_id}/lag",
-            summary="Each spout's lag per topic and partition (Storm's shape)")
+            summary="Each spout's lag per topic and partition (Storm's shape)",
+            response_model=scr.TopologyLag)
 async def storm_lag(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
     return storm_views.storm_lag(rec, ctx.cluster.samples_of(topology_id))
 
 
 @router.get("/topology/{topology_id}/component/{component}",
-            summary="A component (spout, bolt or __acker)")
+            summary="A component (spout, bolt or __acker)", response_model=scr.ComponentPage)
 async def component_page(ctx: Ctx, topology_id: TopologyId,
                          component: Annotated[str, Path(max_length=200)],
                          window: WindowParam = ":all-time",
@@ -210,7 +221,8 @@ async def component_page(ctx: Ctx, topology_id: TopologyId,
 
 
 @router.get("/topology/{topology_id}/visualization",
-            summary="The topology's graph as Storm's UI draws it (Storm's undocumented shape)")
+            summary="The topology's graph as Storm's UI draws it (Storm's undocumented shape)",
+            response_model=scr.Visualization)
 async def visualization(ctx: Ctx, topology_id: TopologyId, window: WindowParam = ":all-time",
                         sys: SysParam = False) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
@@ -225,17 +237,18 @@ async def _storm_op(ctx: ApiContext, tid: str, event: str, wait: float | None = 
     return {"topologyOperation": event, "topologyId": tid, "status": "success"}
 
 
-@router.post("/topology/{topology_id}/activate", **WRITE)
+@router.post("/topology/{topology_id}/activate", **WRITE, response_model=sr.TopologyOperation)
 async def storm_activate(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "activate")
 
 
-@router.post("/topology/{topology_id}/deactivate", **WRITE)
+@router.post("/topology/{topology_id}/deactivate", **WRITE, response_model=sr.TopologyOperation)
 async def storm_deactivate(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "deactivate")
 
 
-@router.post("/topology/{topology_id}/rebalance/{wait_time}", **WRITE)
+@router.post("/topology/{topology_id}/rebalance/{wait_time}", **WRITE,
+             response_model=sr.TopologyOperation)
 async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
                           body: Annotated[StormRebalance | None, Body()] = None
                           ) -> dict[str, Any]:
@@ -248,7 +261,8 @@ async def storm_rebalance(ctx: Ctx, topology_id: TopologyId, wait_time: Wait,
     return await _storm_op(ctx, topology_id, "rebalance", wait_time, ex)
 
 
-@router.post("/topology/{topology_id}/kill/{wait_time}", **WRITE)
+@router.post("/topology/{topology_id}/kill/{wait_time}", **WRITE,
+             response_model=sr.TopologyOperation)
 async def storm_kill(ctx: Ctx, topology_id: TopologyId, wait_time: Wait) -> dict[str, Any]:
     return await _storm_op(ctx, topology_id, "kill", wait_time)
 

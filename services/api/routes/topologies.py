@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from services.api import views
+from services.api import responses, views
 from services.api.context import WRITE, Ctx, IfMatch, TopologyId
 from services.api.errors import READ_ERRORS
 from squall.coord import read_teardowns, teardown_of
@@ -60,7 +60,8 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
 
 
 @router.post("/topologies", tags=["topologies"], status_code=201, **WRITE,
-             summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY)
+             summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY,
+             response_model=responses.TopologyView)
 async def submit(ctx: Ctx, request: Request, activate: bool = True,
                  keep_state: Annotated[str | None, Query(
                      max_length=100, description=(
@@ -74,7 +75,8 @@ async def submit(ctx: Ctx, request: Request, activate: bool = True,
     return views.topology_view(rec, ctx.now(), {}, {})
 
 
-@router.get("/topologies", tags=["topologies"], summary="Every topology with its status")
+@router.get("/topologies", tags=["topologies"], summary="Every topology with its status",
+            response_model=list[responses.TopologyItem])
 async def list_topologies(ctx: Ctx) -> list[dict[str, Any]]:
     recs = await ctx.records()
     return [{"id": r.id, "name": r.display_name, "status": str(r.lifecycle.status),
@@ -82,14 +84,16 @@ async def list_topologies(ctx: Ctx) -> list[dict[str, Any]]:
 
 
 @router.get("/teardowns", tags=["topologies"],
-            summary="Killed topologies: what each one's teardown removed and kept")
+            summary="Killed topologies: what each one's teardown removed and kept",
+            response_model=list[responses.TeardownView])
 async def teardowns(ctx: Ctx) -> list[dict[str, Any]]:
     return [views.teardown_view(t) for t in
             await asyncio.to_thread(read_teardowns, ctx.control.zk)]
 
 
 @router.get("/teardowns/{topology_id}", tags=["topologies"],
-            summary="A killed topology's teardown (404 until its kill wait is over)")
+            summary="A killed topology's teardown (404 until its kill wait is over)",
+            response_model=responses.TeardownView)
 async def teardown(ctx: Ctx, topology_id: Annotated[str, Path(
         pattern=r"^[A-Za-z0-9._-]{1,200}$", description="the killed topology's id")]
                    ) -> dict[str, Any]:
@@ -101,7 +105,8 @@ async def teardown(ctx: Ctx, topology_id: Annotated[str, Path(
 
 
 @router.get("/topologies/{topology_id}", tags=["topologies"],
-            summary="A topology: spec, status, assignment and statistics")
+            summary="A topology: spec, status, assignment and statistics",
+            response_model=responses.TopologyView)
 async def get_topology(ctx: Ctx, topology_id: TopologyId, response: Response
                        ) -> dict[str, Any]:
     v = await ctx.view(topology_id)
@@ -110,21 +115,23 @@ async def get_topology(ctx: Ctx, topology_id: TopologyId, response: Response
 
 
 @router.post("/topologies/{topology_id}/activate", tags=["topologies"], **WRITE,
-             summary="Activate: spouts emit")
+             summary="Activate: spouts emit", response_model=responses.TopologyView)
 async def activate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
                    ) -> dict[str, Any]:
     return await ctx.operate(topology_id, "activate", if_match)
 
 
 @router.post("/topologies/{topology_id}/deactivate", tags=["topologies"], **WRITE,
-             summary="Deactivate: spouts stop emitting; trees in flight complete")
+             summary="Deactivate: spouts stop emitting; trees in flight complete",
+             response_model=responses.TopologyView)
 async def deactivate(ctx: Ctx, topology_id: TopologyId, if_match: IfMatch = None
                      ) -> dict[str, Any]:
     return await ctx.operate(topology_id, "deactivate", if_match)
 
 
 @router.post("/topologies/{topology_id}/rebalance", tags=["topologies"], **WRITE,
-             summary="Rebalance: drain for wait_s, then apply new spout parallelism")
+             summary="Rebalance: drain for wait_s, then apply new spout parallelism",
+             response_model=responses.TopologyView)
 async def rebalance(ctx: Ctx, topology_id: TopologyId,
                     body: Annotated[RebalanceRequest | None, Body()] = None,
                     if_match: IfMatch = None) -> dict[str, Any]:
@@ -133,7 +140,8 @@ async def rebalance(ctx: Ctx, topology_id: TopologyId,
 
 
 @router.post("/topologies/{topology_id}/kill", tags=["topologies"], **WRITE,
-             summary="Kill: spouts stop, trees drain for wait_s, then it is removed")
+             summary="Kill: spouts stop, trees drain for wait_s, then it is removed",
+             response_model=responses.TopologyView)
 async def kill(ctx: Ctx, topology_id: TopologyId,
                body: Annotated[KillRequest | None, Body()] = None,
                if_match: IfMatch = None) -> dict[str, Any]:
@@ -141,7 +149,8 @@ async def kill(ctx: Ctx, topology_id: TopologyId,
     return await ctx.operate(topology_id, "kill", if_match, b.wait_s, purge_state=b.purge_state)
 
 
-@router.get("/workers", tags=["cluster"], summary="Live workers and what they run")
+@router.get("/workers", tags=["cluster"], summary="Live workers and what they run",
+            response_model=list[responses.WorkerView])
 async def workers(ctx: Ctx) -> list[dict[str, Any]]:
     ws = await ctx.workers()
     assigned = await ctx.assignments()

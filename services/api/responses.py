@@ -1,0 +1,104 @@
+"""The response bodies of Squall's own routes as pydantic models (Storm UI's are in
+services/api/storm_responses.py): what OpenAPI shows, and what the routes' answers are
+checked against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.api.storm_responses import PlacementRow
+
+
+class View(BaseModel):
+    # A field a route returns and the model lacks fails the answer, rather than vanish.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Liveness(View):
+    status: str = Field(description="``ok`` while the process serves")
+
+
+class Readiness(View):
+    ready: bool
+    leader: bool = Field(description="whether this replica leads the control plane")
+    checks: dict[str, str] = Field(description="per dependency: ``ok`` or ``unavailable``")
+
+
+class TargetGroup(View):
+    """A Prometheus HTTP service discovery target group."""
+
+    targets: list[str]
+    labels: dict[str, str]
+
+
+class TopologyItem(View):
+    id: str
+    name: str
+    status: str
+    version: int = Field(description="the record's version: the ETag of its writes")
+    uptime_s: float
+
+
+class TopologyView(TopologyItem):
+    submitted_ms: int
+    deadline_ms: int | None = Field(description="when a kill's or rebalance's wait ends")
+    pending_parallelism: dict[str, int] = Field(
+        description="a rebalance's new parallelism, applied when its wait ends")
+    spec: dict[str, Any] = Field(description="the spec as submitted (POST /topologies)")
+    state_of: str | None = Field(description="the killed submission whose state it keeps")
+    assignment: list[PlacementRow] = Field(description="where its tasks run")
+    stats: dict[str, dict[str, float]] = Field(
+        description="per component, its processes' numbers summed over their lifetime")
+
+
+class TeardownView(View):
+    """A killed topology's teardown: what it removed and what it kept."""
+
+    id: str
+    name: str
+    since_ms: int
+    done_ms: int | None
+    done: bool
+    topics: list[str] = Field(description="topics removed")
+    groups: list[str] = Field(description="consumer groups removed")
+    kept: list[str] = Field(description="topics kept (the dead letters, unless purged)")
+    error: str = Field(description="the last attempt's trouble; tried again")
+    purge_state: bool
+    spec: dict[str, Any] | None = Field(description="the killed spec")
+    offsets: dict[str, dict[str, dict[int, int]]] = Field(
+        description="per spout, topic and partition: where its group had committed")
+    summary: str
+
+
+class EndpointView(BaseModel):
+    """A process a worker runs, at its metrics endpoint (what a worker of another version
+    publishes besides is left out)."""
+
+    topology: str
+    kind: str
+    component: str
+    url: str
+    startedMs: int | None = None
+    restarts: int | None = None
+    crashLooping: bool | None = None
+    lastExit: str | None = None
+
+
+class WorkerPlacement(View):
+    topology: str
+    kind: str
+    component: str
+    tasks: list[int]
+
+
+class WorkerView(View):
+    id: str
+    kind: str
+    capacity: int
+    host: str
+    pid: int
+    started_ms: int
+    running: list[EndpointView]
+    placements: list[WorkerPlacement]

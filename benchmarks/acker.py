@@ -31,10 +31,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.ledger import make_records
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch
-from squall.core.topics import acker_topic, dlq_topic, results_topic
-from squall.core.wire import decode_acker_batch, decode_results, encode_acker_batch
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch
+from squall.core.topology.topics import acker_topic, dlq_topic, results_topic
+from squall.core.wire.internal import decode_acker_batch, decode_results, encode_acker_batch
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port

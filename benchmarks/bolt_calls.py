@@ -21,11 +21,11 @@ import time
 
 from examples.wordcount import WordCount
 from services.bolts.guardian import Calls
-from squall.core.bolt import TaskContext
-from squall.core.exec_result import CallWatch
-from squall.core.executor import BoltExecutor
-from squall.core.grouping import Edge, Grouping
-from squall.core.tuple_batch import TupleBatch
+from squall.core.bolt_api.bolt import TaskContext
+from squall.core.tasks.exec_result import CallWatch
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.tuple_batch import TupleBatch
 from squall.wallclock import SystemClock
 
 

@@ -138,8 +138,8 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
 
 
 def count_inits(bootstrap: str, topology_id: str, ackers: int) -> int:
-    from squall.core.records import RecordKind
-    from squall.core.wire import decode_acker_batch, decode_progress
+    from squall.core.reliability.records import RecordKind
+    from squall.core.wire.internal import decode_acker_batch, decode_progress
 
     n = 0
     for m in read_topic(bootstrap, f"squall.{topology_id}.acker", ackers):
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             "bolts": wait(lambda: all(b["running"] for b in
                                       cl.client.storm_topology(NAME)["bolts"]), 60),
         }
-        from squall.core.dead_letters import DeadLetterHeaders
+        from squall.core.reliability.dead_letters import DeadLetterHeaders
 
         letters = [(m.value(), DeadLetterHeaders.from_headers(m.headers() or []))
                    for m in read_topic(bootstrap, f"squall.{tid}.dlq", 1)]

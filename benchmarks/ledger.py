@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch, RecordKind
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch, RecordKind
 
 TIMEOUT_MS = 30_000
 WORDS = 10

@@ -61,8 +61,8 @@ def bolt_totals(port: int) -> dict[str, dict[str, float]]:
 def where_time_goes(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
                     ) -> dict[str, dict[str, float]]:
     prof = {}
-    # A bolt fused into another's query (squall.core.chains) has no micro-batches of its own:
-    # its figures are per micro-batch of the query it runs in (the most batches seen).
+    # A bolt fused into another's query (squall.core.topology.chains) has no micro-batches of
+    # its own: its figures are per micro-batch of the query it runs in (the most batches seen).
     queries = max((a.get("batches", 0.0) - before.get(c, {}).get("batches", 0.0)
                    for c, a in after.items()), default=0.0)
     for comp, a in after.items():

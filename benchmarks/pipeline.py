@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from examples.wordcount import topology
-from squall.core.grouping import edge_flag
+from squall.core.topology.grouping import edge_flag
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port
 

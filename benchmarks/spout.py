@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.core.records import AckerBatch, RecordKind
-from squall.core.topics import acker_topic, dlq_topic, edge_topic, results_topic
-from squall.core.tuple_batch import IDS_COL, ROOTS_COL, decode_tuples
-from squall.core.wire import encode_acker_batch
+from squall.core.reliability.records import AckerBatch, RecordKind
+from squall.core.topology.topics import acker_topic, dlq_topic, edge_topic, results_topic
+from squall.core.wire.internal import encode_acker_batch
+from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, decode_tuples
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port

@@ -28,7 +28,7 @@ from confluent_kafka import Producer
 from benchmarks.measure import sample_sums, tree_cpu
 from benchmarks.pipeline import ROOT
 from examples.wordcount import topology
-from squall.core.grouping import edge_flag
+from squall.core.topology.grouping import edge_flag
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port

@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from services import heap_decay
-from squall.core.error_reports import ErrorReports
+from squall.core.control.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
-from squall.core.topology import TopologySpec
+from squall.core.topology.model import TopologySpec
 from squall.kafka_clients import Scrubbing, load_properties
 from squall.supervision import EXIT_FILE_ENV
 

@@ -17,20 +17,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from squall.core.bolt import PARENT, BasicBolt, BatchBolt, Bolt, OutputCollector, TaskContext
-    from squall.core.state import KeyValueState
-    from squall.core.topology import TopologySpec
-    from squall.core.topology_builder import TopologyBuilder
-    from squall.core.tuples import Tuple
+    from squall.core.bolt_api.bolt import (
+        PARENT,
+        BasicBolt,
+        BatchBolt,
+        Bolt,
+        OutputCollector,
+        TaskContext,
+    )
+    from squall.core.bolt_api.state import KeyValueState
+    from squall.core.reliability.tuples import Tuple
+    from squall.core.topology.builder import TopologyBuilder
+    from squall.core.topology.model import TopologySpec
 
 __version__ = "0.1.0"
 
 _HOMES = {
-    "PARENT": "squall.core.bolt", "BasicBolt": "squall.core.bolt",
-    "BatchBolt": "squall.core.bolt", "Bolt": "squall.core.bolt",
-    "OutputCollector": "squall.core.bolt", "TaskContext": "squall.core.bolt",
-    "KeyValueState": "squall.core.state", "TopologyBuilder": "squall.core.topology_builder",
-    "TopologySpec": "squall.core.topology", "Tuple": "squall.core.tuples",
+    "PARENT": "squall.core.bolt_api.bolt", "BasicBolt": "squall.core.bolt_api.bolt",
+    "BatchBolt": "squall.core.bolt_api.bolt", "Bolt": "squall.core.bolt_api.bolt",
+    "OutputCollector": "squall.core.bolt_api.bolt", "TaskContext": "squall.core.bolt_api.bolt",
+    "KeyValueState": "squall.core.bolt_api.state",
+    "TopologyBuilder": "squall.core.topology.builder",
+    "TopologySpec": "squall.core.topology.model", "Tuple": "squall.core.reliability.tuples",
 }
 
 __all__ = ["PARENT", "BasicBolt", "BatchBolt", "Bolt", "KeyValueState", "OutputCollector",

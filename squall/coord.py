@@ -18,9 +18,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.teardown import Teardown, prunable
 from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
-from squall.core.teardown import Teardown, prunable
 
 log = logging.getLogger("squall.coord")
 T = TypeVar("T")
@@ -35,7 +35,7 @@ ELECTION = f"{ROOT}/election"
 NAMES = f"{ROOT}/names"
 #: Sequential nodes: each submission's counter (its id's middle part).
 SUBMISSIONS = f"{ROOT}/submissions"
-#: ``teardowns/<id>``: a killed topology's teardown (squall/core/teardown.py).
+#: ``teardowns/<id>``: a killed topology's teardown (squall/core/control/teardown.py).
 TEARDOWNS = f"{ROOT}/teardowns"
 #: Done teardowns kept for ``squall kill --follow`` and GET /teardowns to read.
 KEEP_TEARDOWNS = 100

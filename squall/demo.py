@@ -25,8 +25,8 @@ from typing import Any
 
 from squall.client import ApiClient
 from squall.core.errors import ApiError
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
 from squall.demo_cluster import await_until, cluster, say
 from squall.dev.stack import StackInfo
 from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce

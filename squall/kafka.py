@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from squall.core.contiguity import Admitted, Contiguity
 from squall.core.errors import KafkaUnavailable
+from squall.core.reliability.contiguity import Admitted, Contiguity
 from squall.kafka_clients import KafkaClients, quiet_logger
 
 log = logging.getLogger("squall.kafka")
@@ -59,7 +59,8 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
 
 #: How long a gap in a Squall topic's offsets is fetched again before it is taken for real.
 #: Squall's own topics (edges, acker, results) never have gaps (no compaction, no
-#: transactions): one is a record the broker has not shown yet (squall/core/contiguity.py).
+#: transactions): one is a record the broker has not shown yet
+#: (squall/core/reliability/contiguity.py).
 GAP_HOLD_MS = 5_000
 
 

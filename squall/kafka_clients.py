@@ -1,5 +1,5 @@
 """Every Kafka client Squall makes, made here: the brokers, Squall's own settings for the
-client, and the user's properties over them (squall/core/client_properties.py says which
+client, and the user's properties over them (squall/core/control/client_properties.py says which
 properties, from where, and which Squall keeps for itself).
 
 A service loads the properties once, with its settings (``settings.kafka``); a Spark Python
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from squall.core.client_properties import (
+from squall.core.control.client_properties import (
     ENV_PREFIX,
     FILE_ENV,
     NOT_PROPS,

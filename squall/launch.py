@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from squall.core.topology import TopologySpec
+from squall.core.topology.model import TopologySpec
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients, load_properties
 from squall.supervision import Command, Supervisor

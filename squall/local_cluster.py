@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from squall.core.errors import SquallError
-from squall.core.topology import TopologySpec
+from squall.core.topology.model import TopologySpec
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.launch import spout_acked, start_topology, stop_topology
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from squall.backends import open_state
-from squall.core.bolt import PARENT, BatchBolt, TaskContext
+from squall.core.bolt_api.bolt import PARENT, BatchBolt, TaskContext
+from squall.core.topology.trident import QuerySpec, StateOptions
 from squall.core.trident.maps import map_state
-from squall.core.trident.spec import QuerySpec, StateOptions
 
 if TYPE_CHECKING:
     import pandas as pd

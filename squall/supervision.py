@@ -2,7 +2,7 @@
 
 Each child runs ``python -m <module> <args>`` with its output in a log file and dies with
 its parent. One that exits is restarted with backoff, and a crash loop is named as such
-(the policy: :mod:`squall.core.restarts`). Stopping sends SIGTERM (spouts drain and
+(the policy: :mod:`squall.core.control.restarts`). Stopping sends SIGTERM (spouts drain and
 commit), waits, and kills what is left.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from squall.core.restarts import Restarts
+from squall.core.control.restarts import Restarts
 from squall.processes import die_with_parent, free_port
 
 log = logging.getLogger("squall.supervision")

@@ -1,7 +1,7 @@
 """The topology API users write against (``from squall.topology import TopologyBuilder``)."""
 
-from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologySpec
-from squall.core.topology_builder import BoltDeclarer, TopologyBuilder
+from squall.core.topology.builder import BoltDeclarer, TopologyBuilder
+from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
 
 __all__ = ["BoltDeclarer", "BoltSpec", "InputSpec", "SpoutSpec", "TopologyBuilder",
            "TopologySpec"]

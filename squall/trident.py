@@ -6,6 +6,7 @@ The implementation is the core's (``squall.core.trident``); databases are in
 ``partition_persist:`` or ``state_query:`` in YAML / JSON (docs/trident.md).
 """
 
+from squall.core.topology.trident import MapGet
 from squall.core.trident.aggregators import CombinerAggregator, Count, ReducerAggregator, Sum
 from squall.core.trident.cached import CachedMap
 from squall.core.trident.codec import MapKind
@@ -21,7 +22,6 @@ from squall.core.trident.persist import (
     PersistentAggregate,
     StateUpdater,
 )
-from squall.core.trident.spec import MapGet
 from squall.core.trident.state import BackingMap, MapState, State, ValueUpdater
 from squall.core.trident.values import OpaqueValue, TransactionalValue
 from squall.state_query import StateQuery

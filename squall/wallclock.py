@@ -6,7 +6,8 @@ import time
 
 
 class SystemClock:
-    """Milliseconds since the Unix epoch, from the system (``squall.core.clock.Clock``)."""
+    """Milliseconds since the Unix epoch, from the system
+    (``squall.core.reliability.clock.Clock``)."""
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000

@@ -20,7 +20,7 @@ class AckerListener(Protocol):
 
     def applied(self, kinds: list[int]) -> None:
         """Records applied to a ledger: how many of each kind, indexed by
-        :class:`squall.core.records.RecordKind`."""
+        :class:`squall.core.reliability.records.RecordKind`."""
 
     def decided(self, outcomes: Mapping[str, int], resets: int,
                 latencies_s: npt.NDArray[np.float64]) -> None:

@@ -9,9 +9,9 @@ import numpy as np
 import numpy.typing as npt
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from squall.core.error_reports import ErrorReports
-from squall.core.records import RecordKind
-from squall.core.topics import ACKER_COMPONENT
+from squall.core.control.error_reports import ErrorReports
+from squall.core.reliability.records import RecordKind
+from squall.core.topology.topics import ACKER_COMPONENT
 from squall.metrics import BulkHistogram
 
 

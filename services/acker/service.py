@@ -18,13 +18,13 @@ import numpy as np
 
 from services.acker.listener import AckerListener
 from services.acker.settings import AckerSettings
-from services.acker.task import AckerTask, Applied, BadRecord, Message
-from squall.core.clock import Clock
-from squall.core.contiguity import Contiguity
-from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.records import Outcome, Results
-from squall.core.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
-from squall.core.wire import encode_fail_reasons, encode_results
+from squall.core.reliability.clock import Clock
+from squall.core.reliability.contiguity import Contiguity
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.reliability.records import Outcome, Results
+from squall.core.tasks.acker_task import AckerTask, Applied, BadRecord, Message
+from squall.core.topology.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
+from squall.core.wire.internal import encode_fail_reasons, encode_results
 from squall.kafka import (
     GAP_HOLD_MS,
     consume_ready,

@@ -10,9 +10,9 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, from_topology_file, load_settings, settings_parser
-from squall.core.client_properties import ClientProperties
-from squall.core.topics import check_name
-from squall.core.topology import TopologySpec
+from squall.core.control.client_properties import ClientProperties
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import check_name
 from squall.kafka import FETCH_WAIT_MS
 from squall.kafka_clients import KafkaClients
 
@@ -48,7 +48,8 @@ class AckerSettings(BaseSettings):
     create_topics: bool = Field(True, description="create the acker and dead-letter topics "
                                 "if they are missing")
     # "bolts": a message timeout counts only time the bolts could have processed the tree's
-    # tuples (squall/core/progress.py: no replay storms when they are slow); "wall": Storm's.
+    # tuples (squall/core/reliability/progress.py: no replay storms when they are slow);
+    # "wall": Storm's.
     timeout_clock: Literal["bolts", "wall"] = Field("bolts", description=(
         "bolts: timeouts count only time the bolts could have processed a tree; wall: "
         "Storm's, from emit"))

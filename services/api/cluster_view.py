@@ -32,8 +32,8 @@ from services.api.stats import (
     windowed,
 )
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.rolling import WINDOWS, RollingTotals, Window
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.rolling import WINDOWS, RollingTotals, Window
 
 log = logging.getLogger("squall.api")
 
@@ -111,7 +111,7 @@ class ClusterView:
         self._samples: dict[str, list[Sample]] = {}
         # Per topology, per metrics endpoint (a process): its own sums per component.
         self._by_endpoint: dict[str, dict[str, dict[str, ComponentStats]]] = {}
-        # Per topology: Storm's windows over its counters (squall/core/rolling.py), by
+        # Per topology: Storm's windows over its counters (squall/core/control/rolling.py), by
         # (process's url, component, statistic): the topology's windows sum the processes;
         # Storm's visualization labels its edges with each process's own.
         self._rolling: dict[str, RollingTotals[tuple[str, str, str]]] = {}

@@ -23,9 +23,9 @@ from services.api.errors import WRITE_ERRORS, NoToken, WrongToken
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.storm_views import Numbers
-from squall.core.cluster import TopologyRecord, WorkerInfo
+from squall.core.control.cluster import TopologyRecord, WorkerInfo
 from squall.core.errors import UsageError
-from squall.core.topology import TopologySpec
+from squall.core.topology.model import TopologySpec
 
 
 def _topology_id(request: Request, topology_id: Annotated[str, Path(

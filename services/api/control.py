@@ -29,9 +29,12 @@ from squall.coord import (
     write_teardown,
 )
 from squall.coord import connect as zk_connect
-from squall.core.assignment import Unit
-from squall.core.clock import Clock
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
+from squall.core.control.assignment import Unit
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
+from squall.core.control.kept_state import carried_offsets, check_compatible, kept_teardown
+from squall.core.control.lifecycle import Lifecycle, Status, apply
+from squall.core.control.scheduler import plan, with_parallelism
+from squall.core.control.teardown import Teardown, owned, still_running
 from squall.core.errors import (
     ConflictError,
     CoordinationError,
@@ -40,13 +43,10 @@ from squall.core.errors import (
     SquallError,
     TopologyError,
 )
-from squall.core.kept_state import carried_offsets, check_compatible, kept_teardown
-from squall.core.lifecycle import Lifecycle, Status, apply
-from squall.core.scheduler import plan, with_parallelism
-from squall.core.spec_checks import MAX_NAME
-from squall.core.teardown import Teardown, owned, still_running
-from squall.core.topics import spout_group
-from squall.core.topology import TopologySpec
+from squall.core.reliability.clock import Clock
+from squall.core.topology.checks import MAX_NAME
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import spout_group
 from squall.kafka import commit_group_offsets, group_offsets
 from squall.kafka_clients import quiet_logger
 from squall.wallclock import SystemClock
@@ -202,7 +202,7 @@ class Control:
     def _tear_down(self, workers: list[WorkerInfo], assignments: list[WorkerAssignment],
                    now: int) -> None:
         """Remove what a killed topology's id owns in Kafka, once none of its processes
-        runs (squall/core/teardown.py); one per round, tried again until it succeeds."""
+        runs (squall/core/control/teardown.py); one per round, tried again until it succeeds."""
         try:
             for t in read_teardowns(self.zk, prune=True):
                 if t.done_ms is not None or still_running(t.id, workers, assignments):
@@ -224,7 +224,7 @@ class Control:
         admin = kafka.admin({"logger": quiet_logger("teardown")})
         topics = list(kafka.metadata(15).topics)
         # Where the spouts got to, before their groups go: a resubmission that keeps the
-        # state starts there (squall/core/kept_state.py).
+        # state starts there (squall/core/control/kept_state.py).
         offsets = {} if t.purge_state or t.spec is None else {
             s.name: group_offsets(kafka, spout_group(t.id, s.name), s.topics)
             for s in t.spec.spouts}

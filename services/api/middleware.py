@@ -27,7 +27,7 @@ from services.api.errors import (
     to_response,
 )
 from squall.core.errors import NotLeader
-from squall.core.spec_checks import MAX_SPEC_BYTES
+from squall.core.topology.checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 #: The reads ``reads_need_token`` closes: what topologies and the cluster are.

@@ -8,7 +8,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings, settings_parser
-from squall.core.client_properties import ClientProperties
+from squall.core.control.client_properties import ClientProperties
 from squall.kafka_clients import KafkaClients
 
 

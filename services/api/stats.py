@@ -19,7 +19,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from squall.core.error_reports import ErrorReport, parse_reports
+from squall.core.control.error_reports import ErrorReport, parse_reports
 from squall.core.errors import WireFormatError
 
 log = logging.getLogger("squall.api")
@@ -174,7 +174,7 @@ def aggregate(samples: Sequence[Sample], topology: str) -> dict[str, ComponentSt
 
 def windowed(samples: Iterable[tuple[str, Sample]]
              ) -> list[tuple[Any, tuple[str, str, str], float]]:
-    """``(endpoint, sample)`` pairs as :class:`squall.core.rolling.RollingTotals` series:
+    """``(endpoint, sample)`` pairs as :class:`squall.core.control.rolling.RollingTotals` series:
     ``(series id, (endpoint, component, statistic), value)``, counters only."""
     out: list[tuple[Any, tuple[str, str, str], float]] = []
     for url, (name, labels, value) in samples:

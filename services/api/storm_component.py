@@ -19,11 +19,11 @@ from services.api.storm_views import (
     window_pretty,
 )
 from services.api.views import Health, placements_of, pretty_uptime, uptime_s
-from squall.core.assignment import ACKER
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.assignment import ACKER
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.rolling import ALL_TIME
 from squall.core.errors import NotFoundError, TopologyError
-from squall.core.rolling import ALL_TIME
-from squall.core.topology import SpoutSpec
+from squall.core.topology.model import SpoutSpec
 
 
 def _range(tasks: list[int]) -> str:

@@ -17,8 +17,8 @@ from services.api.storm_views import (
     storm_topology,
     window_pretty,
 )
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.rolling import ALL_TIME
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.rolling import ALL_TIME
 
 
 def topology_metrics(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],

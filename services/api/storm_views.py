@@ -3,7 +3,7 @@ topology records, the workers, the summed statistics and their rolling windows.
 
 Storm's windows are ``600``, ``10800``, ``86400`` seconds and ``:all-time``. Here
 ``:all-time`` is what the processes counted in their lifetime (the sum of their counters,
-as before), and the others come from :mod:`squall.core.rolling`, kept by the API replica
+as before), and the others come from :mod:`squall.core.control.rolling`, kept by the API replica
 from its scrapes: a replica up for 5 minutes shows 5 minutes in every window. Gauges
 (pending, lag) are the current value in every window. Prometheus stays the long-term store.
 """
@@ -17,10 +17,10 @@ from urllib.parse import quote, urlsplit
 
 from services.api.stats import ComponentStats, ReportedError, Sample, is_counter
 from services.api.views import Health, placements_of, pretty_uptime, uptime_s
-from squall.core.assignment import ACKER
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.rolling import ALL_TIME, ALL_TIME_PRETTY, WINDOWS, Window
-from squall.core.topology import SpoutSpec
+from squall.core.control.assignment import ACKER
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.rolling import ALL_TIME, ALL_TIME_PRETTY, WINDOWS, Window
+from squall.core.topology.model import SpoutSpec
 
 #: Storm's window names, in Storm's order.
 WINDOW_NAMES = (*WINDOWS, ALL_TIME)

@@ -13,9 +13,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from services.api.storm_views import Numbers, output_streams, storm_topology
-from squall.core.assignment import ACKER
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.rolling import ALL_TIME
+from squall.core.control.assignment import ACKER
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.rolling import ALL_TIME
 
 
 def sanitized_stream(stream: str) -> str:

@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 
 from services.api.control import Contender
 from services.api.stats import ComponentStats
-from squall.core.assignment import ACKER
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
-from squall.core.teardown import Teardown
+from squall.core.control.assignment import ACKER
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.teardown import Teardown
 
 
 def placements_of(tid: str, assignments: dict[str, WorkerAssignment]) -> list[dict[str, Any]]:
@@ -112,6 +112,6 @@ def _numbers(s: ComponentStats) -> dict[str, Any]:
 
 
 def teardown_view(t: Teardown) -> dict[str, Any]:
-    """A killed topology's teardown (squall/core/teardown.py), with a sentence of it."""
+    """A killed topology's teardown (squall/core/control/teardown.py), with a sentence of it."""
     return {**dataclasses.asdict(t), "spec": t.spec.to_dict() if t.spec is not None else None,
             "done": t.done_ms is not None, "summary": t.summary()}

@@ -27,12 +27,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from squall.backends import open_state
-from squall.core.clock import Clock
-from squall.core.exec_result import ExecResult
-from squall.core.grouping import Edge
-from squall.core.records import AckerBatch, RecordKind
-from squall.core.routing import Router
-from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.reliability.clock import Clock
+from squall.core.reliability.records import AckerBatch, RecordKind
+from squall.core.tasks.exec_result import ExecResult
+from squall.core.topology.grouping import Edge
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.routing import Router
+from squall.core.topology.trident import (
+    AggregateSpec,
+    PersistSpec,
+    QuerySpec,
+    stored_state,
+    trident_spec,
+)
 from squall.core.trident.aggregators import CodedKeys
 from squall.core.trident.cached import CachedMap
 from squall.core.trident.maps import map_state
@@ -42,14 +49,7 @@ from squall.core.trident.persist import (
     PartitionPersist,
     PersistentAggregate,
 )
-from squall.core.trident.spec import (
-    AggregateSpec,
-    PersistSpec,
-    QuerySpec,
-    stored_state,
-    trident_spec,
-)
-from squall.core.tuple_batch import IDS_COL, ROOTS_COL, TupleBatch
+from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
 

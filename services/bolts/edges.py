@@ -14,7 +14,7 @@ from typing import Any
 
 from services.bolts import clients
 from services.bolts.planning import TaskPartition
-from squall.core.contiguity import Contiguity
+from squall.core.reliability.contiguity import Contiguity
 from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue
 
 #: A range read that brings nothing for this long is retried: re-positioned, with backoff.
@@ -42,7 +42,7 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
     that brings nothing for ``stall_s`` is retried (re-positioned at the next
     offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
     long as it takes. A gap in the offsets is fetched again until it fills or
-    ``gap_hold_ms`` passed (squall/core/contiguity.py: a broker may show a batch
+    ``gap_hold_ms`` passed (squall/core/reliability/contiguity.py: a broker may show a batch
     before an earlier one). Only the broker saying the offsets no longer exist
     ends a read early: those tuples' trees then time out and are replayed from
     the source, so nothing is lost.

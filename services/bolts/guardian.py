@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the watcher's own process imports nothing heavier than the stdlib
-    from squall.core.exec_result import CallWatch
+    from squall.core.tasks.exec_result import CallWatch
 
 #: ``phase, since_ns, deadline_ns``, then the running task's name and where to write a
 #: verdict (UTF-8, NUL-padded); then the calls' count and the input of the last call.
@@ -79,7 +79,7 @@ class Guard:
 
 class Calls:
     """Counts the calls into the bolt and notes the input of the last one (a
-    :class:`~squall.core.executor.CallWatch`)."""
+    :class:`~squall.core.tasks.executor.CallWatch`)."""
 
     __slots__ = ("count",)
 

@@ -5,13 +5,13 @@ A task runs this way on an attempt at its micro-batch after one that died: its P
 crashed (a segfault, ``os._exit``, the kernel's out-of-memory killer), was killed for running
 a call past the bolt deadline (services/bolts/guardian.py), or the whole job died with it;
 and when its micro-batch holds a suspect (services/bolts/suspects.py).
-The parts are chosen by :class:`~squall.core.culprits.CulpritSearch`; each runs in a child
-(services/bolts/sandbox.py) that builds the bolt afresh and, for a stateful bolt, starts from
-the task's state as the parts before it left it. The worker keeps what each completed part
-returned, applies its state changes, and fails the roots of each culprit with what killed
-it; the caller produces the merged result as it would the task's own. So every other record
-is executed once, and a culprit's tree is replayed by the spout (then dead-lettered, with
-that reason, when its retries run out).
+The parts are chosen by :class:`~squall.core.reliability.culprits.CulpritSearch`; each runs
+in a child (services/bolts/sandbox.py) that builds the bolt afresh and, for a stateful bolt,
+starts from the task's state as the parts before it left it. The worker keeps what each
+completed part returned, applies its state changes, and fails the roots of each culprit with
+what killed it; the caller produces the merged result as it would the task's own. So every
+other record is executed once, and a culprit's tree is replayed by the spout (then
+dead-lettered, with that reason, when its retries run out).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import pyarrow as pa
 
 from services.bolts.sandbox import Completed, Died, Sandbox
 from services.bolts.suspects import Suspects
-from squall.core.culprits import CulpritSearch, Part, units_of
+from squall.core.bolt_api.state import DELETED, KeyValueState
 from squall.core.errors import BoltFault
-from squall.core.exec_result import CallWatch, ExecResult, merged
-from squall.core.executor import BoltExecutor
-from squall.core.records import AckerBatch
-from squall.core.state import DELETED, KeyValueState
-from squall.core.tuple_batch import TupleBatch
+from squall.core.reliability.culprits import CulpritSearch, Part, units_of
+from squall.core.reliability.records import AckerBatch
+from squall.core.tasks.exec_result import CallWatch, ExecResult, merged
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.wire.tuple_batch import TupleBatch
 
 log = logging.getLogger("squall.bolts")
 

@@ -1,5 +1,5 @@
 """The bolts driver: a topology's bolts as Spark Structured Streaming queries, one per
-chain of bolts (``squall.core.chains``).
+chain of bolts (``squall.core.topology.chains``).
 
 A micro-batch's walk: the query's trigger asks the edge source where the batch ends
 (services/bolts/source.py) and Spark logs that; the driver's sink
@@ -36,10 +36,10 @@ from services.bolts.runtime.standby import (
 from services.bolts.settings import BoltSettings
 from services.bolts.warm import warm_up
 from squall.backends import default_state_path
-from squall.core.chains import chains
 from squall.core.errors import BoltFault, ConfigError
-from squall.core.topics import acker_topic, dlq_topic
-from squall.core.topology import BoltSpec, TopologySpec
+from squall.core.topology.chains import chains
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.topics import acker_topic, dlq_topic
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
@@ -63,7 +63,8 @@ def query_name(spec: TopologySpec, chain: Sequence[str]) -> str:
 def start_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSettings,
                metrics: BoltMetrics | None = None,
                stop: threading.Event | None = None) -> Any:
-    """One query for a chain of bolts (``squall.core.chains``): it reads the head's inputs."""
+    """One query for a chain of bolts (``squall.core.topology.chains``): it reads the head's
+    inputs."""
     return prepare_bolt(spark, spec, chain, s, metrics, stop).start()
 
 

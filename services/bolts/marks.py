@@ -2,11 +2,11 @@
 
 On the driver, twice a second: the edges' ends (:class:`EdgeEnds`) and each
 query's processed offsets (its last progress report; before the first one,
-its checkpoint's last committed batch) feed :class:`squall.core.progress.Processed`;
+its checkpoint's last committed batch) feed :class:`squall.core.reliability.progress.Processed`;
 its watermark goes into every acker partition as a progress mark. The acks of
 the micro-batches it covers were flushed before those batches ended, so each
 acker reads them first. The ackers time trees out on that clock: a queue or a
-stopped job never makes a tree time out (see squall/core/progress.py).
+stopped job never makes a tree time out (see squall/core/reliability/progress.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from services.bolts.source import EdgeEnds
-from squall.core.progress import Processed
-from squall.core.topics import acker_topic
-from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.wire import encode_progress
+from squall.core.reliability.progress import Processed
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.topics import acker_topic
+from squall.core.wire.internal import encode_progress
 from squall.kafka import produce
 from squall.kafka_clients import from_environment
 

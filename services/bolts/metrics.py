@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from squall.core.clock import Clock
-from squall.core.error_reports import ErrorReports
+from squall.core.control.error_reports import ErrorReports
+from squall.core.reliability.clock import Clock
 from squall.metrics import LATENCY_BUCKETS
 from squall.wallclock import SystemClock
 

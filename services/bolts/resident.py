@@ -17,11 +17,11 @@ from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
 from services.bolts.task_state import TaskState
 from squall.backends import open_kv
-from squall.core.bolt import TaskContext
-from squall.core.executor import BoltExecutor
-from squall.core.topics import spout_group
-from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import QUERY_CLASS, QuerySpec, stored_state, trident_spec
+from squall.core.bolt_api.bolt import TaskContext
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.topics import spout_group
+from squall.core.topology.trident import QUERY_CLASS, QuerySpec, stored_state, trident_spec
 from squall.wallclock import SystemClock
 
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}

@@ -2,7 +2,7 @@
 
 A child is forked from the Python worker for each part of a micro-batch under suspicion
 (services/bolts/isolation.py). It writes, in memory shared with the worker, which input the
-bolt is being called on and since when (a :class:`~squall.core.executor.CallWatch`); the
+bolt is being called on and since when (a :class:`~squall.core.tasks.executor.CallWatch`); the
 worker reaps it, or kills it once a call has run past the deadline. The child's result comes
 back through a file, pickled; the child touches no Kafka client or database connection of
 the worker's (it builds its own bolt) and leaves through ``os._exit``, so nothing of the
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from squall.core.exec_result import ALL_INPUTS, CallWatch
+from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch
 from squall.processes import die_with_parent
 
 #: What a child is doing, as its journal says.

@@ -10,10 +10,10 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings, settings_parser
-from squall.core.client_properties import ClientProperties
+from squall.core.control.client_properties import ClientProperties
 from squall.core.errors import ConfigError
-from squall.core.linger import Linger
-from squall.core.topology import TopologySpec
+from squall.core.reliability.linger import Linger
+from squall.core.topology.model import TopologySpec
 from squall.kafka_clients import KafkaClients
 
 #: C1 only: Spark plans every micro-batch anew, and C2 kept compiling what that planning
@@ -86,7 +86,7 @@ class BoltSettings(SparkSettings):
                                     "micro-batch")
     trigger_ms: int = Field(50, ge=0, description="how often a query looks for input")
     # After an idle spell a micro-batch waits for its burst to land: until the edges stood
-    # still for quiet_ms, at most linger_ms (0: never waits); squall/core/linger.py.
+    # still for quiet_ms, at most linger_ms (0: never waits); squall/core/reliability/linger.py.
     quiet_ms: int = Field(Linger.quiet_ms, ge=0, description=(
         "after an idle spell, a micro-batch starts once its input stood still this long"))
     linger_ms: int = Field(Linger.linger_ms, ge=0, description=(
@@ -97,7 +97,7 @@ class BoltSettings(SparkSettings):
         "be a warm standby: start Spark once the active job's queries run, then wait to "
         "take over (the worker starts one beside each bolts job)"))
     # Run a bolt whose only input is another bolt of this job in that bolt's query
-    # (squall/core/chains.py): one micro-batch per tree instead of two.
+    # (squall/core/topology/chains.py): one micro-batch per tree instead of two.
     fuse: bool = Field(True, description=(
         "run a bolt whose only input is another bolt of this job in that bolt's query"))
     # Where stateful bolts and persistent aggregates keep their state (postgresql://...,

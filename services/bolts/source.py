@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from services.bolts.planning import TaskPartition, edge_key, next_offsets, plan_partitions
-from squall.core.linger import Linger
+from squall.core.reliability.linger import Linger
 from squall.kafka import paced_fetches
 from squall.kafka_clients import from_environment
 
@@ -70,7 +70,7 @@ class EdgeReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         ends = self._high_watermarks()
-        # After an idle spell, wait for the burst to land (squall/core/linger.py).
+        # After an idle spell, wait for the burst to land (squall/core/reliability/linger.py).
         while not self._linger.ready(int(time.monotonic() * 1000), start, ends, budget):
             time.sleep(LINGER_POLL_S)
             ends = self._high_watermarks()

@@ -29,7 +29,7 @@ from services.bolts.runtime.session import spark_session
 from services.bolts.settings import SpareSettings, parse_args, parse_spare_args
 from services.bolts.warm import warm_planning, warm_up
 from services.common import run_service
-from squall.core.error_reports import ErrorReports
+from squall.core.control.error_reports import ErrorReports
 from squall.handoff import wait_for_handoff
 
 log = logging.getLogger("squall.bolts.spare")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from squall.core.tuple_batch import TupleBatch
+from squall.core.wire.tuple_batch import TupleBatch
 
 FILE = "suspects.json"
 #: Source messages kept (the oldest go first): a culprit's replays come within its retries.

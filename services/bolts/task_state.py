@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Iterator
 
 from squall.backends.kv import KeyValueStore
-from squall.core.state import KeyValueState
+from squall.core.bolt_api.state import KeyValueState
 
 
 class TaskState:

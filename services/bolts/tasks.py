@@ -3,8 +3,8 @@
 Each Spark task of the micro-batch's job (:func:`planned_job`) runs the bolt tasks
 it owns, one after the other as a Storm executor does: for each, it reads the task's
 edge records (services/bolts/edges.py), runs the chain's head bolt and then the bolts
-fused to it (``squall.core.chains``) in that task's
-:class:`~squall.core.executor.BoltExecutor`, produces what they emitted to the
+fused to it (``squall.core.topology.chains``) in that task's
+:class:`~squall.core.tasks.executor.BoltExecutor`, produces what they emitted to the
 downstream edge topics and their coalesced acks to the acker topic, and flushes before
 the micro-batch may commit. A micro-batch that Spark runs again after a crash is skipped
 by a task that finished it, and failed at once (its roots replayed by the spouts) by one
@@ -30,16 +30,16 @@ from services.bolts.planning import TaskPartition, logged_partitions
 from services.bolts.report import LAST_ERRORS, BatchReport
 from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
-from squall.core.chains import fused_edge
-from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.exec_result import add_counts
-from squall.core.records import AckerBatch
-from squall.core.topics import acker_topic, dlq_topic
-from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.trident.spec import STATEFUL
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
-from squall.core.wire import encode_acker_messages, encode_reason_messages
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.reliability.records import AckerBatch
+from squall.core.tasks.exec_result import add_counts
+from squall.core.topology.chains import fused_edge
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.topics import acker_topic, dlq_topic
+from squall.core.topology.trident import STATEFUL
+from squall.core.wire.internal import encode_acker_messages, encode_reason_messages
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples_chunked
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.bolts")

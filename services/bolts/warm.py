@@ -21,7 +21,7 @@ def warm_up(spark: Any, modules: Sequence[str], bootstrap: str = "") -> None:
     stage, and Spark keeps the workers) and in each import what the bolt tasks will, open
     their Kafka clients (``bootstrap``) and touch their heap (:func:`heap.pretouch`), which
     the first micro-batch would otherwise wait for."""
-    mods = tuple(sorted({"services.bolts.tasks", "squall.core.executor", *modules}))
+    mods = tuple(sorted({"services.bolts.tasks", "squall.core.tasks.executor", *modules}))
 
     def imports(part: Iterable[int]) -> Iterator[int]:
         for m in mods:

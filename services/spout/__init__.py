@@ -1,5 +1,5 @@
 """Spout service: reads source partitions, keeps each offset pending until its tree completes.
 
-Built on :class:`squall.core.offsets.OffsetManager` and
-:class:`squall.core.retry.RetrySchedule`.
+Built on :class:`squall.core.reliability.offsets.OffsetManager` and
+:class:`squall.core.reliability.retry.RetrySchedule`.
 """

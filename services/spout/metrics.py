@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from squall.core.error_reports import ErrorReports
+from squall.core.control.error_reports import ErrorReports
 from squall.metrics import BulkHistogram
 
 
@@ -51,7 +51,7 @@ class SpoutMetrics:
         for c in (self.emitted_total, self.acked, self.replayed, self.dead_lettered_total, self.bad,
                   self.recovered, self.stale):
             c.labels(*self.labels)
-        for reason in ("failed", "timeout", "backstop"):  # services/spout/task.py
+        for reason in ("failed", "timeout", "backstop"):  # squall/core/tasks/spout_task.py
             self.failed.labels(*self.labels, reason)
 
     # ----- SpoutListener -----------------------------------------------------

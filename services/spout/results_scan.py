@@ -2,7 +2,7 @@
 
 Read from the committed results position to the end: the roots the ackers reported
 acked, the salts earlier incarnations marked (the newest few), and the offsets they
-dead-lettered. :class:`~services.spout.recovery.RestartRecovery` turns them into offsets
+dead-lettered. :class:`~squall.core.tasks.spout_recovery.RestartRecovery` turns them into offsets
 not to emit again.
 """
 
@@ -12,10 +12,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from squall.core.contiguity import Contiguity
 from squall.core.errors import WireFormatError
-from squall.core.records import Outcome
-from squall.core.wire import decode_letter_marker, decode_results, decode_salt_marker
+from squall.core.reliability.contiguity import Contiguity
+from squall.core.reliability.records import Outcome
+from squall.core.wire.internal import decode_letter_marker, decode_results, decode_salt_marker
 from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous
 from squall.kafka_clients import KafkaClients
 

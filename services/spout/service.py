@@ -18,24 +18,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.spout import kept, startup
-from services.spout.effects import Emission, Settled, Undeliverable
 from services.spout.listener import SpoutListener
-from services.spout.reasons import FailReasons
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
-from services.spout.task import SpoutConfig, SpoutTask
-from squall.core.clock import Clock
-from squall.core.contiguity import Contiguity
-from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.ids import new_salt
-from squall.core.progress import AckerClocks
-from squall.core.records import Outcome
-from squall.core.scheme import load_scheme
-from squall.core.topics import acker_topic, dlq_topic, results_topic, spout_group
-from squall.core.topology import Guarantee
-from squall.core.tuple_batch import encode_tuples_chunked
-from squall.core.wire import (
+from squall.core.reliability.clock import Clock
+from squall.core.reliability.contiguity import Contiguity
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.reliability.ids import new_salt
+from squall.core.reliability.progress import AckerClocks
+from squall.core.reliability.records import Outcome
+from squall.core.tasks.spout_effects import Emission, Settled, Undeliverable
+from squall.core.tasks.spout_reasons import FailReasons
+from squall.core.tasks.spout_task import SpoutConfig, SpoutTask
+from squall.core.topology.model import Guarantee
+from squall.core.topology.topics import acker_topic, dlq_topic, results_topic, spout_group
+from squall.core.wire.internal import (
     decode_fail_reasons,
     decode_letter_marker,
     decode_results,
@@ -45,6 +43,8 @@ from squall.core.wire import (
     encode_salt_marker,
     results_clock,
 )
+from squall.core.wire.scheme import load_scheme
+from squall.core.wire.tuple_batch import encode_tuples_chunked
 from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, produce
 from squall.wallclock import SystemClock
 

@@ -10,13 +10,13 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import TaskIds, from_topology_file, load_settings, settings_parser
-from squall.core.client_properties import ClientProperties
+from squall.core.control.client_properties import ClientProperties
 from squall.core.errors import ConfigError, TopologyError
-from squall.core.grouping import Edge, edge_flag, parse_edge
-from squall.core.retry import RetrySchedule
-from squall.core.spec_checks import check_start
-from squall.core.topics import check_name
-from squall.core.topology import Guarantee, SpoutSpec, TopologySpec
+from squall.core.reliability.retry import RetrySchedule
+from squall.core.topology.checks import check_start
+from squall.core.topology.grouping import Edge, edge_flag, parse_edge
+from squall.core.topology.model import Guarantee, SpoutSpec, TopologySpec
+from squall.core.topology.topics import check_name
 from squall.kafka import FETCH_WAIT_MS
 from squall.kafka_clients import KafkaClients
 
@@ -93,15 +93,15 @@ class SpoutSettings(BaseSettings):
     producer_linger_ms: int = Field(5, ge=0, le=10_000, description=(
         "how long emitted tuples and acker inits are held to go out as one batch per "
         "partition (Kafka's linger.ms)"))
-    # squall/core/contiguity.py. On Kafka a gap in a source is real (transaction markers,
-    # compaction). For a broker that may show a record batch before an earlier one (the
+    # squall/core/reliability/contiguity.py. On Kafka a gap in a source is real (transaction
+    # markers, compaction). For a broker that may show a record batch before an earlier one (the
     # development stack sets 2000: squall/dev/profile.py).
     source_gap_hold_ms: int = Field(0, ge=0, le=600_000, description=(
         "how long a gap in a source partition's offsets is fetched again before the spout "
         "moves past it (0: at once, as Kafka's consumers do)"))
     create_topics: bool = Field(True, description="create the internal topics if missing")
     # "bolts": the ackers' timeout clock, which waits for slow bolts
-    # (squall/core/progress.py); "wall": this process's own, Storm's.
+    # (squall/core/reliability/progress.py); "wall": this process's own, Storm's.
     timeout_clock: Literal["bolts", "wall"] = Field("bolts", description=(
         "the backstop's clock: bolts (the ackers') or wall"))
 

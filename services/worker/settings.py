@@ -11,8 +11,8 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings, settings_parser
-from squall.core.assignment import Kind
-from squall.core.client_properties import ClientProperties
+from squall.core.control.assignment import Kind
+from squall.core.control.client_properties import ClientProperties
 from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 

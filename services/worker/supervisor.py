@@ -27,11 +27,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from services.worker.settings import WorkerSettings
 from squall.backends import default_state_path, purge
 from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
-from squall.core.assignment import Kind, Placement
-from squall.core.clock import Clock
-from squall.core.cluster import WorkerAssignment, WorkerInfo
+from squall.core.control.assignment import Kind, Placement
+from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.errors import SquallError
-from squall.core.topology import TopologySpec
+from squall.core.reliability.clock import Clock
+from squall.core.topology.model import TopologySpec
 from squall.handoff import hand_off
 from squall.launch import acker_args, bolts_args, spout_args
 from squall.supervision import Child, Command, Supervisor, stop_children
@@ -149,7 +149,7 @@ class WorkerService:
         self.wake.set()
 
     def _info(self) -> WorkerInfo:
-        from squall.core.assignment import Worker
+        from squall.core.control.assignment import Worker
 
         eps = tuple({**e, "restarts": c.policy.total, "crashLooping": c.policy.crash_looping,
                      "lastExit": c.last_error[-500:]}
@@ -246,7 +246,7 @@ class WorkerService:
 
     def _stop(self, gone: list[Child], topologies: set[str]) -> None:
         """Stop ``gone``; then, of ``topologies``, the killed ones' checkpoints and topology
-        files go (their teardown is queued: squall/core/teardown.py), their default state
+        files go (their teardown is queued: squall/core/control/teardown.py), their default state
         (SQLite beside the checkpoints) stays. A topology moved to another worker keeps its
         checkpoints, for them to be shared."""
         stop_children(gone, self.s.stop_timeout_s, False)

@@ -14,7 +14,7 @@ from typing import Any
 from squall.backends.kv import KeyValueStore
 from squall.backends.sql import Dialect, SqlStore, StoreName
 from squall.core.errors import StateError
-from squall.core.trident.spec import StateOptions
+from squall.core.topology.trident import StateOptions
 
 
 def default_state_path(checkpoints: Path, topology_id: str) -> Path:

@@ -37,8 +37,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from squall.backends.sql import Dialect
+from squall.core.bolt_api.state import DELETED
 from squall.core.errors import StateError
-from squall.core.state import DELETED
 
 #: Fixed, so that a key's bytes do not change with the Python that wrote them.
 _KEY_PROTOCOL = 5
@@ -61,7 +61,7 @@ class KeyValueStore:
     def claim_tasks(self, tasks: int) -> None:
         """Record that ``tasks`` tasks keep the state, or refuse if another number did:
         each task keeps its own keys, so a state kept over a resubmission
-        (squall/core/kept_state.py) or named in two topologies must keep its parallelism."""
+        (squall/core/control/kept_state.py) or named in two topologies must keep its parallelism."""
         p, s = self.d.p, self.state
         self.d.begin(self.conn)
         try:

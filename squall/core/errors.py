@@ -61,7 +61,7 @@ class ConflictError(SquallError):
 
 
 class StateConflict(ConflictError):
-    """A resubmission cannot keep the state it asked for (squall/core/kept_state.py)."""
+    """A resubmission cannot keep the state it asked for (squall/core/control/kept_state.py)."""
 
 
 class CoordinationError(SquallError):

@@ -12,10 +12,15 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch, AckerRecord, Outcome
-from squall.core.tuples import Anchoring, Tuple
-from squall.core.wire import decode_acker_batch, decode_results, encode_acker_batch, encode_results
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch, AckerRecord, Outcome
+from squall.core.reliability.tuples import Anchoring, Tuple
+from squall.core.wire.internal import (
+    decode_acker_batch,
+    decode_results,
+    encode_acker_batch,
+    encode_results,
+)
 from squall.kafka import ensure_topics
 
 

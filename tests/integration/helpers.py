@@ -18,9 +18,9 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from squall.core.ids import acker_partition
-from squall.core.records import AckerBatch, AckerRecord, RecordKind, Result
-from squall.core.wire import decode_results, encode_acker_batch
+from squall.core.reliability.ids import acker_partition
+from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind, Result
+from squall.core.wire.internal import decode_results, encode_acker_batch
 from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
@@ -240,7 +240,7 @@ class ScriptedBolt:
             return set(self.acked)
 
     def _run(self) -> None:
-        from squall.core.tuple_batch import decode_tuples
+        from squall.core.wire.tuple_batch import decode_tuples
 
         while not self._stop.is_set():
             out: list[AckerRecord] = []

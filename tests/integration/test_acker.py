@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.records import AckerRecord, Outcome, RecordKind
-from squall.core.topics import acker_topic, dlq_topic, results_topic
-from squall.core.tuples import Anchoring, Tuple
-from squall.core.wire import encode_progress
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.reliability.records import AckerRecord, Outcome, RecordKind
+from squall.core.reliability.tuples import Anchoring, Tuple
+from squall.core.topology.topics import acker_topic, dlq_topic, results_topic
+from squall.core.wire.internal import encode_progress
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ResultReader,

@@ -14,7 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from squall import __version__
-from squall.core.lifecycle import Status
+from squall.core.control.lifecycle import Status
 from tests.integration.cluster import ApiProcess, namespace
 from tests.integration.helpers import wait_for
 

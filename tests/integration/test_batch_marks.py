@@ -9,14 +9,14 @@ import pytest
 
 from services.bolts import batch_marks
 from services.bolts.tasks import run_chain
-from squall.core.ids import IdBatcher
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.core.topics import acker_topic, edge_topic
-from squall.core.topology_builder import TopologyBuilder
-from squall.core.tuple_batch import TupleBatch, encode_tuples
-from squall.core.tuples import Tuple
-from squall.core.wire import decode_acker_batch
+from squall.core.reliability.ids import IdBatcher
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch, AckerRecord, Outcome, RecordKind
+from squall.core.reliability.tuples import Tuple
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.topics import acker_topic, edge_topic
+from squall.core.wire.internal import decode_acker_batch
+from squall.core.wire.tuple_batch import TupleBatch, encode_tuples
 from squall.kafka import ensure_topics
 from tests.integration.helpers import consume, edge_ranges
 

@@ -23,12 +23,12 @@ from services.bolts.planning import logged_partitions
 from services.bolts.runtime.session import register_for_query
 from services.bolts.source import EdgeSource
 from services.bolts.tasks import BATCH_PROPERTY, planned_job
-from squall.core.ids import IdBatcher
-from squall.core.topics import edge_topic
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Tuple
+from squall.core.reliability.ids import IdBatcher
+from squall.core.reliability.tuples import Tuple
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import edge_topic
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.kafka import consume_ready
 from tests.integration.helpers import produce_source, wait_for
 

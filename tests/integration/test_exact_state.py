@@ -18,9 +18,9 @@ import pytest
 from examples.faults import EmitThenForgetEveryKth
 from squall.backends import open_store
 from squall.backends.sql import StoreName
-from squall.core.retry import RetrySchedule
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.reliability.retry import RetrySchedule
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
 from squall.core.trident.codec import MapKind
 from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
 from squall.kafka import ensure_topics
 from tests.integration.cluster import TOKEN, ApiProcess
 from tests.integration.helpers import produce_source, wait_for

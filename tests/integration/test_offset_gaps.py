@@ -2,7 +2,7 @@
 ``squall.kafka.contiguous``: every record once, in order.
 
 Tansu can answer a fetch with a record batch before an earlier one, written by another
-producer at the same moment, is visible (squall/core/contiguity.py); a consumer that
+producer at the same moment, is visible (squall/core/reliability/contiguity.py); a consumer that
 moved past the gap lost those records (one gap every 30-60 s here with eight producers
 of small batches). The reader goes back and fetches again.
 """
@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.core.contiguity import Contiguity
+from squall.core.reliability.contiguity import Contiguity
 from squall.kafka import GAP_HOLD_MS, contiguous, ensure_topics
 
 pytestmark = pytest.mark.integration

@@ -18,10 +18,10 @@ from examples.faults import CountOrDie, SplitOrDie, SplitOrDieArrow
 from examples.wordcount import SplitSentence, WordCount
 from squall.backends import open_store
 from squall.backends.sql import StoreName
-from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.topics import dlq_topic
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import dlq_topic
 from squall.core.trident.codec import MapKind
 from tests.integration.helpers import consume, wait_for
 from tests.integration.test_topology_e2e import Run, highest_counts

@@ -23,12 +23,12 @@ import pytest
 from examples.faults import CountOrDie, SplitOrDieArrow
 from services.bolts.isolation import run_isolated
 from services.bolts.sandbox import Completed, Died, Fault, Outcome, Sandbox
-from squall.core.bolt import TaskContext
-from squall.core.exec_result import ALL_INPUTS, CallWatch
-from squall.core.executor import BoltExecutor
-from squall.core.grouping import Edge, Grouping
-from squall.core.records import RecordKind
-from squall.core.tuple_batch import TupleBatch
+from squall.core.bolt_api.bolt import TaskContext
+from squall.core.reliability.records import RecordKind
+from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.tuple_batch import TupleBatch
 from squall.wallclock import SystemClock
 
 pytestmark = pytest.mark.integration

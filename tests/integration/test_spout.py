@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from services.spout.settings import SpoutSettings
 from services.spout.startup import read_ahead
-from squall.core.dead_letters import DeadLetterHeaders
-from squall.core.topics import acker_topic, dlq_topic, edge_topic
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.topology.topics import acker_topic, dlq_topic, edge_topic
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ScriptedBolt,

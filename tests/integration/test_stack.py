@@ -17,8 +17,8 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
 from squall.core.errors import StackError
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Tuple
+from squall.core.reliability.tuples import Tuple
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.dev.probes import zookeeper_session
 from squall.dev.smoke import run_smoke
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings

@@ -174,7 +174,7 @@ def test_a_stateful_bolts_state_in_postgresql(postgres_url: str) -> None:
     read back by another worker, a zombie's write refused."""
     from services.bolts.task_state import TaskState
     from squall.backends import open_kv
-    from squall.core.state import KeyValueState
+    from squall.core.bolt_api.state import KeyValueState
 
     def worker() -> TaskState:
         return TaskState(open_kv(postgres_url, "kv.test.count", 3), KeyValueState())
@@ -203,7 +203,7 @@ def test_a_user_defined_backend_counts_exactly_in_its_own_table(
     """examples/counts_table.py: a backing map of the user's own shape, with Squall's
     applied records in the same transaction."""
     from squall.backends import open_state
-    from squall.core.trident.spec import StateOptions
+    from squall.core.topology.trident import StateOptions
 
     url = f"sqlite://{tmp_path / 'state.db'}" if db == "sqlite" else \
         str(request.getfixturevalue("postgres_url"))

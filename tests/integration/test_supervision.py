@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from squall.core.restarts import Restarts
+from squall.core.control.restarts import Restarts
 from squall.supervision import Command, Exit, Supervisor
 
 # Real programs: one that fails at once (a bad flag), one that runs until stopped.

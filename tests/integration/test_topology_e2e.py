@@ -18,11 +18,11 @@ import pytest
 from examples.faults import FailEveryKth, ForgetEveryKth
 from examples.wordcount import SplitSentence, WordCount
 from services.bolts.batch_marks import DIRECTORY, last_done
-from squall.core.grouping import edge_flag
-from squall.core.scheduler import with_parallelism
-from squall.core.topics import acker_topic
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.control.scheduler import with_parallelism
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.grouping import edge_flag
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import acker_topic
 from squall.kafka import ensure_topics
 from squall.processes import child_pids, die_with_parent
 from tests.integration.helpers import (
@@ -128,7 +128,7 @@ def run(bootstrap: str, tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize("mode", ["fused", "unfused"])
 def test_word_count_completes_every_tree_and_counts_every_word(run: Run, mode: str) -> None:
-    """Fused: count runs in split's query (squall.core.chains); unfused: a query each, the
+    """Fused: count runs in split's query (squall.core.topology.chains); unfused: a query each, the
     words through Kafka."""
     lines = sentences(400)
     extra = ["--no-fuse"] if mode == "unfused" else []

@@ -15,13 +15,13 @@ import pytest
 from services.bolts.tasks import run_chain
 from squall.backends import open_store
 from squall.backends.sql import StoreName
-from squall.core.ids import IdBatcher
-from squall.core.topics import acker_topic, edge_topic
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.reliability.ids import IdBatcher
+from squall.core.reliability.tuples import Tuple
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.topics import acker_topic, edge_topic
 from squall.core.trident.codec import MapKind
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Tuple
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.kafka import ensure_topics
 from tests.integration.helpers import consume, edge_ranges
 

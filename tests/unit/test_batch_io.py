@@ -17,15 +17,15 @@ from examples.wordcount import (
     WordCountArrow,
     WordCountBatch,
 )
-from squall.core.batch_io import arrow_native, input_table
-from squall.core.bolt import PARENT, BatchBolt, TaskContext
-from squall.core.clock import ManualClock
-from squall.core.exec_result import ExecResult
-from squall.core.executor import BoltExecutor
-from squall.core.grouping import Edge, Grouping
-from squall.core.records import RecordKind
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Anchoring, Tuple
+from squall.core.bolt_api.batch_io import arrow_native, input_table
+from squall.core.bolt_api.bolt import PARENT, BatchBolt, TaskContext
+from squall.core.reliability.clock import ManualClock
+from squall.core.reliability.records import RecordKind
+from squall.core.reliability.tuples import Anchoring, Tuple
+from squall.core.tasks.exec_result import ExecResult
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 
 SPLIT_TO_COUNT = Edge("count", "squall.wc.edge.split.default.count", 3, Grouping.FIELDS,
                       ("word",))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from squall.core.chains import chains, fused_edge
-from squall.core.grouping import Grouping
-from squall.core.topology import BoltSpec, InputSpec, SpoutSpec, TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.chains import chains, fused_edge
+from squall.core.topology.grouping import Grouping
+from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
 
 
 def spec() -> TopologySpec:
@@ -38,7 +38,7 @@ def test_fusing_can_be_switched_off() -> None:
 
 
 def test_a_cycle_of_bolts_is_not_fused_into_itself() -> None:
-    """A spec refuses cycles (squall.core.spec_checks); one built without its checks still
+    """A spec refuses cycles (squall.core.topology.checks); one built without its checks still
     cannot make chains loop."""
     def bolt(name: str, up: str) -> BoltSpec:
         return BoltSpec(name, f"m:{name.upper()}", 1, (InputSpec(up),), {"default": ("x",)})

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.client_properties import (
+from squall.core.control.client_properties import (
     OWNED,
     REDACTED,
     ClientProperties,
@@ -23,7 +23,7 @@ from squall.core.client_properties import (
     parse_file,
     scrub,
 )
-from squall.core.error_reports import ErrorReports
+from squall.core.control.error_reports import ErrorReports
 from squall.core.errors import ConfigError
 from squall.kafka_clients import KafkaClients, Scrubbing, load_properties, property_environment
 

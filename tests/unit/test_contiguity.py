@@ -1,12 +1,12 @@
 """A gap in a partition's offsets is fetched again before it is moved past
-(squall/core/contiguity.py), against a simulated broker that shows some batches late."""
+(squall/core/reliability/contiguity.py), against a simulated broker that shows some batches late."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.contiguity import Contiguity
+from squall.core.reliability.contiguity import Contiguity
 
 STEP_MS = 100  # one fetch
 

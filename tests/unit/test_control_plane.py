@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.api.stats import aggregate
-from squall.core.assignment import Kind, Unit, Worker, assign, units_of
-from squall.core.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
+from squall.core.control.assignment import Kind, Unit, Worker, assign, units_of
+from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
+from squall.core.control.lifecycle import Lifecycle, Status, apply
+from squall.core.control.scheduler import advance, plan, with_parallelism
 from squall.core.errors import ConflictError, TopologyError
-from squall.core.lifecycle import Lifecycle, Status, apply
-from squall.core.scheduler import advance, plan, with_parallelism
-from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import BoltSpec, TopologySpec
 
 
 def spec(name: str = "wc", spouts: int = 2, ackers: int = 2) -> TopologySpec:

@@ -1,4 +1,4 @@
-"""The culprit search (squall/core/culprits.py): every record that kills its process is
+"""The culprit search (squall/core/reliability/culprits.py): every record that kills its process is
 named, every other one completes in exactly one part, and the search ends."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.culprits import CulpritSearch, units_of
 from squall.core.errors import UsageError
+from squall.core.reliability.culprits import CulpritSearch, units_of
 
 
 def simulate(n: int, poison: set[int], parallel: int, per_call: bool,

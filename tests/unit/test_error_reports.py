@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.error_reports import MAX_CHARS, ErrorReport, ErrorReports, parse_reports
+from squall.core.control.error_reports import MAX_CHARS, ErrorReport, ErrorReports, parse_reports
 from squall.core.errors import WireFormatError
 
 reports = st.lists(st.builds(ErrorReport, st.text(max_size=20), st.text(max_size=50),

@@ -20,16 +20,16 @@ from examples.wordcount import (
     WordCountArrow,
     WordCountBatch,
 )
-from squall.core.bolt import PARENT, BasicBolt, Bolt, TaskContext
-from squall.core.clock import ManualClock
-from squall.core.exec_result import ExecResult
-from squall.core.executor import BoltExecutor
-from squall.core.grouping import Edge, Grouping
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch, Outcome
-from squall.core.state import KeyValueState
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Anchoring, Tuple
+from squall.core.bolt_api.bolt import PARENT, BasicBolt, Bolt, TaskContext
+from squall.core.bolt_api.state import KeyValueState
+from squall.core.reliability.clock import ManualClock
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch, Outcome
+from squall.core.reliability.tuples import Anchoring, Tuple
+from squall.core.tasks.exec_result import ExecResult
+from squall.core.tasks.executor import BoltExecutor
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 
 SPLIT_TO_COUNT = Edge("count", "squall.wc.edge.split.default.count", 3, Grouping.FIELDS,
                       ("word",))
@@ -217,7 +217,7 @@ def test_named_streams_all_grouping_and_unanchored_emits() -> None:
 
 
 def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
-    from squall.core.bolt import BatchBolt
+    from squall.core.bolt_api.bolt import BatchBolt
 
     class Broken(BatchBolt):
         outputs: ClassVar = {"default": ("word",)}
@@ -236,8 +236,8 @@ def test_vectorized_path_fails_every_input_when_the_batch_raises() -> None:
 
 
 def test_fields_grouping_of_many_strings_matches_the_row_by_row_hash() -> None:
-    from squall.core.grouping import Edge, Grouping
-    from squall.core.routing import Router, fields_hash
+    from squall.core.topology.grouping import Edge, Grouping
+    from squall.core.topology.routing import Router, fields_hash
 
     words = [f"w{i % 37}" for i in range(500)] + ["", "é", "a\x1fb"]
     r = Router.for_edge(Edge("count", "t", 7, Grouping.FIELDS, ("word",)), ("word",))
@@ -254,7 +254,7 @@ def test_a_batch_bolts_columns_route_as_its_rows_would(
     row where the row-by-row fields hash does: strings, nulls, other types, several fields."""
     import pyarrow as pa
 
-    from squall.core.routing import Router
+    from squall.core.topology.routing import Router
 
     r = Router.for_edge(Edge("count", "t", parts, Grouping.FIELDS, fields), ("word", "n"))
     cols = {"word": pa.array([w for w, _ in rows], pa.string()),
@@ -268,8 +268,8 @@ def test_a_batch_bolt_sees_one_frame_of_inputs_from_several_sources() -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from squall.core.batch_io import input_frame as _frame
-    from squall.core.bolt import PARENT, BatchBolt
+    from squall.core.bolt_api.batch_io import input_frame as _frame
+    from squall.core.bolt_api.bolt import PARENT, BatchBolt
 
     a = TupleBatch.single_anchored({"word": pa.array(["x", "y"])}, None, None, source="s1")
     b = TupleBatch.single_anchored({"word": pa.array(["z"]), "n": pa.array([7])}, None, None,

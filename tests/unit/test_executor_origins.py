@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from examples.wordcount import SplitSentence, SplitSentenceArrow, SplitSentenceBatch
-from squall.core.tuple_batch import TupleBatch
+from squall.core.wire.tuple_batch import TupleBatch
 from tests.unit.test_executor import SPLIT_TO_COUNT, Harness, ctx, make_executor, through
 
 

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.errors import NotFoundError, StateConflict
-from squall.core.kept_state import (
+from squall.core.control.kept_state import (
     carried_offsets,
     check_compatible,
     incompatibilities,
     kept_teardown,
 )
-from squall.core.teardown import Teardown, prunable
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.control.teardown import Teardown, prunable
+from squall.core.errors import NotFoundError, StateConflict
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
 
 OLD = "wc-3-1700000000"
 

@@ -12,9 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import LedgerError
-from squall.core.ledger import Ledger
-from squall.core.records import MAX_TASK, AckerBatch, AckerRecord, Outcome, RecordKind, Result
-from squall.core.tuples import Anchoring, Tuple
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import (
+    MAX_TASK,
+    AckerBatch,
+    AckerRecord,
+    Outcome,
+    RecordKind,
+    Result,
+)
+from squall.core.reliability.tuples import Anchoring, Tuple
 
 T = 30_000
 F = ("x",)

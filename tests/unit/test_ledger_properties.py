@@ -9,9 +9,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.ledger import Ledger
-from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.core.tuples import Anchoring, Tuple
+from squall.core.reliability.ledger import Ledger
+from squall.core.reliability.records import AckerBatch, AckerRecord, Outcome, RecordKind
+from squall.core.reliability.tuples import Anchoring, Tuple
 
 T = 30_000
 F = ("x",)

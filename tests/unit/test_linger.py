@@ -1,12 +1,12 @@
 """A micro-batch after an idle spell waits for its burst to land, boundedly
-(squall/core/linger.py), against simulated edges whose ends grow over time."""
+(squall/core/reliability/linger.py), against simulated edges whose ends grow over time."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.linger import Linger
+from squall.core.reliability.linger import Linger
 
 STEP = 5  # ms between looks, as the source polls
 

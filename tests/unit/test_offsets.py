@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import OffsetError
-from squall.core.offsets import GiveUp, OffsetManager, OffsetState, Retry
-from squall.core.retry import RetrySchedule
+from squall.core.reliability.offsets import GiveUp, OffsetManager, OffsetState, Retry
+from squall.core.reliability.retry import RetrySchedule
 
 
 def emit_and_ack(m: OffsetManager, *offsets: int) -> None:

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import squall
-from squall.core.bolt import Bolt
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.bolt_api.bolt import Bolt
+from squall.core.topology.builder import TopologyBuilder
 
 
 def test_the_bolt_api_is_re_exported() -> None:
@@ -31,7 +31,8 @@ def test_a_process_that_reads_topologies_loads_no_arrow() -> None:
     # A worker and the API read topologies and assignments: their start on a busy
     # machine is the cluster's start. Arrow is for
     # the processes that move tuples (NumPy still comes with the Trident aggregators).
-    code = ("import sys, services.worker.__main__, services.api.__main__, squall.core.grouping;"
+    code = ("import sys, services.worker.__main__, services.api.__main__, "
+            "squall.core.topology.grouping;"
             "print('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)

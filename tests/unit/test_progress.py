@@ -1,11 +1,12 @@
-"""The bolts' watermark (squall/core/progress.py) against a model that keeps every observation."""
+"""The bolts' watermark (squall/core/reliability/progress.py) against a model that keeps
+every observation."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.progress import Processed, TimeoutClock
+from squall.core.reliability.progress import Processed, TimeoutClock
 
 QUERIES = {"q1": ["a:0", "a:1"], "q2": ["b:0"]}
 KEYS = ["a:0", "a:1", "b:0"]

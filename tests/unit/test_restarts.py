@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.restarts import Restarts
+from squall.core.control.restarts import Restarts
 
 
 def test_a_crash_after_a_healthy_run_restarts_at_once() -> None:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import ConfigError
-from squall.core.ids import (
+from squall.core.reliability.ids import (
     MAX_ID,
     MIN_ID,
     IdBatcher,
@@ -19,7 +19,7 @@ from squall.core.ids import (
     new_id,
     root_keys,
 )
-from squall.core.retry import RetrySchedule
+from squall.core.reliability.retry import RetrySchedule
 
 
 def test_backoff_doubles_then_caps() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.rolling import RollingTotals
+from squall.core.control.rolling import RollingTotals
 
 S = 1000  # ms
 

@@ -13,11 +13,11 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.spout.task import SpoutConfig, SpoutTask
-from squall.core.columns import to_columns
 from squall.core.errors import SchemeError
-from squall.core.grouping import Edge, Grouping
-from squall.core.scheme import (
+from squall.core.tasks.spout_task import SpoutConfig, SpoutTask
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.columns import to_columns
+from squall.core.wire.scheme import (
     JsonScheme,
     RawScheme,
     TextScheme,

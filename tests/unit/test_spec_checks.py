@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from squall.core.errors import TopologyError
-from squall.core.spec_checks import MAX_SPEC_BYTES, check_graph
-from squall.core.spec_schema import topology_json_schema
-from squall.core.topology import TopologySpec
+from squall.core.topology.checks import MAX_SPEC_BYTES, check_graph
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.schema import topology_json_schema
 
 
 def spec(**change: Any) -> dict[str, Any]:

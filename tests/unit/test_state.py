@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.state import DELETED, KeyValueState
+from squall.core.bolt_api.state import DELETED, KeyValueState
 
 
 def test_storms_names_and_the_mapping_protocol_record_changes() -> None:

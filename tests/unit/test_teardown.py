@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.assignment import Kind, Placement, Worker
-from squall.core.cluster import WorkerAssignment, WorkerInfo
-from squall.core.teardown import Teardown, owned, still_running
+from squall.core.control.assignment import Kind, Placement, Worker
+from squall.core.control.cluster import WorkerAssignment, WorkerInfo
+from squall.core.control.teardown import Teardown, owned, still_running
 
 TID = "wc-3-1795798502"
 

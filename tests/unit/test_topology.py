@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from squall.core.errors import TopologyError
-from squall.core.grouping import Grouping
-from squall.core.topology import TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.grouping import Grouping
+from squall.core.topology.model import TopologySpec
 
 
 def word_count() -> TopologySpec:

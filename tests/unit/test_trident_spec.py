@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from squall.core.errors import TopologyError
-from squall.core.topology import BoltSpec, TopologySpec
-from squall.core.topology_builder import TopologyBuilder
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.trident import CLASS, AggregateSpec
 from squall.core.trident.codec import MapKind
-from squall.core.trident.spec import CLASS, AggregateSpec
 
 YAML = """
 name: exact

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.records import AckerBatch, AckerRecord, RecordKind
-from squall.core.tuples import Anchoring, Tuple
+from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
+from squall.core.reliability.tuples import Anchoring, Tuple
 
 F = ("word", "n")
 

@@ -1,4 +1,5 @@
-"""squall.core.unique: NumPy's ``unique`` in one pass for sorted input, the same answers."""
+"""squall.core.reliability.unique: NumPy's ``unique`` in one pass for sorted input, the same
+answers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from squall.core.unique import unique, unique_first_inverse
+from squall.core.reliability.unique import unique, unique_first_inverse
 
 ints = st.lists(st.integers(-5, 40), max_size=200)
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from squall.core.dead_letters import DeadLetterHeaders
 from squall.core.errors import WireFormatError
-from squall.core.records import (
+from squall.core.reliability.dead_letters import DeadLetterHeaders
+from squall.core.reliability.records import (
     MAX_TASK,
     AckerBatch,
     AckerRecord,
@@ -22,9 +22,8 @@ from squall.core.records import (
     Result,
     Results,
 )
-from squall.core.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.core.tuples import Tuple
-from squall.core.wire import (
+from squall.core.reliability.tuples import Tuple
+from squall.core.wire.internal import (
     decode_acker_batch,
     decode_fail_reasons,
     decode_letter_marker,
@@ -39,6 +38,7 @@ from squall.core.wire import (
     encode_reason_messages,
     encode_results,
 )
+from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 
 ids = st.integers(1, 2**64 - 2)
 anchors = st.dictionaries(ids, ids, max_size=3)
@@ -188,8 +188,8 @@ def test_acker_batch_decode_is_zero_copy_sized() -> None:
 
 
 def test_large_batches_are_split_under_the_message_size() -> None:
-    from squall.core.tuple_batch import encode_tuples_chunked
-    from squall.core.wire import encode_acker_batches
+    from squall.core.wire.internal import encode_acker_batches
+    from squall.core.wire.tuple_batch import encode_tuples_chunked
 
     rows = 50_000
     batch = TupleBatch.from_columns({"w": ["x" * 30] * rows}, [{1: 2}] * rows)

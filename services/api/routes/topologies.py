@@ -13,11 +13,11 @@ from services.api import responses, views
 from services.api.context import WRITE, Ctx, IfMatch, TopologyId
 from services.api.errors import READ_ERRORS
 from squall.coord import read_teardowns, teardown_of
-from squall.core.cluster import WorkerAssignment
+from squall.core.control.cluster import WorkerAssignment
 from squall.core.errors import NotFoundError, TopologyError
-from squall.core.spec_checks import MAX_DEPTH, MAX_SPEC_BYTES
-from squall.core.spec_schema import topology_json_schema
-from squall.core.topology import TopologySpec
+from squall.core.topology.checks import MAX_DEPTH, MAX_SPEC_BYTES
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.schema import topology_json_schema
 
 router = APIRouter(responses=READ_ERRORS)
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from squall.core.errors import StateError
-from squall.core.unique import unique
+from squall.core.reliability.unique import unique
 
 I64 = npt.NDArray[np.int64]
 

@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from squall.core.reliability.unique import unique_first_inverse
 from squall.core.trident.aggregators import (
     CodedKeys,
     CombinerAggregator,
@@ -32,7 +33,6 @@ from squall.core.trident.aggregators import (
 from squall.core.trident.applied import AppliedSources, BatchRecord, TaskMark
 from squall.core.trident.maps import NonTransactionalMap
 from squall.core.trident.state import Key, MapState
-from squall.core.unique import unique_first_inverse
 
 T = TypeVar("T")
 I64 = npt.NDArray[np.int64]

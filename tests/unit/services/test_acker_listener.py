@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from services.acker.listener import AckerListener
 from services.acker.metrics import AckerMetrics
-from squall.core.records import RecordKind
+from squall.core.reliability.records import RecordKind
 
 
 def test_each_event_becomes_its_series() -> None:

@@ -7,9 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.acker.task import AckerTask, Message
-from squall.core.records import AckerBatch, AckerRecord, Outcome, RecordKind
-from squall.core.wire import encode_acker_batch, encode_fail_reasons, encode_progress
+from squall.core.reliability.records import AckerBatch, AckerRecord, Outcome, RecordKind
+from squall.core.tasks.acker_task import AckerTask, Message
+from squall.core.wire.internal import encode_acker_batch, encode_fail_reasons, encode_progress
 
 
 def msg(offset: int, *records: AckerRecord, ts: int = 0) -> Message:

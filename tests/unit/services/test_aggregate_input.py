@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from services.bolts.aggregate import _coded_keys, _input
+from squall.core.topology.trident import AggregateSpec
 from squall.core.trident.persist import UNKNOWN
-from squall.core.trident.spec import AggregateSpec
-from squall.core.tuple_batch import TupleBatch
+from squall.core.wire.tuple_batch import TupleBatch
 
 
 def test_keys_values_sources_and_records_come_through_per_tuple() -> None:

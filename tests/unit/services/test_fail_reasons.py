@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.spout.reasons import MAX_REASONS, FailReasons
-from squall.core.progress import AckerClocks
+from squall.core.reliability.progress import AckerClocks
+from squall.core.tasks.spout_reasons import MAX_REASONS, FailReasons
 
 
 def test_a_reason_is_kept_until_its_failed_result_is_read() -> None:

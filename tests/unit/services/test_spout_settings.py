@@ -6,8 +6,8 @@ import pytest
 
 from services.spout.settings import parse_args
 from squall.core.errors import ConfigError
-from squall.core.grouping import parse_edge
-from squall.core.topology import Guarantee, TopologySpec
+from squall.core.topology.grouping import parse_edge
+from squall.core.topology.model import Guarantee, TopologySpec
 
 WORDCOUNT = Path("examples/wordcount.yaml")
 

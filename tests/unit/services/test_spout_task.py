@@ -8,14 +8,14 @@ import operator
 import numpy as np
 import pytest
 
-from services.spout.effects import Emission
-from services.spout.task import SpoutConfig, SpoutTask
-from squall.core.grouping import Edge, Grouping
-from squall.core.ids import IdBatcher, derive_roots
-from squall.core.records import Outcome, Result, Results
-from squall.core.retry import RetrySchedule
-from squall.core.scheme import JsonScheme, TextScheme
-from squall.core.topology import Guarantee
+from squall.core.reliability.ids import IdBatcher, derive_roots
+from squall.core.reliability.records import Outcome, Result, Results
+from squall.core.reliability.retry import RetrySchedule
+from squall.core.tasks.spout_effects import Emission
+from squall.core.tasks.spout_task import SpoutConfig, SpoutTask
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.topology.model import Guarantee
+from squall.core.wire.scheme import JsonScheme, TextScheme
 
 EDGE = Edge("split", "squall.t.edge.spout.default.split", 2, Grouping.SHUFFLE)
 T = 1_000

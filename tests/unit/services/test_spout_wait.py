@@ -16,11 +16,11 @@ from services.spout.service import (
     TaskIO,
 )
 from services.spout.settings import parse_args
-from services.spout.task import SpoutConfig, SpoutTask
-from squall.core.grouping import Edge, Grouping
-from squall.core.records import Outcome, Result, Results
-from squall.core.retry import RetrySchedule
-from squall.core.scheme import TextScheme
+from squall.core.reliability.records import Outcome, Result, Results
+from squall.core.reliability.retry import RetrySchedule
+from squall.core.tasks.spout_task import SpoutConfig, SpoutTask
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.wire.scheme import TextScheme
 
 WORDCOUNT = Path("examples/wordcount.yaml")
 EDGE = Edge("split", "squall.wordcount.edge.sentences.default.split", 2, Grouping.SHUFFLE)

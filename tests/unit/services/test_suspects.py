@@ -12,7 +12,7 @@ import pytest
 
 from services.bolts import suspects as mod
 from services.bolts.suspects import Suspects
-from squall.core.tuple_batch import TupleBatch
+from squall.core.wire.tuple_batch import TupleBatch
 
 
 def batch(origins: list[tuple[str, int] | None]) -> TupleBatch:

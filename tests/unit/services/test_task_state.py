@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from services.bolts.task_state import TaskState
 from squall.backends import kv, open_kv
+from squall.core.bolt_api.state import KeyValueState
 from squall.core.errors import StateError
-from squall.core.state import KeyValueState
 
 
 def worker(db: Path, task: int = 0) -> TaskState:

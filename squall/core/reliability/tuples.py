@@ -1,0 +1,146 @@
+"""Tuples, anchoring and the ack records they produce (Storm's OutputCollector arithmetic).
+
+A tuple carries ``anchors``: for every root it belongs to, the XOR of the edge
+ids linking it into that root's tree (Storm's ``anchorsToIds``). Emitting a
+child anchored to an input draws a fresh edge id per (anchor, target copy),
+XORs it into the child's anchors for each of the anchor's roots and into the
+anchor's own pending ack value. Acking the input then sends, for each of its
+roots, ``anchors[root] ^ ack_val``: the input's edges leave the tree and its
+children's edges enter it, in one record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from squall.core.errors import FieldError, UsageError
+from squall.core.reliability.ids import new_id
+from squall.core.reliability.records import AckerRecord, RecordKind
+
+#: The stream a component emits on unless it names another (Storm's "default").
+DEFAULT_STREAM = "default"
+
+Fields = tuple[str, ...]
+
+
+class Tuple:
+    """A named list of values flowing on one stream, with its tree membership."""
+
+    __slots__ = ("_ack_val", "_settled", "anchors", "fields", "origin", "source", "source_task",
+                 "stream", "values")
+
+    def __init__(
+        self,
+        values: Sequence[Any],
+        fields: Fields,
+        anchors: Mapping[int, int] | None = None,
+        *,
+        stream: str = DEFAULT_STREAM,
+        source: str = "",
+        source_task: int = 0,
+        origin: tuple[str, int] | None = None,
+    ) -> None:
+        if len(values) != len(fields):
+            raise UsageError(
+                f"tuple on stream {stream!r} has {len(values)} values for fields {list(fields)}"
+            )
+        self.values = tuple(values)
+        self.fields = fields
+        self.anchors: dict[int, int] = dict(anchors or {})
+        self.stream = stream
+        self.source = source
+        self.source_task = source_task
+        #: the source message it descends from (source partition, offset), if known
+        self.origin = origin
+        self._ack_val = 0
+        self._settled = False
+
+    def __getitem__(self, key: int | str) -> Any:
+        if isinstance(key, str):
+            try:
+                return self.values[self.fields.index(key)]
+            except ValueError:
+                raise FieldError(f"no field {key!r} in {list(self.fields)}") from None
+        return self.values[key]
+
+    def __repr__(self) -> str:
+        return f"Tuple({dict(zip(self.fields, self.values, strict=True))}, stream={self.stream!r})"
+
+    @property
+    def roots(self) -> list[int]:
+        return list(self.anchors)
+
+    @property
+    def tracked(self) -> bool:
+        return bool(self.anchors)
+
+    @property
+    def settled(self) -> bool:
+        """Acked or failed already."""
+        return self._settled
+
+
+@dataclass(frozen=True, slots=True)
+class SpoutEmit:
+    """What a spout sends for one source message: the root, per-target anchors, the init."""
+
+    root: int
+    anchors: list[dict[int, int]]
+    init: AckerRecord
+
+
+class Anchoring:
+    """The bookkeeping behind emit / ack / fail for one task. Pure: returns records."""
+
+    def __init__(self, ids: Callable[[], int] = new_id) -> None:
+        self._ids = ids
+
+    def spout_emit(self, spout_task: int, n_targets: int) -> SpoutEmit:
+        """A new root sent to ``n_targets`` task copies; the init XORs every edge."""
+        root = self._ids()
+        anchors: list[dict[int, int]] = []
+        xor = 0
+        for _ in range(n_targets):
+            edge = self._ids()
+            xor ^= edge
+            anchors.append({root: edge})
+        return SpoutEmit(root, anchors, AckerRecord(RecordKind.INIT, root, xor, spout_task))
+
+    def emit(self, anchors: Sequence[Tuple], n_targets: int = 1) -> list[dict[int, int]]:
+        """Anchors for ``n_targets`` copies of a child of ``anchors`` (none: untracked)."""
+        out: list[dict[int, int]] = []
+        for _ in range(n_targets):
+            child: dict[int, int] = {}
+            for parent in anchors:
+                if not parent.anchors:
+                    continue
+                if parent._settled:
+                    raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
+                edge = self._ids()
+                parent._ack_val ^= edge
+                for root in parent.anchors:
+                    child[root] = child.get(root, 0) ^ edge
+            out.append(child)
+        return out
+
+    def ack(self, t: Tuple) -> list[AckerRecord]:
+        """Ack records for ``t``; a second ack or fail of the same tuple sends nothing."""
+        if t._settled or not t.anchors:
+            t._settled = True
+            return []
+        t._settled = True
+        return [AckerRecord(RecordKind.ACK, r, e ^ t._ack_val) for r, e in t.anchors.items()]
+
+    def fail(self, t: Tuple) -> list[AckerRecord]:
+        if t._settled or not t.anchors:
+            t._settled = True
+            return []
+        t._settled = True
+        return [AckerRecord(RecordKind.FAIL, r) for r in t.anchors]
+
+    def reset_timeout(self, t: Tuple) -> list[AckerRecord]:
+        if t._settled:
+            return []
+        return [AckerRecord(RecordKind.RESET, r) for r in t.anchors]

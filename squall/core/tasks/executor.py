@@ -1,0 +1,374 @@
+"""Runs one bolt task over a micro-batch of tuple batches (no Spark, no Kafka).
+
+Given the input batches of a micro-batch, it calls the user's bolt, keeps
+Storm's anchoring arithmetic (:class:`~squall.core.reliability.tuples.Anchoring`), routes the
+emitted tuples to the partitions of every subscribed edge, and returns them
+with the XOR-coalesced ack records. The Spark job only moves bytes around it.
+
+An exception in user code fails that input (a fast replay) and is kept as the
+component's last error; it never stops the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from squall.core.bolt_api.batch_io import BatchOutput
+from squall.core.bolt_api.bolt import BatchBolt, Bolt, OutputCollector, TaskContext
+from squall.core.bolt_api.state import KeyValueState
+from squall.core.errors import TopologyError
+from squall.core.reliability.clock import Clock
+from squall.core.reliability.ids import IdBatcher, new_id
+from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
+from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
+from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.topology.routing import Router
+from squall.core.wire.columns import to_columns
+from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Origins, TupleBatch
+
+_ANCHORS = pa.list_(pa.uint64())
+
+
+@dataclass
+class _EdgeBuffer:
+    edge: Edge
+    router: Router
+    rows: list[Sequence[Any]] = field(default_factory=list)
+    anchors: list[dict[int, int]] = field(default_factory=list)
+    parts: list[int | None] = field(default_factory=list)  # fixed partition (all / direct)
+    origins: list[tuple[str, int] | None] = field(default_factory=list)
+
+
+class BoltExecutor:
+    """One task of one bolt component."""
+
+    def __init__(self, bolt: Bolt | BatchBolt, context: TaskContext, edges: Sequence[Edge],
+                 conf: Mapping[str, Any] | None = None, ids: Callable[[], int] = new_id,
+                 *, clock: Clock, outputs: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.bolt = bolt
+        self.clock = clock
+        self.context = context
+        # The topology's declaration wins over the class's (a spec may name other fields).
+        self.outputs = {s: tuple(f) for s, f in (
+            bolt.outputs if outputs is None else outputs).items()}
+        self._anch = Anchoring(ids)
+        self._batch_ids = IdBatcher()
+        self._edges: dict[str, list[_EdgeBuffer]] = {}
+        for e in edges:
+            fields = self.outputs.get(e.stream)
+            if fields is None:
+                raise TopologyError(f"bolt {context.component!r} declares no stream {e.stream!r} "
+                                    f"for its subscriber {e.target!r}")
+            self._edges.setdefault(e.stream, []).append(
+                _EdgeBuffer(e, Router.for_edge(e, fields)))
+        self._result = ExecResult()
+        if isinstance(bolt, Bolt):
+            bolt.prepare(conf or {}, context, OutputCollector(self))
+        else:
+            bolt.prepare(conf or {}, context)
+        #: the task's keyed state, if the bolt is stateful (the caller keeps it current)
+        self.state: KeyValueState | None = None
+        if bolt.stateful:
+            self.state = KeyValueState()
+            bolt.init_state(self.state)
+        self._scratch: dict[str, tuple[int, int | None]] | None = _attribute_shape(bolt)
+
+    # ----- the collector's side ---------------------------------------------
+
+    def emit(self, stream: str, values: Sequence[Any], anchors: list[Tuple],
+             direct: int | None) -> None:
+        fields = self.outputs.get(stream)
+        if fields is None:
+            raise TopologyError(f"emit on undeclared stream {stream!r}")
+        if len(values) != len(fields):
+            raise TopologyError(f"emit of {len(values)} values on stream {stream!r} declared "
+                                f"with fields {list(fields)}")
+        buffers = self._edges.get(stream, [])
+        copies = sum(b.edge.copies for b in buffers)
+        child = iter(self._anch.emit(anchors, copies))
+        # A child descends from its first anchor's source message (exact state's key).
+        origin = next((a.origin for a in anchors if a.origin is not None), None)
+        for b in buffers:
+            g = b.edge.grouping
+            if g is Grouping.ALL:
+                for p in range(b.edge.partitions):
+                    b.rows.append(values)
+                    b.anchors.append(next(child))
+                    b.parts.append(p)
+                    b.origins.append(origin)
+                continue
+            if g is Grouping.DIRECT and direct is None:
+                raise TopologyError(f"stream {stream!r} is direct-grouped to {b.edge.target!r}: "
+                                    "use emit_direct")
+            b.rows.append(values)
+            b.anchors.append(next(child))
+            b.parts.append(direct if g is Grouping.DIRECT else None)
+            b.origins.append(origin)
+        self._result.emitted += 1
+
+    def ack(self, t: Tuple) -> None:
+        if not t.settled:
+            self._result.records += self._anch.ack(t)
+            self._result.acked += 1
+
+    def fail(self, t: Tuple) -> None:
+        if not t.settled:
+            self._result.records += self._anch.fail(t)
+            self._result.failed += 1
+
+    def reset_timeout(self, t: Tuple) -> None:
+        self._result.records += self._anch.reset_timeout(t)
+
+    def report_error(self, error: BaseException | str) -> None:
+        self._result.errors.append(_describe(error))
+
+    def _failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None:
+        """``error`` kept as the component's last error and as why ``roots`` failed."""
+        why = _describe(error)
+        self._result.errors.append(why)
+        reasons = self._result.reasons
+        for r in roots:
+            reasons.setdefault(r, f"bolt {self.context.component!r} raised {why}")
+
+    # ----- a micro-batch -----------------------------------------------------
+
+    def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
+        """``watch``: told of each call into the bolt."""
+        self._result = ExecResult()
+        if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
+            out = self._run_vectorized(self.bolt, batches, watch)
+            self._check_scratch()
+            return out
+        tuples = [t for b in batches for t in b.tuples()]
+        if isinstance(self.bolt, Bolt):
+            for i, t in enumerate(tuples):
+                self._result.executed += 1
+                if watch is not None:
+                    watch.enter(i)
+                try:
+                    self.bolt.execute(t)
+                except Exception as e:  # user code: fail the input, keep going
+                    self._failed_by(e, t.roots)
+                    self.fail(t)
+                if watch is not None:
+                    watch.leave()
+        else:
+            self._run_batch(self.bolt, batches, tuples, watch)
+        self._check_scratch()
+        return self._flush()
+
+    def _check_scratch(self) -> None:
+        """Warn once if the bolt rebinds or grows its attributes across micro-batches: Spark
+        runs a task's micro-batches in whichever Python worker is idle, so they are
+        per-process scratch, split between workers, and lost on restart."""
+        if self._scratch is None:
+            return
+        now = _attribute_shape(self.bolt)
+        changed = sorted(k for k in now.keys() | self._scratch.keys()
+                         if now.get(k) != self._scratch.get(k))
+        if changed:
+            self._scratch = None
+            self._result.warnings.append(
+                f"bolt {self.context.component!r} changed its attributes {changed} while "
+                "executing: attributes are per-process scratch (Spark runs a task's "
+                "micro-batches in any of its Python workers, and restarts lose them); keep "
+                "what must last across micro-batches in the state API (stateful = True, "
+                "self.state)")
+
+    def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
+                   tuples: list[Tuple], watch: CallWatch | None) -> None:
+        self._result.executed += len(tuples)
+        if not tuples:
+            return
+        try:
+            out = _called(bolt, batches, len(tuples), watch)
+            parents = out.parents.tolist()
+            stream_col = out.streams.tolist() if out.streams is not None else None
+            cols: dict[str, list[Any]] = {}
+            for fields in self.outputs.values():
+                for f in fields:
+                    if f not in cols:
+                        if not out.has(f):
+                            raise TopologyError(f"batch bolt output lacks declared field {f!r}")
+                        cols[f] = out.values(f)
+            for i, parent in enumerate(parents):
+                stream = stream_col[i] if stream_col else DEFAULT_STREAM
+                fields = self.outputs[stream]
+                self.emit(stream, [cols[f][i] for f in fields], [tuples[parent]], None)
+        except Exception as e:
+            self._failed_by(e, [r for t in tuples for r in t.roots])
+            for t in tuples:
+                self.fail(t)
+            return
+        for t in tuples:
+            self.ack(t)
+
+    def _flush(self) -> ExecResult:
+        res = self._result
+        for buffers in self._edges.values():
+            for b in buffers:
+                if not b.rows:
+                    continue
+                routed = b.router.route(b.rows) if any(p is None for p in b.parts) else None
+                by_part: dict[int, list[int]] = {}
+                for i, p in enumerate(b.parts):
+                    part = int(routed[i]) if p is None and routed is not None else int(p or 0)
+                    by_part.setdefault(part, []).append(i)
+                fields = self.outputs[b.edge.stream]
+                for part, idx in sorted(by_part.items()):
+                    cols, bad = to_columns(fields, [b.rows[i] for i in idx])
+                    for k, reason in bad.items():
+                        # A value that cannot share its column fails its trees, like an
+                        # exception in the bolt would: the batch and the process go on.
+                        res.records += [AckerRecord(RecordKind.FAIL, r) for r in b.anchors[idx[k]]]
+                        self._failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
+                                        b.anchors[idx[k]])
+                    keep = [i for k, i in enumerate(idx) if k not in bad]
+                    if not keep:
+                        continue
+                    res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
+                        cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
+                        source=self.context.component, source_task=self.context.task,
+                        origins=[b.origins[i] for i in keep])))
+                b.rows, b.anchors, b.parts, b.origins = [], [], [], []
+        res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
+        return res
+
+    def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
+                        watch: CallWatch | None) -> ExecResult:
+        """A batch bolt over inputs with one anchor each: no Python work per row.
+
+        Each output row gets a fresh edge id per target copy; the edge is XORed
+        into its parent's ack value (``np.bitwise_xor.at``) and becomes the
+        child's anchor; then every input is acked and the acks are coalesced
+        per root with one sort.
+        """
+        res = self._result
+        roots = _flat(batches, ROOTS_COL)
+        ids = _flat(batches, IDS_COL)
+        origins = _origins(batches)
+        n = len(roots)
+        res.executed = n
+        now = self.clock.now_ms()
+        try:
+            out = _called(bolt, batches, n, watch)
+            parents, streams = out.parents, out.streams
+            ack_vals = ids.copy()
+            for stream, fields in self.outputs.items():
+                sel = np.flatnonzero(streams == stream) if streams is not None else \
+                    (np.arange(len(out)) if stream == DEFAULT_STREAM else np.empty(0, np.int64))
+                if not sel.size or stream not in self._edges:
+                    continue
+                missing = [f for f in fields if not out.has(f)]
+                if missing:
+                    raise TopologyError(f"batch bolt output lacks declared fields {missing}")
+                cols = {f: out.arrow(f, sel) for f in fields}
+                par = parents[sel]
+                res.emitted += int(sel.size)
+                for buf in self._edges[stream]:
+                    self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins)
+        except Exception as e:
+            failed = np.unique(roots)
+            self._failed_by(e, failed.tolist())
+            res.failed = n
+            res.acks = AckerBatch.fails(failed, now)
+            return res
+        res.acked = n
+        res.acks = _coalesced_acks(roots, ack_vals, now)
+        return res
+
+    def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
+                         parents: npt.NDArray[np.int64],
+                         roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
+                         res: ExecResult, origins: Origins | None) -> None:
+        e = buf.edge
+        m = parents.size
+        if e.grouping is Grouping.ALL:
+            idx = np.repeat(np.arange(m), e.partitions)
+            parts = np.tile(np.arange(e.partitions), m)
+        elif e.grouping is Grouping.DIRECT:
+            raise TopologyError(f"a batch bolt cannot emit direct to {e.target!r}")
+        else:
+            idx = np.arange(m)
+            parts = buf.router.route_columns(cols, m)
+        edge_ids = self._batch_ids.ids(idx.size)
+        np.bitwise_xor.at(ack_vals, parents[idx], edge_ids)
+        child_roots = roots[parents[idx]]
+        for p in np.flatnonzero(np.bincount(parts, minlength=e.partitions)).tolist():  # no sort
+            s = np.flatnonzero(parts == p)
+            take = pa.array(idx[s])
+            of = parents[idx[s]]
+            res.outputs.append((e.topic, p, TupleBatch.single_anchored(
+                {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
+                stream=e.stream, source=self.context.component, source_task=self.context.task,
+                origins=None if origins is None else (origins[0].take(pa.array(of)),
+                                                      origins[1][of]))))
+
+
+def _called(bolt: BatchBolt, batches: Sequence[TupleBatch], n: int,
+            watch: CallWatch | None) -> BatchOutput:
+    """A batch bolt's one call over all ``n`` inputs, watched."""
+    if watch is None:
+        return BatchOutput.run(bolt, batches, n)
+    watch.enter(ALL_INPUTS)
+    try:
+        return BatchOutput.run(bolt, batches, n)
+    finally:
+        watch.leave()
+
+
+_FRAMEWORK_ATTRS = frozenset({"state", "collector", "conf", "context"})
+
+
+def _attribute_shape(bolt: Any) -> dict[str, tuple[int, int | None]]:
+    """Each user attribute's identity and, for a container, its size."""
+    return {k: (id(v), len(v) if isinstance(v, list | dict | set) else None)
+            for k, v in vars(bolt).items()
+            if k not in _FRAMEWORK_ATTRS and not k.startswith("__")} \
+        if hasattr(bolt, "__dict__") else {}
+
+
+def _single_anchored(batches: Sequence[TupleBatch]) -> bool:
+    """Whether every input tuple has exactly one anchor (one compute call for them all)."""
+    roots = pa.chunked_array([b.data.column(ROOTS_COL) for b in batches], _ANCHORS)
+    return len(roots) > 0 and pc.all(pc.equal(pc.list_value_length(roots), 1)).as_py() is True
+
+
+def _flat(batches: Sequence[TupleBatch], col: str) -> npt.NDArray[np.uint64]:
+    return np.asarray(pc.list_flatten(pa.chunked_array([b.data.column(col) for b in batches],
+                                                        _ANCHORS)).to_numpy(), np.uint64)
+
+
+def _origins(batches: Sequence[TupleBatch]) -> Origins | None:
+    """The inputs' source messages, one row each (None if no input carries them)."""
+    got = [b.origins() for b in batches]
+    if all(o is None for o in got):
+        return None
+    src = pa.chunked_array([pa.nulls(len(b), SRC_TYPE) if o is None else o[0]
+                            for b, o in zip(batches, got, strict=True)], SRC_TYPE)
+    off = np.concatenate([np.full(len(b), -1, np.int64) if o is None else o[1]
+                          for b, o in zip(batches, got, strict=True)])
+    return src.unify_dictionaries().combine_chunks(), off
+
+
+def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
+                    now: int) -> AckerBatch:
+    n = roots.size
+    return AckerBatch(roots, vals, np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
+                      np.full(n, now, np.int64)).coalesced()
+
+
+
+
+def _describe(error: BaseException | str) -> str:
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return error

@@ -1,0 +1,2 @@
+"""The topology: its model, builder, checks and schema, groupings and routing, fused
+chains, and the names of its topics."""

@@ -1,0 +1,126 @@
+"""Storm's ``TopologyBuilder``: a topology declared in Python, validated as it is built.
+
+``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``; and Trident's stream
+operations on it: ``persistent_aggregate``, ``partition_persist``, ``state_query``
+(:mod:`squall.core.topology.trident` says what each is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from squall.core.reliability.tuples import DEFAULT_STREAM
+from squall.core.topology.grouping import Grouping
+from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
+from squall.core.topology.trident import CLASS as AGGREGATE_CLASS
+from squall.core.topology.trident import PERSIST_CLASS, QUERY_CLASS, trident_spec
+
+
+class BoltDeclarer:
+    """Returned by :meth:`TopologyBuilder.set_bolt`: declare its inputs, Storm style."""
+
+    def __init__(self, inputs: list[InputSpec]) -> None:
+        self._inputs = inputs
+
+    def _add(self, component: str, stream: str, grouping: Grouping,
+             fields: Sequence[str] = ()) -> BoltDeclarer:
+        self._inputs.append(InputSpec(component, stream, grouping, tuple(fields)))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.SHUFFLE)
+
+    def fields_grouping(self, component: str, fields: Sequence[str],
+                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.FIELDS, fields)
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.ALL)
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.GLOBAL)
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.DIRECT)
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.NONE)
+
+
+class TopologyBuilder:
+    """Storm's TopologyBuilder: ``set_spout``, ``set_bolt(...).fields_grouping(...)``, ``build``;
+    Trident's ``persistent_aggregate``, ``partition_persist``, ``state_query``."""
+
+    def __init__(self) -> None:
+        self._spouts: list[SpoutSpec] = []
+        self._bolts: list[tuple[str, str, int, list[InputSpec], dict[str, tuple[str, ...]],
+                                dict[str, Any]]] = []
+
+    def set_spout(self, name: str, topics: str | Sequence[str], parallelism: int = 1,
+                  scheme: str = "text", fields: Sequence[str] = (),
+                  start: str = "earliest") -> None:
+        t = (topics,) if isinstance(topics, str) else tuple(topics)
+        self._spouts.append(SpoutSpec(name, t, parallelism, scheme, tuple(fields), start))
+
+    def set_bolt(self, name: str, bolt: str | type, parallelism: int = 1,
+                 outputs: Mapping[str, Sequence[str]] | None = None,
+                 config: Mapping[str, Any] | None = None) -> BoltDeclarer:
+        """``bolt`` is ``module:Class`` or the class itself (its ``outputs`` are read)."""
+        if isinstance(bolt, type):
+            cls = f"{bolt.__module__}:{bolt.__qualname__}"
+            declared = getattr(bolt, "outputs", {})
+        else:
+            cls, declared = bolt, {}
+        outs = {k: tuple(v) for k, v in (outputs if outputs is not None else declared).items()}
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
+        return BoltDeclarer(inputs)
+
+    def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
+                 ) -> BoltDeclarer:
+        t = trident_spec(cls, config, f"bolt {name!r}")
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, cls, parallelism, inputs, t.outputs(), t.to_config()))
+        return BoltDeclarer(inputs)
+
+    def persistent_aggregate(self, name: str, group_by: Sequence[str],
+                             aggregator: str = "count", parallelism: int = 1, *,
+                             fields: Sequence[str] = (), output: str | None = None,
+                             kind: str = "opaque", url: str | None = None,
+                             state_name: str | None = None, cache_size: int = 0,
+                             backend: str | None = None) -> BoltDeclarer:
+        """Trident's ``groupBy(fields).persistentAggregate(state, aggregator, output)``:
+        group its input with ``fields_grouping(component, group_by)`` (or
+        ``global_grouping`` when ``group_by`` is empty)."""
+        return self._trident(name, AGGREGATE_CLASS, parallelism, {
+            "group_by": list(group_by), "aggregator": aggregator, "fields": list(fields),
+            **({"output": output} if output else {}),
+            "state": {"kind": kind, "url": url, "name": state_name, "cache_size": cache_size,
+                      "backend": backend}})
+
+    def partition_persist(self, name: str, updater: str, group_by: Sequence[str],
+                          fields: Sequence[str], outputs: Sequence[str] = (),
+                          parallelism: int = 1, *, kind: str = "opaque",
+                          url: str | None = None, state_name: str | None = None,
+                          backend: str | None = None) -> BoltDeclarer:
+        """Trident's ``partitionBy(group_by).partitionPersist(state, fields, updater,
+        outputs)``: ``updater`` ('module:Class') is given each batch's fresh tuples."""
+        return self._trident(name, PERSIST_CLASS, parallelism, {
+            "group_by": list(group_by), "updater": updater, "fields": list(fields),
+            "outputs": list(outputs),
+            "state": {"kind": kind, "url": url, "name": state_name, "backend": backend}})
+
+    def state_query(self, name: str, state: str, key: Sequence[str],
+                    function: str = "map_get", output: str = "value", parallelism: int = 1,
+                    *, fields: Sequence[str] | None = None) -> BoltDeclarer:
+        """Trident's ``stateQuery(state, key, function, output)``: each input tuple's
+        ``key`` looked up in component ``state``'s state; emits ``fields`` (default: the
+        key) and the result, anchored to the input."""
+        return self._trident(name, QUERY_CLASS, parallelism, {
+            "state": state, "key": list(key), "function": function, "output": output,
+            **({"fields": list(fields)} if fields is not None else {})})
+
+    def build(self, name: str, **conf: Any) -> TopologySpec:
+        bolts = tuple(BoltSpec(n, c, p, tuple(i), o, cf) for n, c, p, i, o, cf in self._bolts)
+        return TopologySpec(name, tuple(self._spouts), bolts, **conf).validate()

@@ -1,0 +1,265 @@
+"""Tuple batches, the wire format of the edge topics (docs/decisions.md, "Wire formats").
+
+One Arrow IPC stream per Kafka message: the declared fields as columns, plus ``__roots``
+and ``__ids`` (list<uint64>: the tuple's anchors, root -> XOR of edge ids), and optionally
+``__src`` (dictionary<int32, string>: the source partition, "topic:partition") and
+``__off`` (int64: the offset) of the source message each tuple descends from (what exact
+state needs, squall/core/trident/applied.py); stream, source component and task in the
+schema metadata. :func:`decode_tuples` raises :class:`WireFormatError` (and nothing else)
+on a malformed payload, naming what was wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from squall.core.errors import WireFormatError
+from squall.core.reliability.tuples import DEFAULT_STREAM, Fields, Tuple
+
+_VERSION = 1
+ROOTS_COL = "__roots"
+IDS_COL = "__ids"
+SRC_COL = "__src"
+OFF_COL = "__off"
+RESERVED = frozenset({ROOTS_COL, IDS_COL, SRC_COL, OFF_COL})
+_ANCHOR_TYPE = pa.list_(pa.uint64())
+SRC_TYPE = pa.dictionary(pa.int32(), pa.string())
+#: Each tuple's source message: (source partitions, offsets), dictionary-encoded names.
+Origins = tuple[pa.DictionaryArray, npt.NDArray[np.int64]]
+
+
+# ----- tuple batches ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TupleBatch:
+    """Tuples of one stream from one source task, as an Arrow record batch."""
+
+    data: pa.RecordBatch
+    stream: str = DEFAULT_STREAM
+    source: str = ""
+    source_task: int = 0
+
+    def __len__(self) -> int:
+        return int(self.data.num_rows)
+
+    @property
+    def fields(self) -> Fields:
+        return tuple(n for n in self.data.schema.names if n not in RESERVED)
+
+    @classmethod
+    def from_columns(
+        cls,
+        columns: Mapping[str, Any],
+        anchors: Sequence[Mapping[int, int]],
+        *,
+        stream: str = DEFAULT_STREAM,
+        source: str = "",
+        source_task: int = 0,
+        origins: Sequence[tuple[str, int] | None] | None = None,
+    ) -> TupleBatch:
+        bad = RESERVED.intersection(columns)
+        if bad:
+            raise WireFormatError(f"field names {sorted(bad)} are reserved")
+        n = len(anchors)
+        arrays, names = [], []
+        for name, col in columns.items():
+            arr = col if isinstance(col, pa.Array) else pa.array(col)
+            if len(arr) != n:
+                raise WireFormatError(f"column {name!r} has {len(arr)} rows, anchors have {n}")
+            arrays.append(arr)
+            names.append(name)
+        roots, ids = _anchor_columns(anchors)
+        arrays += [roots, ids]
+        names += [ROOTS_COL, IDS_COL]
+        if origins is not None and any(o is not None for o in origins):
+            arrays += [pa.array([o[0] if o else None for o in origins]).dictionary_encode(),
+                       pa.array([o[1] if o else -1 for o in origins], pa.int64())]
+            names += [SRC_COL, OFF_COL]
+        return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
+
+    @classmethod
+    def from_tuples(
+        cls,
+        tuples: Sequence[Tuple],
+        fields: Fields,
+        *,
+        stream: str = DEFAULT_STREAM,
+        source: str = "",
+        source_task: int = 0,
+    ) -> TupleBatch:
+        cols = {f: [t.values[i] for t in tuples] for i, f in enumerate(fields)}
+        return cls.from_columns(cols, [t.anchors for t in tuples], stream=stream, source=source,
+                                source_task=source_task, origins=[t.origin for t in tuples])
+
+    @classmethod
+    def single_anchored(
+        cls,
+        columns: Mapping[str, pa.Array],
+        roots: npt.NDArray[np.uint64] | None,
+        ids: npt.NDArray[np.uint64] | None,
+        *,
+        stream: str = DEFAULT_STREAM,
+        source: str = "",
+        source_task: int = 0,
+        origins: Origins | None = None,
+    ) -> TupleBatch:
+        """Tuples with one anchor each (spout tuples) straight from arrays; None: untracked."""
+        n = len(next(iter(columns.values()))) if columns else (0 if roots is None else len(roots))
+        if roots is None or ids is None:
+            off = pa.array(np.zeros(n + 1, np.int32))
+            empty = pa.array(np.empty(0, np.uint64))
+            r = i = pa.ListArray.from_arrays(off, empty)
+        else:
+            off = pa.array(np.arange(n + 1, dtype=np.int32))
+            r = pa.ListArray.from_arrays(off, pa.array(roots, pa.uint64()))
+            i = pa.ListArray.from_arrays(off, pa.array(ids, pa.uint64()))
+        arrays, names = [*columns.values(), r, i], [*columns, ROOTS_COL, IDS_COL]
+        if origins is not None:
+            arrays += [origins[0], pa.array(origins[1], pa.int64())]
+            names += [SRC_COL, OFF_COL]
+        return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
+
+    def origins(self) -> Origins | None:
+        """Each tuple's source message, if the batch carries them (offset -1, name null:
+        unknown for that tuple)."""
+        if SRC_COL not in self.data.schema.names:
+            return None
+        src = self.data.column(SRC_COL)
+        off = np.asarray(self.data.column(OFF_COL).to_numpy(zero_copy_only=False), np.int64)
+        return src, off
+
+    def first_roots(self) -> npt.NDArray[np.uint64]:
+        """Each tuple's first root (0 for an unanchored tuple): which emission of its source
+        message it belongs to."""
+        col = self.data.column(ROOTS_COL)
+        lists = col if isinstance(col, pa.ListArray) else pa.concat_arrays(col.chunks)
+        flat = np.asarray(lists.values.to_numpy(zero_copy_only=False), np.uint64)
+        starts = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), np.int64)
+        has = starts[1:] > starts[:-1]
+        out = np.zeros(len(lists), np.uint64)
+        out[has] = flat[starts[:-1][has]]
+        return out
+
+    def all_roots(self) -> npt.NDArray[np.uint64]:
+        """Every root the batch's tuples are anchored to, with repeats."""
+        col = self.data.column(ROOTS_COL)
+        lists = col if isinstance(col, pa.ListArray) else pa.concat_arrays(col.chunks)
+        return np.asarray(lists.flatten().to_numpy(zero_copy_only=False), np.uint64)
+
+    def anchors(self) -> list[dict[int, int]]:
+        roots = self.data.column(ROOTS_COL).to_pylist()
+        ids = self.data.column(IDS_COL).to_pylist()
+        return [dict(zip(r, i, strict=True)) for r, i in zip(roots, ids, strict=True)]
+
+    def tuples(self) -> list[Tuple]:
+        fields = self.fields
+        cols = [self.data.column(f).to_pylist() for f in fields]
+        o = self.origins()
+        origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else [
+            None if name is None else (name, off)
+            for name, off in zip(o[0].to_pylist(), o[1].tolist(), strict=True)]
+        return [
+            Tuple(vals, fields, anc, stream=self.stream, source=self.source,
+                  source_task=self.source_task, origin=origin)
+            for vals, anc, origin in zip(zip(*cols, strict=True) if cols else [()] * len(self),
+                                         self.anchors(), origins, strict=True)
+        ]
+
+
+def _anchor_columns(anchors: Sequence[Mapping[int, int]]) -> tuple[pa.Array, pa.Array]:
+    offsets = np.zeros(len(anchors) + 1, np.int32)
+    np.cumsum([len(a) for a in anchors], out=offsets[1:])
+    flat_roots = np.fromiter((r for a in anchors for r in a), np.uint64, int(offsets[-1]))
+    flat_ids = np.fromiter((e for a in anchors for e in a.values()), np.uint64, int(offsets[-1]))
+    off = pa.array(offsets, pa.int32())
+    return (pa.ListArray.from_arrays(off, pa.array(flat_roots, pa.uint64())),
+            pa.ListArray.from_arrays(off, pa.array(flat_ids, pa.uint64())))
+
+
+def encode_tuples(batch: TupleBatch) -> bytes:
+    meta = {
+        b"squall.stream": batch.stream.encode(),
+        b"squall.source": batch.source.encode(),
+        b"squall.source_task": str(batch.source_task).encode(),
+        b"squall.version": str(_VERSION).encode(),
+    }
+    data = batch.data.replace_schema_metadata(meta)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_batch(data)
+    return bytes(sink.getvalue())
+
+
+#: Encoded messages stay under Kafka's default 1 MiB message size.
+MAX_MESSAGE_BYTES = 900_000
+
+
+def encode_tuples_chunked(batch: TupleBatch, max_bytes: int = MAX_MESSAGE_BYTES) -> list[bytes]:
+    """One or more messages, each under ``max_bytes`` (split by rows; a single huge row is
+    sent alone and left to the broker to judge)."""
+    raw = encode_tuples(batch)
+    n = len(batch)
+    if len(raw) <= max_bytes or n <= 1:
+        return [raw]
+    half = _split_point(batch)
+    if half is None:
+        return [raw]
+    parts = (TupleBatch(batch.data.slice(0, half), batch.stream, batch.source, batch.source_task),
+             TupleBatch(batch.data.slice(half), batch.stream, batch.source, batch.source_task))
+    return [m for p in parts for m in encode_tuples_chunked(p, max_bytes)]
+
+
+def _split_point(batch: TupleBatch) -> int | None:
+    """Where to cut an oversized batch: near its middle, but never between two tuples of
+    one source message (exact state applies a message's tuples for a task together: they
+    must reach it in one Kafka record). None: it is one message's tuples."""
+    n, o = len(batch), batch.origins()
+    if o is None:
+        return n // 2
+    src = np.asarray(o[0].indices.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    cuts = np.flatnonzero((o[1][1:] != o[1][:-1]) | (src[1:] != src[:-1])) + 1
+    if not cuts.size:
+        return None
+    return int(cuts[np.argmin(np.abs(cuts - n // 2))])
+
+
+def decode_tuples(payload: bytes) -> TupleBatch:
+    try:
+        reader = pa.ipc.open_stream(pa.py_buffer(payload))
+        batches = list(reader)
+        schema = reader.schema
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise WireFormatError(f"tuple batch: not an Arrow IPC stream ({e})") from None
+    if len(batches) != 1:
+        raise WireFormatError(f"tuple batch: expected 1 record batch, found {len(batches)}")
+    data = batches[0]
+    for col in (ROOTS_COL, IDS_COL):
+        idx = schema.get_field_index(col)
+        if idx < 0:
+            raise WireFormatError(f"tuple batch: column {col!r} is missing")
+        if schema.field(idx).type != _ANCHOR_TYPE:
+            raise WireFormatError(
+                f"tuple batch: column {col!r} is {schema.field(idx).type}, expected {_ANCHOR_TYPE}"
+            )
+    roots, ids = data.column(ROOTS_COL), data.column(IDS_COL)
+    if roots.null_count or ids.null_count or not roots.offsets.equals(ids.offsets):
+        raise WireFormatError("tuple batch: __roots and __ids do not pair up row by row")
+    have = {c: schema.field(c).type for c in (SRC_COL, OFF_COL) if c in schema.names}
+    if have and have != {SRC_COL: SRC_TYPE, OFF_COL: pa.int64()}:
+        raise WireFormatError(f"tuple batch: origin columns {have}, expected {SRC_COL} "
+                              f"{SRC_TYPE} and {OFF_COL} int64 together")
+    meta = schema.metadata or {}
+    try:
+        task = int(meta.get(b"squall.source_task", b"0"))
+        stream = meta.get(b"squall.stream", DEFAULT_STREAM.encode()).decode()
+        source = meta.get(b"squall.source", b"").decode()
+    except (ValueError, UnicodeDecodeError) as e:
+        raise WireFormatError(f"tuple batch: bad metadata ({e})") from None
+    return TupleBatch(data.replace_schema_metadata(None), stream, source, task)

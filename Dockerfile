@@ -1,18 +1,23 @@
 # One image for every Squall service (api, spout / acker / bolts workers) and for the
 # Spark master and worker, so the executors have exactly the driver's Python packages.
 # The steps are docs/operations.md, "Install by hand": Java 17, then `pip install .`.
-FROM python:3.11-slim-bookworm
+# BASE: a Debian bookworm image with Python 3.11 (the public one by default; any image of
+# that shape, such as one made locally with debootstrap, where no registry is reachable).
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless procps curl \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" /usr/lib/jvm/squall-java
 WORKDIR /opt/squall
 COPY pyproject.toml README.md ./
 COPY squall ./squall
 COPY services ./services
 COPY examples ./examples
 RUN python -m pip install --no-cache-dir .
+# JAVA_HOME: the JDK of this image's architecture (amd64, arm64...), linked above.
 ENV PYSPARK_PYTHON=python \
-    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+    JAVA_HOME=/usr/lib/jvm/squall-java
 RUN useradd --create-home squall && mkdir -p /var/lib/squall && chown squall /var/lib/squall
 USER squall
 # The Spark driver's class archive (services/bolts/cds.py: a bolts job's Spark starts in

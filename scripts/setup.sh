@@ -14,12 +14,12 @@ fi
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
   || { echo "setup: Python 3.11+ is needed, $PY is $("$PY" --version 2>&1)" >&2; exit 1; }
 
-if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+if ! command -v javac >/dev/null 2>&1 && [ ! -x "${JAVA_HOME:-/nonexistent}/bin/javac" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing a JDK (ZooKeeper and Spark need Java 17)" >&2
+    echo "setup: installing a JDK (ZooKeeper and Spark need Java 17, the bolts driver javac)" >&2
     apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
   else
-    echo "setup: Java 17 is needed (ZooKeeper, Spark): install it or set JAVA_HOME" >&2
+    echo "setup: a JDK 17 is needed (ZooKeeper, Spark, the bolts driver's classes): install it or set JAVA_HOME" >&2
     exit 1
   fi
 fi

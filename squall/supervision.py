@@ -32,6 +32,18 @@ def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _echo(name: str, proc: subprocess.Popen[bytes], logf: Path) -> None:
+    """Copy a child's output, line by line, to its log file and to stdout until it ends."""
+    assert proc.stdout is not None
+    prefix = f"{name} | ".encode()
+    with open(logf, "ab") as out:
+        for line in proc.stdout:
+            out.write(line)
+            out.flush()
+            sys.stdout.buffer.write(prefix + line)
+            sys.stdout.buffer.flush()
+
+
 @dataclass(frozen=True)
 class Command:
     """What a child runs: ``python -m module *args`` (``--metrics-port`` added when
@@ -92,9 +104,13 @@ class Round:
 
 
 class Supervisor:
-    def __init__(self, logdir: Path, clock: Callable[[], int] = monotonic_ms) -> None:
+    def __init__(self, logdir: Path, clock: Callable[[], int] = monotonic_ms,
+                 echo: bool = False) -> None:
+        """``echo``: each child's output also goes to this process's stdout, each line
+        after the child's name (a container's log shows every process)."""
         self.logdir = logdir
         self.clock = clock
+        self.echo = echo
         self.children: dict[str, Child] = {}
         self._lock = threading.RLock()
 
@@ -109,10 +125,13 @@ class Supervisor:
         exit_file = logf.with_suffix(".exit")
         exit_file.unlink(missing_ok=True)
         with open(logf, "ab") as out:  # the child has its own copy of the descriptor
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                    preexec_fn=die_with_parent,
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE if self.echo else out,
+                                    stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
                                     env={**os.environ, **command.env,
                                          EXIT_FILE_ENV: str(exit_file)})
+        if self.echo:
+            threading.Thread(target=_echo, args=(name, proc, logf), daemon=True,
+                             name=f"echo-{name}").start()
         log.info("started %s (pid %d, log %s)", name, proc.pid, logf)
         child = Child(name, command, logf, proc, self.clock(), port, policy or Restarts(),
                       self.children[name].last_error if name in self.children else "")

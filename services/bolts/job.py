@@ -109,6 +109,21 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
             .queryName(query))
 
 
+def cluster_conf(master: str, spec: TopologySpec, plan: Sequence[Sequence[str]]
+                 ) -> dict[str, str]:
+    """On a cluster, a job takes the cores its queries run on at once (one per executor of
+    each chain's head), not every core of the cluster, so that the next topology's job gets
+    executors too. A ``--conf spark.cores.max`` of the user's wins."""
+    if master.startswith("local"):
+        return {}
+    cores = 0
+    for chain in plan:
+        head = spec.component(chain[0])
+        assert isinstance(head, BoltSpec)
+        cores += head.num_executors
+    return {"spark.cores.max": str(max(1, cores))}
+
+
 class BoltJob:
     """``spark``: a session started already, with these settings' shape (a spare's,
     services/bolts/spare.py); else the job starts its own."""
@@ -138,11 +153,12 @@ class BoltJob:
             if stop.is_set():
                 return
             t0 = time.monotonic()
+        plan = chains(self.spec, [b.name for b in self.bolts], self.s.fuse)
         spark = self.spark
         if spark is None:
             spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                                   self.s.checkpoint_fs == "no-fork", self.s.java_options,
-                                  self.s.conf())
+                                  cluster_conf(self.s.master, self.spec, plan) | self.s.conf())
             log.info("Spark session started (%.1f s)", time.monotonic() - t0)
         # The Python workers started, the bolts' modules imported, their Kafka clients open:
         # the active job (the lock free) does it while its queries start, which it does
@@ -155,7 +171,6 @@ class BoltJob:
         else:
             threading.Thread(target=self._warm_up, args=(spark, modules), daemon=True,
                              name="bolts-warm-up").start()
-        plan = chains(self.spec, [b.name for b in self.bolts], self.s.fuse)
         writers = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, stop)
                    for chain in plan]
         lock = lock or take_lock(lock_path, stop, lambda: driver_alive(spark))

@@ -50,6 +50,10 @@ class WorkerSettings(BaseSettings):
     # lists it.
     metrics_port: int | None = Field(None, ge=0, le=65535, description=(
         "the worker's own /metrics port (default: any free port; 0: off)"))
+    # In a container, the engine's log (`docker compose logs`, `kubectl logs`) is stdout.
+    log_stdout: bool = Field(False, description=(
+        "also write every task process's output to the worker's stdout, each line after "
+        "the process's name (the logs stay in <workdir>/logs too)"))
     stop_timeout_s: float = Field(30.0, gt=0, description=(
         "how long a stopping process may take before it is killed"))
     # Local masters only: on a cluster a standby application would hold executors.

@@ -126,7 +126,8 @@ class WorkerService:
                                registry=registry).labels(settings.worker_id, str(settings.kind))
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
-        self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms)
+        self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms,
+                              echo=settings.log_stdout)
         self.running: dict[str, ProcSpec] = {}  # what each supervised child runs
         self.assignment = WorkerAssignment()
         self._planned: WorkerAssignment | None = None

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from squall.core.control.restarts import Restarts
 from squall.supervision import Command, Exit, Supervisor
 
@@ -124,3 +126,18 @@ def test_stop_drains_the_named_children_in_turn_then_stops_the_rest_at_once(
         lines.index("term bolts"), lines.index("term acker")), lines
     # One by one, the first of the two would have waited its 20 s for the other's signal.
     assert "exit bolts saw_others=True" in lines and "exit acker saw_others=True" in lines
+
+
+def test_echo_copies_each_childs_output_to_stdout_after_its_name_and_keeps_the_log(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    sup = Supervisor(tmp_path, echo=True)
+    child = sup.start("crasher", CRASHES)
+    _until(lambda: not child.alive() and "usage" in child.log.read_text())
+    seen: list[str] = []
+
+    def echoed() -> bool:
+        seen.append(capfd.readouterr().out)
+        return "crasher | usage" in "".join(seen)
+
+    _until(echoed, 30)
+    assert "--no-such-flag" in child.log.read_text()

@@ -131,8 +131,9 @@ def test_metric_scrape_config_covers_every_service() -> None:
     assert prom["rule_files"] == ["/etc/prometheus/alerts.yml"]
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
     assert jobs["squall-api"]["static_configs"][0]["targets"] == ["api:8080"]
-    workers = set(jobs["squall-workers"]["static_configs"][0]["targets"])
-    assert workers == {"spout:9100", "acker:9100", "bolts:9100"}
+    # The workers and their task processes come from the API's service discovery only, so
+    # that each is scraped once (the workers publish their own endpoint there).
+    assert set(jobs) == {"squall-api", "squall-tasks"}
     assert jobs["squall-tasks"]["http_sd_configs"][0]["url"] == "http://api:8080/sd/prometheus"
 
 
@@ -157,21 +158,49 @@ def test_compose_file_matches_the_compose_schema(compose: dict[str, Any]) -> Non
 def test_compose_has_every_part_with_healthchecks_and_conditions(
         compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"zookeeper", "kafka", "postgres", "spark-master", "spark-worker",
-                             "api", "spout", "acker", "bolts", "prometheus", "grafana"}
+    assert set(services) == {"zookeeper", "kafka", "topics", "postgres", "spark-master",
+                             "spark-worker", "api", "spout", "acker", "bolts", "prometheus",
+                             "grafana"}
+    one_shot = {n for n, svc in services.items() if svc.get("restart") == "no"}
+    assert one_shot == {"topics"}
     for name, svc in services.items():
-        assert "healthcheck" in svc, f"{name} has no healthcheck"
+        assert name in one_shot or "healthcheck" in svc, f"{name} has no healthcheck"
         for dep, cond in (svc.get("depends_on") or {}).items():
             assert dep in services, f"{name} depends on unknown {dep}"
-            assert cond["condition"] == "service_healthy", (name, dep)
+            want = "service_completed_successfully" if dep in one_shot else "service_healthy"
+            assert cond["condition"] == want, (name, dep)
     for worker in ("spout", "acker", "bolts"):
         assert services[worker]["command"][:3] == ["worker", "--kind", worker]
         assert services[worker]["depends_on"]["api"]["condition"] == "service_healthy"
+        # /metrics listens at the worker's --metrics-host: its health is asked there.
+        host = services[worker]["command"][services[worker]["command"].index(
+            "--metrics-host") + 1]
+        assert f"http://{host}:9100/metrics" in services[worker]["healthcheck"]["test"][1]
+    # A spout refuses a source topic that is not there: it starts once they are made.
+    assert "topics" in services["spout"]["depends_on"]
     assert services["bolts"]["environment"]["SQUALL_WORKER_MASTER"] == \
         "spark://spark-master:7077"
     # Trident state lives in the compose file's PostgreSQL, reached from the bolts.
     assert services["bolts"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert "@postgres:5432/squall" in services["bolts"]["environment"]["SQUALL_STATE_URL"]
+
+
+def test_compose_keeps_its_data_in_volumes_and_shares_the_checkpoints(
+        compose: dict[str, Any]) -> None:
+    services = compose["services"]
+
+    def mounts(name: str) -> dict[str, str]:
+        return dict(v.split(":")[:2][::-1] for v in services[name].get("volumes", []))
+
+    assert set(mounts("zookeeper")) == {"/data", "/datalog"}
+    assert mounts("kafka") == {services["kafka"]["environment"]["KAFKA_LOG_DIRS"]:
+                               "kafka-data"}
+    # The Spark worker's executors read the offset logs where the bolts' drivers write them.
+    where = services["bolts"]["environment"]["SQUALL_WORKER_CHECKPOINT_DIR"]
+    assert mounts("bolts")[where] == mounts("spark-worker")[where] == "checkpoints"
+    named = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])
+             if not v.startswith(".")}
+    assert named == set(compose["volumes"])
 
 
 def test_compose_requires_its_secrets_from_the_environment() -> None:
@@ -192,7 +221,8 @@ def test_compose_dockerfile_steps_are_the_documented_install() -> None:
     guide = (ROOT / "docs/operations.md").read_text()
     section = guide.split("### Install by hand", 1)[1].split("\n## ", 1)[0]
     runs = " ".join(line for line in docker.splitlines() if line.startswith(("RUN", " &&")))
-    assert "FROM python:3.11" in docker and "Python 3.11" in section
+    assert "ARG BASE=python:3.11" in docker and "FROM ${BASE}" in docker
+    assert "Python 3.11" in section
     for step in ("openjdk-17-jdk-headless", "pip install --no-cache-dir ."):
         assert step in runs, step
         assert step.replace("--no-cache-dir ", "") in section, step

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from squall.core.errors import StackError
-from squall.dev import postgres, profile
+from squall.dev import postgres, profile, zookeeper
 from squall.dev.probes import (
     check_port_free,
     find_java,
@@ -89,22 +89,6 @@ class StackInfo:
                    [ProcessInfo(**p) for p in raw["processes"]], raw.get("postgres"))
 
 
-# ----- locating the parts ---------------------------------------------------
-
-
-# ----- the stack --------------------------------------------------------------
-
-_LOG4J = """\
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
-rootLogger.level = info
-rootLogger.appenderRef.console.ref = console
-"""
-
-
 class EmbeddedStack:
     """Start, probe and stop Tansu and ZooKeeper. Use as a context manager."""
 
@@ -145,19 +129,9 @@ class EmbeddedStack:
             ], kafka_dir, stop_signal=signal.SIGKILL)  # in memory: nothing to save, and
             # SIGTERM waited 5 s for every client to hang up
             zk_dir = self._fresh_dir("zookeeper")
-            (zk_dir / "data").mkdir()
-            (zk_dir / "log4j2.properties").write_text(_LOG4J)
-            (zk_dir / "zoo.cfg").write_text(
-                f"tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={zk_dir / 'data'}\n"
-                f"clientPort={zport}\nclientPortAddress={HOST}\nadmin.enableServer=false\n"
-                "maxClientCnxns=0\n4lw.commands.whitelist=ruok,srvr,stat\n"
-            )
-            self._spawn("zookeeper", zport, zk_dir / "zookeeper.log", [
-                java, "-Xmx256m", "-XX:+UseSerialGC",
-                f"-Dlog4j2.configurationFile={zk_dir / 'log4j2.properties'}",
-                "-cp", f"{jars}/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                str(zk_dir / "zoo.cfg"),
-            ], zk_dir)
+            config = zookeeper.write_config(zk_dir, zport, HOST)
+            self._spawn("zookeeper", zport, zk_dir / "zookeeper.log",
+                        zookeeper.server_argv(java, jars, config), zk_dir)
             if s.postgres:
                 self._start_postgres()
             self._save()

@@ -1,0 +1,47 @@
+"""A ZooKeeper server's files and command, from PySpark's own jars: the development
+stack's single server (squall/dev/stack.py) and the cluster benchmark's ensemble
+(squall/dev/ensemble.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+LOG4J = """\
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def write_config(home: Path, client_port: int, address: str, seen_as: Path | None = None,
+                 peers: Sequence[str] = (), my_id: int = 0) -> Path:
+    """``home``'s ``zoo.cfg``, ``log4j2.properties`` and ``data/``, for a server listening
+    on ``address:client_port``; the config's path as the server sees it (``seen_as``: where
+    ``home`` is mounted for it). ``peers``: the ensemble's addresses, server 1 first (none:
+    a server on its own); ``my_id``: this server's number in it."""
+    at = seen_as or home
+    (home / "data").mkdir(parents=True, exist_ok=True)
+    (home / "log4j2.properties").write_text(LOG4J)
+    lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={at / 'data'}",
+             f"clientPort={client_port}", f"clientPortAddress={address}",
+             "admin.enableServer=false", "maxClientCnxns=0",
+             "4lw.commands.whitelist=ruok,srvr,stat"]
+    if peers:
+        lines += [f"server.{i}={p}:2888:3888" for i, p in enumerate(peers, 1)]
+        (home / "data" / "myid").write_text(f"{my_id}\n")
+    (home / "zoo.cfg").write_text("\n".join(lines) + "\n")
+    return at / "zoo.cfg"
+
+
+def server_argv(java: str, jars: Path, config: Path) -> list[str]:
+    """The command of a server whose files :func:`write_config` wrote (``config``: the
+    config's path as the server sees it)."""
+    return [java, "-Xmx256m", "-XX:+UseSerialGC",
+            f"-Dlog4j2.configurationFile={config.with_name('log4j2.properties')}",
+            "-cp", f"{jars}/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(config)]

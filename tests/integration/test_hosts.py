@@ -1,0 +1,118 @@
+"""Hosts on one machine (squall/dev/hosts.py), for real: network namespaces on a bridge,
+each with its own disk. What the cluster benchmark relies on: a file on one host's disk is
+not on another's, the shared folder is on all, hosts reach each other at their addresses,
+a cut host is unreachable until healed, and killing a host kills all its processes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from squall.dev.hosts import DISK, SHARED, Hosts, netns_names
+
+pytestmark = pytest.mark.integration
+
+#: A client's whole request to the other host's server, with a short timeout.
+FETCH = ("import sys, urllib.request; "
+         "print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())")
+
+
+@pytest.fixture()
+def hosts(tmp_path: Path) -> Iterator[Hosts]:
+    with Hosts(tmp_path / "hosts", 3, tag="sqtest") as h:
+        yield h
+
+
+def _wait(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, f"not in {timeout_s} s: {what}"
+        time.sleep(0.1)
+
+
+def test_each_host_has_its_own_disk_and_all_share_the_shared_folder(hosts: Hosts) -> None:
+    h1, h2, _ = hosts.hosts
+    wrote = hosts.run(h1, ["sh", "-c", f"echo one > {DISK}/mine && echo all > {SHARED}/ours"])
+    assert wrote.returncode == 0, wrote.stderr
+    assert (h1.disk / "mine").read_text() == "one\n"
+    other = hosts.run(h2, ["sh", "-c", f"cat {DISK}/mine"])
+    assert other.returncode != 0 and "No such file" in other.stderr
+    assert hosts.run(h2, ["cat", f"{SHARED}/ours"]).stdout == "all\n"
+
+
+def test_hosts_talk_over_the_bridge_a_cut_host_is_unreachable_until_healed(
+        hosts: Hosts, tmp_path: Path) -> None:
+    h1, h2, _ = hosts.hosts
+    (h2.disk / "hello").write_text("from h2")
+    server = hosts.start(h2, [sys.executable, "-m", "http.server", "--bind", h2.address,
+                              "--directory", str(DISK), "8000"], tmp_path / "server.log")
+    url = f"http://{h2.address}:8000/hello"
+    try:
+        _wait(lambda: hosts.run(h1, [sys.executable, "-c", FETCH, url]).stdout == "from h2\n",
+              30, "h1 reads h2's server")
+        hosts.cut(h2)
+        cut = hosts.run(h1, [sys.executable, "-c", FETCH, url])
+        assert cut.returncode != 0  # timed out or unreachable
+        hosts.heal(h2)
+        _wait(lambda: hosts.run(h1, [sys.executable, "-c", FETCH, url]).returncode == 0,
+              30, "h1 reads h2's server again")
+        # Killing a host kills every process it runs, the server among them.
+        assert hosts.pids(h2)
+        assert hosts.kill(h2) >= 1
+        _wait(lambda: server.poll() is not None, 10, "the server is gone")
+        assert hosts.pids(h2) == []
+    finally:
+        server.kill()
+
+
+def test_down_leaves_no_namespace_behind(tmp_path: Path) -> None:
+    h = Hosts(tmp_path / "hosts", 2, tag="sqdown")
+    h.up()
+    names = [x.netns for x in h.hosts]
+    assert set(names) <= set(netns_names())
+    h.down()
+    assert not set(names) & set(netns_names())
+
+
+def test_a_zookeeper_ensemble_answers_while_a_majority_of_its_hosts_runs(
+        hosts: Hosts) -> None:
+    from kazoo.client import KazooClient
+
+    from squall.dev.ensemble import Ensemble
+
+    h1, h2, h3 = hosts.hosts
+    ensemble = Ensemble(hosts, [h1, h2, h3])
+    connect = ensemble.start()
+    zk = KazooClient(hosts=connect, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/kept", b"by the ensemble")
+    finally:
+        zk.stop()
+        zk.close()
+    hosts.kill(h3)  # two of three: a majority
+    _wait(lambda: _answers(connect), 60, "the ensemble answers without h3")
+    hosts.kill(h2)  # one of three: none
+    assert not any(_answers(connect) for _ in range(3))
+    ensemble.start_member(h2)
+    _wait(lambda: _answers(connect), 90, "the ensemble answers with h2 back")
+    zk = KazooClient(hosts=connect, timeout=10)
+    zk.start(timeout=30)
+    try:
+        assert zk.get("/kept")[0] == b"by the ensemble"  # on h1's and h2's disks
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _answers(connect: str) -> bool:
+    from squall.dev.probes import zookeeper_session
+
+    try:
+        return zookeeper_session(connect, 2.0)
+    except Exception:  # not yet
+        return False

@@ -24,10 +24,12 @@ def checkpoints(workdir: Path) -> Path:
 
 
 def active_driver(workdir: Path) -> list[int]:
-    """The Spark driver JVM of the bolts job that holds the topology's lock (not the warm
-    standby's): the lock file names the job's process, the JVM is its child."""
-    with contextlib.suppress(OSError, ValueError):
-        job = int((checkpoints(workdir) / "job.lock").read_text().split()[0])
+    """The Spark driver JVM of the bolts job that holds the lock of the topology's bolts
+    (not the warm standby's): the lock file names the job's process, the JVM is its child.
+    The demo's one bolts worker runs them all in one job: one lock."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        (lock,) = checkpoints(workdir).glob("job.*.lock")
+        job = int(lock.read_text().split()[0])
         return child_pids(job, KILLS[2][1])
     return []
 

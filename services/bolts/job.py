@@ -109,6 +109,13 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
             .queryName(query))
 
 
+def job_lock(checkpoints: Path, spec: TopologySpec, bolts: Sequence[str]) -> Path:
+    """The lock of the job that runs ``bolts`` of ``spec``: one active job per set of bolts
+    (its standby waits on it), apart from the jobs other workers run for the topology's
+    other bolts."""
+    return checkpoints / spec.name / f"job.{'+'.join(sorted(bolts))}.lock"
+
+
 def cluster_conf(master: str, spec: TopologySpec, plan: Sequence[Sequence[str]]
                  ) -> dict[str, str]:
     """On a cluster, a job takes the cores its queries run on at once (one per executor of
@@ -145,7 +152,8 @@ class BoltJob:
     def run(self, stop: threading.Event) -> None:
         t0 = time.monotonic()
         ensure_bolt_topics(self.spec, self.s.clients)
-        lock_path = self.s.checkpoint_dir.resolve() / self.spec.name / "job.lock"
+        lock_path = job_lock(self.s.checkpoint_dir.resolve(), self.spec,
+                             [b.name for b in self.bolts])
         if self.s.standby and self.spark is None:
             log.info("standby: starting Spark once the active job's queries run")
             if not wait_for_active(lock_path, stop):

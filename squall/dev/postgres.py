@@ -79,10 +79,10 @@ def init_cluster(data: Path, log: Path) -> None:
         raise StackError(f"initdb of {data} failed ({done.returncode}); see {log}")
 
 
-def server_argv(data: Path, port: int) -> list[str]:
+def server_argv(data: Path, port: int, listen: str = HOST) -> list[str]:
     # The socket directory is the data directory: /var/run/postgresql may not be writable.
     return [str(find_bin("postgres")), "-D", str(data), "-p", str(port), "-k", str(data),
-            "-c", f"listen_addresses={HOST}", "-c", "fsync=on", "-c", "max_connections=200"]
+            "-c", f"listen_addresses={listen}", "-c", "fsync=on", "-c", "max_connections=200"]
 
 
 def url(port: int) -> str:

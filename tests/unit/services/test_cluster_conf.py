@@ -1,10 +1,12 @@
-"""What a bolts job asks a Spark cluster for: the cores its queries run on at once."""
+"""What a bolts job asks of a cluster: the cores its queries run on at once, and a lock of
+its own beside the jobs other workers run for the topology's other bolts."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
-from services.bolts.job import cluster_conf
+from services.bolts.job import cluster_conf, job_lock
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.chains import chains
 from squall.core.topology.model import TopologySpec
@@ -32,3 +34,10 @@ def test_a_cluster_job_takes_one_core_per_executor_of_each_query_head() -> None:
 
 def test_a_local_master_is_left_alone() -> None:
     assert cluster_conf("local[2]", _spec(), [("split",)]) == {}
+
+
+def test_each_set_of_bolts_has_a_lock_of_its_own() -> None:
+    spec, here = _spec(), Path("/ckpt")
+    assert job_lock(here, spec, ["split"]) != job_lock(here, spec, ["count"])
+    assert job_lock(here, spec, ["split", "count"]) == job_lock(here, spec, ["count", "split"])
+    assert job_lock(here, spec, ["split"]).parent == here / spec.name

@@ -43,13 +43,15 @@ class Watch(threading.Thread):
     def __init__(self, cl: HostCluster) -> None:
         super().__init__(daemon=True, name="watch")
         self.cl = cl
-        self.doubled: set[tuple[str, str]] = set()
+        #: each unit seen on two hosts at once, and when first (monotonic seconds)
+        self.doubled: dict[tuple[str, str], float] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
             try:
-                self.doubled |= doubles(units_running(self.cl.hosts))
+                for u in doubles(units_running(self.cl.hosts)):
+                    self.doubled.setdefault(u, time.monotonic())
             except Exception as e:  # a process table read while the host is being killed
                 say(f"watch: {e}")
 
@@ -98,7 +100,8 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
                 "counts_delta": sum(abs(counted[w] - feeder.words[w])
                                     for w in set(counted) | set(feeder.words)),
                 "reassigned_tasks": len(before), "double_runs": len(watch.doubled),
-                "doubled": sorted(map(list, watch.doubled))}
+                # each with the seconds from the fault until it was first seen
+                "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
 
 
 def _recovery(cl: HostCluster, prog: Progress, lost: set[tuple[str, str]], t0: float,

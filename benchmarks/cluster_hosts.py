@@ -3,7 +3,9 @@ cluster: a ZooKeeper ensemble of three, the embedded broker on h1, two API repli
 h2), a Spark standalone master (h1) and a worker per host, and a spout, acker and bolts
 worker on each of h2 and h3. What the hosts share: Kafka, ZooKeeper, the PostgreSQL state
 (a database service on the bridge, outside the hosts) and the bolts' Spark checkpoints
-(the shared folder, as NFS). Everything else stays on a host's own disk."""
+(the shared folder, as NFS). Everything else stays on a host's own disk. The workers fence
+themselves (``--fence-after-s``, a sixth of their session timeout) when cut off from the
+ensemble."""
 
 from __future__ import annotations
 
@@ -151,7 +153,8 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
                 "--bootstrap-servers", bootstrap, "--workdir", str(DISK / f"worker-{kind}"),
                 "--metrics-host", h.address, "--metrics-port", str(port),
                 "--master", master, "--checkpoint-dir", str(SHARED / "checkpoints"),
-                "--session-timeout-s", str(session_timeout_s)],
+                "--session-timeout-s", str(session_timeout_s),
+                "--fence-after-s", str(session_timeout_s / 6)],
                 h.disk / "logs" / f"worker-{kind}.log",
                 env={**CODE, "SQUALL_STATE_URL": state_url, "PYSPARK_PYTHON": sys.executable,
                      "SPARK_LOCAL_IP": h.address}, cwd=h.disk)

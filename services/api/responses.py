@@ -84,6 +84,7 @@ class EndpointView(BaseModel):
     restarts: int | None = None
     crashLooping: bool | None = None
     lastExit: str | None = None
+    tasks: list[int] | None = None
 
 
 class WorkerPlacement(View):

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from services.common import load_settings, settings_parser
 from squall.core.control.assignment import Kind
 from squall.core.control.client_properties import ClientProperties
+from squall.core.control.fencing import check_grace
 from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
@@ -44,6 +45,12 @@ class WorkerSettings(BaseSettings):
         "the bolts' state database (default: SQLite beside each topology's checkpoints)"))
     session_timeout_s: float = Field(6.0, ge=2, le=120, description=(
         "ZooKeeper session timeout: how long a lost worker keeps its tasks"))
+    # squall/core/control/fencing.py: on a ZooKeeper ensemble, a worker cut off from it stops
+    # its tasks before its session can end and another worker be given them.
+    fence_after_s: float | None = Field(None, ge=0, description=(
+        "cut off from ZooKeeper this long, stop every task process until connected again "
+        "(under a third of the session timeout; default: the tasks run on while ZooKeeper "
+        "is away, as suits a single ZooKeeper server)"))
     metrics_host: str = Field("127.0.0.1", description=(
         "the host others reach its processes' /metrics at"))
     # Published in ZooKeeper with its processes' endpoints, so the API's service discovery
@@ -90,6 +97,7 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
         "Run a worker: register in ZooKeeper, run the tasks the leader assigns. Every flag "
         "can also be set as SQUALL_WORKER_<NAME> in the environment.")
     s = load_settings(WorkerSettings, p, argv, "worker")
+    check_grace(s.fence_after_s, s.session_timeout_s)
     if s.metrics_port is None:
         s = s.model_copy(update={"metrics_port": free_port()})
     return s

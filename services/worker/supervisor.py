@@ -29,12 +29,13 @@ from squall.backends import default_state_path, purge
 from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
 from squall.core.control.assignment import Kind, Placement
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
+from squall.core.control.fencing import Fence
 from squall.core.errors import SquallError
 from squall.core.reliability.clock import Clock
 from squall.core.topology.model import TopologySpec
 from squall.handoff import hand_off
 from squall.launch import acker_args, bolts_args, spout_args
-from squall.supervision import Child, Command, Supervisor, stop_children
+from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.worker")
@@ -54,6 +55,8 @@ class ProcSpec:
     kind: Kind
     component: str
     args: tuple[str, ...]
+    #: the tasks it runs (a bolts job: task 0 of each of its components)
+    tasks: tuple[int, ...] = (0,)
 
 
 def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
@@ -106,7 +109,7 @@ def _topology_file(s: WorkerSettings, topology: str, raw: dict[str, Any]) -> Pat
 def _proc(p: Placement, args: list[str], spec: dict[str, Any]) -> tuple[str, ProcSpec]:
     digest = hashlib.sha1(json.dumps([args, spec], sort_keys=True).encode()).hexdigest()[:10]
     key = f"{p.topology}.{p.kind}.{p.component}.{'-'.join(map(str, p.tasks)) or 'all'}.{digest}"
-    return key, ProcSpec(key, p.topology, p.kind, p.component, tuple(args))
+    return key, ProcSpec(key, p.topology, p.kind, p.component, tuple(args), p.tasks or (0,))
 
 
 class WorkerService:
@@ -140,14 +143,50 @@ class WorkerService:
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
         self._spares = 0  # spares started: each has a handoff file of its own
+        grace = settings.fence_after_s
+        self.fence = Fence(None if grace is None else int(grace * 1000))
+        self._session_ended = False
 
     # ----- ZooKeeper ------------------------------------------------------
 
     def _state(self, state: Any) -> None:
         log.info("ZooKeeper connection: %s", state)
-        if state == "LOST":
-            self.lost.set()  # the ephemeral node is gone: register again on reconnect
+        with self._lock:
+            if state == "LOST":
+                # The session ended: the ephemeral node is gone (register again on reconnect)
+                # and the leader may have given this worker's units to others. Nothing of the
+                # old assignment runs on: the next one comes with the new session.
+                self.lost.set()
+                self.assignment = WorkerAssignment()
+                self._session_ended = True
+            if state == "CONNECTED":
+                self.fence.connected()
+            else:
+                self.fence.disconnected(self.clock.now_ms())
         self.wake.set()
+
+    def _fence_if_due(self) -> bool:
+        """Kill every task process once cut off for the fence's grace; whether task processes
+        may start now (squall/core/control/fencing.py)."""
+        now = self.clock.now_ms()
+        with self._lock:
+            due, may_start = self.fence.due(now), self.fence.may_start()
+            lost_at = self.fence.lost_at_ms
+            ended, self._session_ended = self._session_ended, False
+        if due or ended:
+            gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
+            kill_children(gone)
+            self.running.clear()
+            self._planned = None
+            self.m_procs.set(len(self.sup.children))
+            with self._lock:
+                self.fence.stopped()
+            why = "its ZooKeeper session ended" if ended else \
+                f"cut off from ZooKeeper for {(now - (lost_at or now)) / 1000:.1f} s"
+            log.error("%s: killed its %d task processes, so that none runs beside the one the "
+                      "leader may start elsewhere; they start as assigned once connected", why,
+                      len(gone))
+        return may_start
 
     def _info(self) -> WorkerInfo:
         from squall.core.control.assignment import Worker
@@ -204,7 +243,7 @@ class WorkerService:
     def _endpoints(self, ps: ProcSpec, c: Child) -> list[dict[str, Any]]:
         url = f"http://{self.s.metrics_host}:{c.metrics_port}/metrics"
         return [{"topology": ps.topology, "kind": str(ps.kind), "component": comp, "url": url,
-                 "startedMs": c.started_ms}
+                 "startedMs": c.started_ms, "tasks": list(ps.tasks)}
                 for comp in ps.component.split(",")]
 
     def reconcile(self) -> None:
@@ -333,7 +372,8 @@ class WorkerService:
             self._publish(zk)
             zk.DataWatch(f"{ASSIGNMENTS}/{self.s.worker_id}", self._on_assignment)
             while not stop.is_set():
-                self.reconcile()
+                if self._fence_if_due():
+                    self.reconcile()
                 self._publish(zk)
                 self.wake.wait(0.5)
                 self.wake.clear()

@@ -68,3 +68,38 @@ def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
         http.close()
         worker.stop()
         api.stop()
+
+
+def test_a_fenced_worker_stops_its_tasks_while_cut_off_and_starts_them_once_back(
+        own_stack: StackInfo, tmp_path: Path) -> None:
+    """With --fence-after-s, a worker that lost ZooKeeper kills its task processes before
+    its session could end (squall/core/control/fencing.py); the session held, so the same
+    assignment runs again once it is back."""
+    zk_pid = next(p.pid for p in own_stack.processes if p.name == "zookeeper")
+    api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
+                     tmp_path / "api.log").start()
+    worker = ServiceProcess("services.worker", [
+        "--kind", "acker", "--worker-id", "acker-fenced", "--zookeeper", own_stack.zookeeper,
+        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
+        "--session-timeout-s", "20", "--fence-after-s", "1"], tmp_path / "worker.log").start()
+    procs = "squall_worker_processes{kind=acker,worker=acker-fenced}"
+    http = api.client()
+    try:
+        spec = {"name": f"zk{uuid.uuid4().hex[:6]}", "ackers": 1,
+                "spouts": [{"name": "s", "topics": ["t"]}]}
+        assert http.post("/topologies", json=spec).status_code == 201
+        wait_for(lambda: worker.metrics().get(procs) == 1, 30, "the acker task")
+        os.kill(zk_pid, signal.SIGSTOP)
+        try:
+            # kazoo notices the lost connection after about 2/3 of the session timeout.
+            wait_for(lambda: worker.metrics().get(procs) == 0, 40, "the task killed",
+                     every_s=0.5)
+            assert "cut off from ZooKeeper" in worker.log_tail(50)
+        finally:
+            os.kill(zk_pid, signal.SIGCONT)
+        wait_for(lambda: worker.metrics().get(procs) == 1, 60, "the task started again",
+                 every_s=0.5)
+    finally:
+        http.close()
+        worker.stop()
+        api.stop()

@@ -223,3 +223,28 @@ def test_aggregate_sums_tasks_and_interpolates_quantiles() -> None:
     assert st_["src"].quantile(0.5) == pytest.approx(1.0)
     assert st_["src"].quantile(0.75) == pytest.approx(1.5)
     assert st_["src"].latency_ms() == pytest.approx(1200.0)
+
+
+def test_a_unit_moves_only_once_its_old_worker_let_go_of_it() -> None:
+    """A worker back from a partition takes a share again: each unit that moves to it is
+    first dropped by the worker that runs it (which stops its process, a spout draining),
+    and given to it only once that worker no longer runs it nor stops processes of its
+    topology. No task runs on two workers at once."""
+    old, back = workers(Kind.SPOUT, 2)
+    r = rec(Lifecycle(Status.ACTIVE))
+    alone = plan([r], [info(old)], {}, 0).assignments  # both tasks on the old worker
+    running = ({"topology": "wc", "kind": "spout", "component": "src", "url": "u",
+                "tasks": [0, 1]},)
+    busy = WorkerInfo(old, "h", 1, 0, running)
+    first = plan([r], [busy, info(back)], alone, 1)
+    assert [pl.tasks for pl in first.assignments[old.id].placements] == [(0,)]
+    assert first.assignments[back.id] == WorkerAssignment()  # held back
+    draining = WorkerInfo(old, "h", 1, 0, (), ("wc",))  # its old process still stopping
+    assert plan([r], [draining, info(back)], first.assignments, 2
+                ).assignments[back.id] == WorkerAssignment()
+    let_go = WorkerInfo(old, "h", 1, 0, ({**running[0], "tasks": [0]},))
+    after = plan([r], [let_go, info(back)], first.assignments, 3)
+    assert [pl.tasks for pl in after.assignments[back.id].placements] == [(1,)]
+    # A worker that died holds nothing: its units move at once.
+    assert [pl.tasks for pl in plan([r], [info(back)], alone, 4).assignments[back.id]
+            .placements] == [(0, 1)]

@@ -54,7 +54,8 @@ class WorkerInfo:
     host: str
     pid: int
     started_ms: int
-    # Metrics endpoints of the processes it runs: {"topology", "component", "kind", "url"}.
+    # Metrics endpoints of the processes it runs: {"topology", "component", "kind", "url",
+    # "tasks"}.
     endpoints: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     # Topologies whose processes it is still stopping (a teardown waits for them).
     stopping: tuple[str, ...] = ()

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from squall.core.control.assignment import Unit, assign, units_of
+from squall.core.control.assignment import Kind, Unit, assign, units_of
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.control.lifecycle import Lifecycle, Status
 from squall.core.errors import TopologyError
@@ -74,6 +74,9 @@ def plan(records: Iterable[TopologyRecord], workers: Iterable[WorkerInfo],
     units = [u for rec in live for u in units_of(rec.id, rec.spec)]
     ws = list(workers)
     result = assign(units, [w.worker for w in ws], previous)
+    held = released_first(result.where, ws)
+    result = dataclasses.replace(
+        result, where={u: w for u, w in result.where.items() if u not in held})
     by_id = {rec.id: rec for rec in live}
     out: dict[str, WorkerAssignment] = {}
     placements = result.placements()
@@ -84,3 +87,27 @@ def plan(records: Iterable[TopologyRecord], workers: Iterable[WorkerInfo],
             mine, {i: by_id[i].spec.to_dict() for i in ids},
             {i: by_id[i].lifecycle.spouts_emit for i in ids})
     return Plan(tuple(updates), tuple(removals), out, result.unassigned)
+
+
+def released_first(where: Mapping[Unit, str], workers: Iterable[WorkerInfo]) -> set[Unit]:
+    """The units to hold back this round: each is to move to a worker while another live
+    worker still runs it, or still stops processes of its topology (a spout drains first).
+    Its old owner's assignment drops it now; its new owner gets it once the old one let go,
+    so that no task runs on two workers at once. A worker that died or whose session ended
+    holds nothing: its units move at once."""
+    running: dict[Unit, set[str]] = {}
+    stopping: dict[str, set[str]] = {}
+    kinds = {k.value: k for k in Kind}
+    for w in workers:
+        for t in w.stopping:
+            stopping.setdefault(t, set()).add(w.worker.id)
+        for e in w.endpoints:
+            kind = kinds.get(str(e.get("kind", "")))
+            if kind is None:  # the worker's own endpoint
+                continue
+            for task in e.get("tasks") or (0,):
+                u = Unit(str(e.get("topology", "")), kind, str(e.get("component", "")),
+                         int(task))
+                running.setdefault(u, set()).add(w.worker.id)
+    return {u for u, w in where.items()
+            if (running.get(u, set()) | stopping.get(u.topology, set())) - {w}}

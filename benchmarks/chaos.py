@@ -248,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         deadline = time.monotonic() + a.drain_timeout_s
         while commits.value < fed and time.monotonic() < deadline:
             time.sleep(1)
+        if commits.value < fed:  # what ran as it stalled: the log says where to look
+            with contextlib.suppress(ApiError, OSError):
+                say(f"not drained in {a.drain_timeout_s:.0f} s: committed {commits.value:,}; "
+                    "workers: " + "; ".join(
+                        f"{w['id']}: {len(w['placements'])} placements, {len(w['running'])} "
+                        "endpoints up" for w in cl.client.workers()))
         commits.stop.set()
         committed = prog.committed()
         drained_s = round(time.monotonic() - t0, 1)

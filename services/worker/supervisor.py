@@ -132,7 +132,9 @@ class WorkerService:
         self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms,
                               echo=settings.log_stdout)
         self.running: dict[str, ProcSpec] = {}  # what each supervised child runs
-        self.assignment = WorkerAssignment()
+        self.assignment = WorkerAssignment()  # as last read: run only for self.session
+        self.session = ""  # the ZooKeeper session this worker is registered in ("": none)
+        self._idle = WorkerAssignment()
         self._planned: WorkerAssignment | None = None
         self._want: dict[str, ProcSpec] = {}
         self.wake = threading.Event()
@@ -155,9 +157,9 @@ class WorkerService:
             if state == "LOST":
                 # The session ended: the ephemeral node is gone (register again on reconnect)
                 # and the leader may have given this worker's units to others. Nothing of the
-                # old assignment runs on: the next one comes with the new session.
+                # old assignment runs on: the next one is written for the new session.
                 self.lost.set()
-                self.assignment = WorkerAssignment()
+                self.session = ""
                 self._session_ended = True
             if state == "CONNECTED":
                 self.fence.connected()
@@ -201,7 +203,8 @@ class WorkerService:
         with self._lock:
             stopping = tuple(sorted(t for t, n in self._stopping.items() if n))
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
-                          self.s.metrics_host, os.getpid(), self.started_ms, eps, stopping)
+                          self.s.metrics_host, os.getpid(), self.started_ms, eps, stopping,
+                          self.session)
 
     def _publish(self, zk: Any) -> None:
         """Create or refresh this worker's ephemeral node (after a lost session too)."""
@@ -212,6 +215,11 @@ class WorkerService:
         data = self._info().to_json()
         try:
             if self.lost.is_set() or self._published is None:
+                cid = zk.client_id
+                if cid is None:  # disconnected meanwhile: the next round registers
+                    return
+                self.session = f"{cid[0]:x}"
+                data = self._info().to_json()
                 try:
                     zk.create(self.path, data, ephemeral=True)
                 except NodeExistsError:
@@ -220,8 +228,8 @@ class WorkerService:
                     zk.create(self.path, data, ephemeral=True)
                 self.lost.clear()
                 self._published = data
-                log.info("registered %s as a %s worker (capacity %d)", self.s.worker_id,
-                         self.s.kind, self.s.capacity)
+                log.info("registered %s as a %s worker (capacity %d, session %s)",
+                         self.s.worker_id, self.s.kind, self.s.capacity, self.session)
             elif data != self._published:
                 zk.set(self.path, data)
                 self._published = data
@@ -249,8 +257,10 @@ class WorkerService:
     def reconcile(self) -> None:
         # The processes wanted change only with the assignment: work them out (parse the
         # specs, write the bolts' topology files) once per assignment, not every loop.
-        if self._planned is not self.assignment:
-            self._want, self._planned = desired(self.assignment, self.s), self.assignment
+        a = self.assignment if self.session and self.assignment.session == self.session \
+            else self._idle
+        if self._planned is not a:
+            self._want, self._planned = desired(a, self.s), a
         want = self._want
         gone = self.sup.remove([k for k in self.sup.children if k not in want and k != SPARE])
         topologies = {self.running[c.name].topology for c in gone if c.name in self.running}

@@ -36,30 +36,31 @@ def chaos(tmp_path: Path, *args: str) -> dict[str, Any]:
     return summary
 
 
-def brief(s: dict[str, Any]) -> dict[str, Any]:
-    """What a failed assertion shows: the figures, not the log (pytest cuts long values)."""
-    return {k: s[k] for k in ("replays", "outstanding_by_fault", "recovery_s", "lost",
-                              "dead_lettered", "restarts", "max_ack_gap_s", "exit")}
+def brief(s: dict[str, Any]) -> str:
+    """What a failed assertion shows: the figures, then the run's log as it ended (pytest
+    would cut the summary's repr short)."""
+    figures = {k: v for k, v in s.items() if k != "log"}
+    return f"{json.dumps(figures, sort_keys=True)}\n--- the run's log, its end ---\n{s['log']}"
 
 
 def test_chaos_kills_under_load_lose_nothing_and_dead_letter_nothing(tmp_path: Path) -> None:
     # A message timeout shorter than a bolts job's recovery: waiting for it is not a timeout.
     s = chaos(tmp_path, "--sentences", "6000", "--rate", "300", "--message-timeout-s", "5")
-    assert s["lost"] == 0, s
-    assert s["dead_lettered"] == 0, s
-    assert s["processes_back"], s
+    assert s["lost"] == 0, brief(s)
+    assert s["dead_lettered"] == 0, brief(s)
+    assert s["processes_back"], brief(s)
     # Every fault was recovered from (the acks flowed again), and replays stayed within what
     # was in flight (max spout pending per fault), not multiplied by timeouts.
-    assert s["max_recovery_s"] is not None, s
+    assert s["max_recovery_s"] is not None, brief(s)
     assert set(s["recovery_s"]) == {"spout", "acker", "bolts-driver", "api", "zookeeper"}
-    assert s["replays"] <= s["replay_bound"], s
+    assert s["replays"] <= s["replay_bound"], brief(s)
     # The bolts were away longer than the timeout while ~300 sentences/s kept coming: on
     # Storm's clock each of those would have timed out and replayed, again every 5 s.
     # Waiting is not a timeout here: what was replayed had been fed before a fault struck
     # (a killed spout re-emits its uncommitted trees; a re-run batch fails its roots).
     assert s["replays"] <= s["outstanding_at_faults"], brief(s)
-    assert s["missing_words"] == 0, s
-    assert s["exit"] == 0, s
+    assert s["missing_words"] == 0, brief(s)
+    assert s["exit"] == 0, brief(s)
 
 
 def test_chaos_kills_with_exact_state_count_every_word_once(tmp_path: Path) -> None:
@@ -67,29 +68,29 @@ def test_chaos_kills_with_exact_state_count_every_word_once(tmp_path: Path) -> N
     whatever was replayed, and the replays within the same bound."""
     s = chaos(tmp_path, "--sentences", "6000", "--rate", "300", "--message-timeout-s", "5",
               "--exact")
-    assert s["lost"] == 0 and s["dead_lettered"] == 0 and s["processes_back"], s
+    assert s["lost"] == 0 and s["dead_lettered"] == 0 and s["processes_back"], brief(s)
     assert set(s["recovery_s"]) == {"spout", "acker", "bolts-driver", "api", "zookeeper"}
     # The faults hit trees in flight (whether the spout replayed them or, acked before the
     # kill, recovered them from the results: a fast pipeline leaves few to replay) ...
-    assert s["exact"] and s["outstanding_at_faults"] > 0, s
+    assert s["exact"] and s["outstanding_at_faults"] > 0, brief(s)
     # The driver was killed while a task produced (acks half sent): the re-run batch failed
     # its roots and the spout replayed them, exactly (counts_delta below).
-    assert s["driver_killed_while_producing"], s
-    assert s["counts_delta"] == 0 and s["missing_words"] == 0, s  # ... none counted twice
+    assert s["driver_killed_while_producing"], brief(s)
+    assert s["counts_delta"] == 0 and s["missing_words"] == 0, brief(s)  # none counted twice
     # ... and no more of them than were outstanding as the faults struck (as above).
     assert s["replays"] <= s["outstanding_at_faults"], brief(s)
-    assert s["exit"] == 0, s
+    assert s["exit"] == 0, brief(s)
 
 
 def test_chaos_poison_is_dead_lettered_once_each_and_nothing_else(tmp_path: Path) -> None:
     s = chaos(tmp_path, "--poison", "--no-kills", "--sentences", "4000", "--rate", "400")
-    assert s["poison"] > 0, s
-    assert s["poison_dead_lettered_once"] == s["poison"], s
-    assert s["healthy_dead_lettered"] == 0, s
-    assert s["dead_lettered"] == s["poison"], s
-    assert s["lost"] == 0 and s["missing_words"] == 0, s
-    assert {"undecodable", "failed after 6 attempts"} <= set(s["poison_reasons"]), s
-    assert s["exit"] == 0, s
+    assert s["poison"] > 0, brief(s)
+    assert s["poison_dead_lettered_once"] == s["poison"], brief(s)
+    assert s["healthy_dead_lettered"] == 0, brief(s)
+    assert s["dead_lettered"] == s["poison"], brief(s)
+    assert s["lost"] == 0 and s["missing_words"] == 0, brief(s)
+    assert {"undecodable", "failed after 6 attempts"} <= set(s["poison_reasons"]), brief(s)
+    assert s["exit"] == 0, brief(s)
 
 
 def test_chaos_records_that_kill_or_hang_the_bolt_stall_nothing_for_long(
@@ -99,8 +100,9 @@ def test_chaos_records_that_kill_or_hang_the_bolt_stall_nothing_for_long(
     never stand still for more than a minute while behind."""
     s = chaos(tmp_path, "--poison-crash", "--poison-hang", "--no-kills", "--sentences", "6000",
               "--rate", "500")
-    assert s["killing_poison"] > 0, s
-    assert s["poison_dead_lettered_once"] == s["poison"] == s["dead_lettered"], s
-    assert s["healthy_dead_lettered"] == 0 and s["lost"] == 0 and s["missing_words"] == 0, s
-    assert s["max_stall_s"] <= 60, s
-    assert s["exit"] == 0, s
+    assert s["killing_poison"] > 0, brief(s)
+    assert s["poison_dead_lettered_once"] == s["poison"] == s["dead_lettered"], brief(s)
+    assert s["healthy_dead_lettered"] == 0 and s["lost"] == 0, brief(s)
+    assert s["missing_words"] == 0, brief(s)
+    assert s["max_stall_s"] <= 60, brief(s)
+    assert s["exit"] == 0, brief(s)

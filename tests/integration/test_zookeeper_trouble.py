@@ -1,6 +1,8 @@
 """ZooKeeper trouble, for real: freeze the ZooKeeper process (SIGSTOP) under a running
 API and worker. Writes are refused with 503 and /readyz says why; the worker keeps its
-task processes; once ZooKeeper is back, writes work again and the state is the same."""
+task processes; once ZooKeeper is back, writes work again and the state is the same. And a
+worker whose session ended runs its tasks again once the leader wrote it an assignment for
+its new session."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from kazoo.client import KazooClient
 
+from squall.coord import WORKERS
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from tests.integration.cluster import ApiProcess
 from tests.integration.helpers import ServiceProcess, wait_for
@@ -100,6 +104,61 @@ def test_a_fenced_worker_stops_its_tasks_while_cut_off_and_starts_them_once_back
         wait_for(lambda: worker.metrics().get(procs) == 1, 60, "the task started again",
                  every_s=0.5)
     finally:
+        http.close()
+        worker.stop()
+        api.stop()
+
+
+def test_a_worker_whose_session_ended_runs_its_tasks_again_in_its_new_session(
+        own_stack: StackInfo, tmp_path: Path) -> None:
+    """The worker (frozen past its session timeout) loses its session and with it every
+    task process; it registers again in a new session. The leader, frozen meanwhile, never
+    saw it gone: only the new session in its record tells it to write the assignment anew,
+    and the worker runs nothing but an assignment written for its session."""
+    api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
+                     tmp_path / "api.log").start()
+    worker = ServiceProcess("services.worker", [
+        "--kind", "acker", "--worker-id", "acker-lost", "--zookeeper", own_stack.zookeeper,
+        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
+        "--session-timeout-s", "3"], tmp_path / "worker.log").start()
+    procs = "squall_worker_processes{kind=acker,worker=acker-lost}"
+    zk = KazooClient(hosts=own_stack.zookeeper)
+    zk.start(timeout=30)
+    node = f"{WORKERS}/acker-lost"
+
+    def session() -> int | None:  # the session that owns the worker's node
+        got = zk.exists(node)
+        return None if got is None else int(got.ephemeralOwner)
+
+    http = api.client()
+    try:
+        spec = {"name": f"zk{uuid.uuid4().hex[:6]}", "ackers": 1,
+                "spouts": [{"name": "s", "topics": ["t"]}]}
+        assert http.post("/topologies", json=spec).status_code == 201
+        wait_for(lambda: worker.metrics().get(procs) == 1, 30, "the acker task")
+        first = session()
+        assert first
+        assert api.proc is not None and worker.proc is not None
+        os.kill(api.proc.pid, signal.SIGSTOP)
+        try:
+            os.kill(worker.proc.pid, signal.SIGSTOP)
+            try:
+                wait_for(lambda: session() is None, 60, "the worker's session to end",
+                         every_s=0.2)
+            finally:
+                os.kill(worker.proc.pid, signal.SIGCONT)
+            wait_for(lambda: session() not in (None, first), 60,
+                     "the worker registered in a new session", every_s=0.2)
+            wait_for(lambda: worker.metrics().get(procs) == 0, 30, "its task killed",
+                     every_s=0.2)
+            assert "its ZooKeeper session ended" in worker.log_tail(80)
+        finally:
+            os.kill(api.proc.pid, signal.SIGCONT)
+        wait_for(lambda: worker.metrics().get(procs) == 1, 60,
+                 "the task started again in the new session", every_s=0.5)
+    finally:
+        zk.stop()
+        zk.close()
         http.close()
         worker.stop()
         api.stop()

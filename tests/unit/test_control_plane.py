@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.api.stats import aggregate
-from squall.core.control.assignment import Kind, Unit, Worker, assign, units_of
+from squall.core.control.assignment import Kind, Placement, Unit, Worker, assign, units_of
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo, topology_id
 from squall.core.control.lifecycle import Lifecycle, Status, apply
 from squall.core.control.scheduler import advance, plan, with_parallelism
@@ -248,3 +248,29 @@ def test_a_unit_moves_only_once_its_old_worker_let_go_of_it() -> None:
     # A worker that died holds nothing: its units move at once.
     assert [pl.tasks for pl in plan([r], [info(back)], alone, 4).assignments[back.id]
             .placements] == [(0, 1)]
+
+
+def test_an_assignment_is_written_for_the_session_its_worker_registered_in() -> None:
+    """A worker whose ZooKeeper session ended registers again in a new one: its assignment
+    is written anew for that session (the node changes, so that the worker hears of it),
+    and the old one, written for the session that ended, is not to be run."""
+    (w,) = workers(Kind.SPOUT, 1)
+    r = rec(Lifecycle(Status.ACTIVE))
+    first = plan([r], [WorkerInfo(w, "h", 1, 0, session="a1")], {}, 0).assignments[w.id]
+    assert first.session == "a1" and first.placements
+    again = plan([r], [WorkerInfo(w, "h", 1, 0, session="b2")], {w.id: first}, 1)
+    assert again.assignments[w.id].session == "b2"
+    assert again.assignments[w.id] != first  # the leader writes it: it differs
+    assert again.assignments[w.id].placements == first.placements
+
+
+@given(st.lists(st.sampled_from(["src", "split"]), max_size=3), st.text(max_size=12),
+       st.dictionaries(st.text(max_size=8), st.booleans(), max_size=3))
+def test_assignments_and_worker_info_round_trip_through_json(
+        comps: list[str], session: str, active: dict[str, bool]) -> None:
+    a = WorkerAssignment(tuple(Placement("wc", Kind.BOLTS, c, (i,)) for i, c in
+                               enumerate(comps)), {}, active, session)
+    assert WorkerAssignment.from_json(a.to_json()) == a
+    (w,) = workers(Kind.BOLTS, 1)
+    i = WorkerInfo(w, "h", 7, 3, ({"topology": "wc", "tasks": [0]},), ("wc",), session)
+    assert WorkerInfo.from_json(i.to_json()) == i

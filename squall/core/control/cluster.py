@@ -59,33 +59,41 @@ class WorkerInfo:
     endpoints: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     # Topologies whose processes it is still stopping (a teardown waits for them).
     stopping: tuple[str, ...] = ()
+    # The ZooKeeper session it registered in: its assignment is written for that session.
+    session: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps({"id": self.worker.id, "kind": str(self.worker.kind),
                            "capacity": self.worker.capacity, "host": self.host, "pid": self.pid,
                            "started_ms": self.started_ms,
                            "endpoints": list(self.endpoints),
-                           "stopping": list(self.stopping)}).encode()
+                           "stopping": list(self.stopping), "session": self.session}).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> WorkerInfo:
         d = json.loads(raw)
         return cls(Worker(d["id"], Kind(d["kind"]), int(d["capacity"])), d["host"],
                    int(d["pid"]), int(d["started_ms"]), tuple(d.get("endpoints", ())),
-                   tuple(str(t) for t in d.get("stopping", ())))
+                   tuple(str(t) for t in d.get("stopping", ())), str(d.get("session", "")))
 
 
 @dataclass(frozen=True)
 class WorkerAssignment:
-    """What one worker runs: placements, each topology's spec, and whether its spouts emit."""
+    """What one worker runs: placements, each topology's spec, and whether its spouts emit;
+    written for the worker's ZooKeeper ``session``. A worker runs only the assignment of the
+    session it is registered in: one written before its session ended is stale (the leader
+    may have given its units to others meanwhile), and the next one differs from it in
+    ``session`` at least, so that the node changes and the worker hears of it."""
 
     placements: tuple[Placement, ...] = ()
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     active: dict[str, bool] = field(default_factory=dict)
+    session: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps({"placements": [p.to_dict() for p in self.placements],
-                           "specs": self.specs, "active": self.active}, sort_keys=True).encode()
+                           "specs": self.specs, "active": self.active,
+                           "session": self.session}, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes | None) -> WorkerAssignment:
@@ -93,4 +101,5 @@ class WorkerAssignment:
             return cls()
         d = json.loads(raw)
         return cls(tuple(Placement.from_dict(p) for p in d.get("placements", ())),
-                   dict(d.get("specs", {})), dict(d.get("active", {})))
+                   dict(d.get("specs", {})), dict(d.get("active", {})),
+                   str(d.get("session", "")))

@@ -85,7 +85,7 @@ def plan(records: Iterable[TopologyRecord], workers: Iterable[WorkerInfo],
         ids = sorted({p.topology for p in mine})
         out[w.worker.id] = WorkerAssignment(
             mine, {i: by_id[i].spec.to_dict() for i in ids},
-            {i: by_id[i].lifecycle.spouts_emit for i in ids})
+            {i: by_id[i].lifecycle.spouts_emit for i in ids}, w.session)
     return Plan(tuple(updates), tuple(removals), out, result.unassigned)
 
 

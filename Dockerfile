@@ -16,8 +16,11 @@ COPY services ./services
 COPY examples ./examples
 RUN python -m pip install --no-cache-dir .
 # JAVA_HOME: the JDK of this image's architecture (amd64, arm64...), linked above.
+# SPARK_WORKER_DIR: a Spark worker's executors' folders, where the squall user may write
+# (Spark's default is inside the installed package).
 ENV PYSPARK_PYTHON=python \
-    JAVA_HOME=/usr/lib/jvm/squall-java
+    JAVA_HOME=/usr/lib/jvm/squall-java \
+    SPARK_WORKER_DIR=/var/lib/squall/spark-work
 RUN useradd --create-home squall && mkdir -p /var/lib/squall && chown squall /var/lib/squall
 USER squall
 # The Spark driver's class archive (services/bolts/cds.py: a bolts job's Spark starts in

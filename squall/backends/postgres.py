@@ -65,7 +65,10 @@ def connect(conninfo: str, timeout_s: float = 30.0) -> Any:
     import psycopg
 
     try:
-        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout_s))
+        # UTF-8 named: a database created in SQL_ASCII (initdb without a UTF-8 locale) would
+        # hand text back as bytes.
+        conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=int(timeout_s),
+                               client_encoding="utf8")
         conn.execute("BEGIN")
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         for stmt in schema(blob="BYTEA"):

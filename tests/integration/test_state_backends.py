@@ -308,3 +308,26 @@ def test_sqlite_writers_take_turns_on_a_file_lock_let_go_at_the_end_of_each_batc
     a.begin_commit(3)
     a.rollback(3)
     assert _writer_lock_free(path)
+
+
+def test_a_database_in_sql_ascii_reads_back_text(postgres_url: str) -> None:
+    """A database created without a UTF-8 locale (initdb in a bare container says SQL_ASCII)
+    hands text back as bytes unless the client names its encoding: the state reads its own
+    marks, records and keys back, a non-ASCII key included."""
+    import psycopg
+
+    name = f"ascii_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' "
+                      "LC_CTYPE 'C' TEMPLATE template0")
+    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    store = open_store(url, StoreName("ascii", 0, MapKind.OPAQUE))
+    agg = PersistentAggregate(OpaqueMap(store), store, Count())
+    agg.run(1, _batch(["wörd", "b", "wörd"], [0, 0, 1]))
+    agg.run(2, _batch(["b"], [2]))
+    store.close()
+    again = open_store(url, StoreName("ascii", 0, MapKind.OPAQUE))
+    assert _counts(again, MapKind.OPAQUE, ["wörd", "b"]) == [2, 2]
+    assert again.load_task().txid == 2
+    assert {w for (w,), _ in again.items()} == {"wörd", "b"}
+    again.close()

@@ -3,7 +3,10 @@ at a steady rate, with a host failing while it runs.
 
 Each fault runs on a cluster of its own, brought up for it: ``kill`` kills every process
 of h3 at once (a power loss), ``cut`` takes h3 off the network for ``--cut-s`` seconds and
-then heals it (h1, the broker's host, is never failed). The fault strikes once a third of
+then heals it (h1, the broker's host, is never failed); ``restart`` restarts h3's workers
+one at a time, as a rolling upgrade does (SIGTERM, then started again once it exited; the
+next once it is registered again), and its ``recovery_s`` is the longest the committed
+offsets stood still during the roll. The fault strikes once a third of
 the sentences were fed; the feed goes on, then the pipeline drains and is checked from
 Kafka and the Trident state in PostgreSQL.
 
@@ -18,6 +21,7 @@ hosts at once, from the hosts' process tables). Needs root (network namespaces).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import tempfile
 import threading
@@ -26,8 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.chaos import read_topic
-from benchmarks.chaos_load import Feeder, wait
-from benchmarks.cluster_hosts import HostCluster, doubles, host_cluster, say, units_running
+from benchmarks.chaos_load import Commits, Feeder, wait
+from benchmarks.cluster_hosts import (
+    WORKER_PORTS,
+    HostCluster,
+    doubles,
+    host_cluster,
+    say,
+    units_running,
+)
 from squall.core.topology.topics import dlq_topic
 from squall.demo import SOURCE, SOURCE_PARTITIONS, Progress, demo_topology, state_counts
 from squall.dev.stack import StackInfo
@@ -76,12 +87,18 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
         before = units_running(cl.hosts)[FAILED]
         say(f"{fault}: {FAILED} runs {sorted(before)}; striking at {feeder.fed} fed")
         t0 = time.monotonic()
-        if fault == "kill":
-            cl.hosts.kill(host)
+        recovery: float | None
+        if fault == "restart":
+            recovery = _roll(cl, prog, feeder)
+            say(f"restart: every worker of {FAILED} restarted in {time.monotonic() - t0:.0f} s;"
+                f" the commits stood still {recovery} s at most")
         else:
-            cl.hosts.cut(host)
-        recovery = _recovery(cl, prog, before, t0)
-        say(f"{fault}: recovered in {recovery} s")
+            if fault == "kill":
+                cl.hosts.kill(host)
+            else:
+                cl.hosts.cut(host)
+            recovery = _recovery(cl, prog, before, t0)
+            say(f"{fault}: recovered in {recovery} s")
         if fault == "cut":
             wait(lambda: False, max(0.0, cut_s - (time.monotonic() - t0)))
             cl.hosts.heal(host)
@@ -104,6 +121,30 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
                 "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
 
 
+def _registered(cl: HostCluster, wid: str) -> bool:
+    return any(w["id"] == wid for w in cl.client().workers())
+
+
+def _roll(cl: HostCluster, prog: Progress, feeder: Feeder) -> float:
+    """A rolling restart of h3's workers, one at a time, each once the one before is
+    registered again; the longest the committed offsets stood still meanwhile (seconds)."""
+    commits = Commits(prog, lambda: feeder.fed)
+    commits.start()
+    try:
+        for kind in WORKER_PORTS:
+            cl.restart(FAILED, f"worker-{kind}")
+            wid = f"{kind}-{FAILED}"
+            if not wait(functools.partial(_registered, cl, wid), 120):
+                raise SystemExit(f"{wid} did not register again in 120 s")
+            say(f"restart: {wid} back")
+        # what moved back to h3 is running and acking again
+        base = prog.committed()
+        wait(lambda: prog.committed() > base, 120)
+    finally:
+        commits.stop.set()
+    return round(commits.max_stall_s, 1)
+
+
 def _recovery(cl: HostCluster, prog: Progress, lost: set[tuple[str, str]], t0: float,
               timeout_s: float = 180.0) -> float | None:
     """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host and the
@@ -123,7 +164,8 @@ def _recovery(cl: HostCluster, prog: Progress, lost: set[tuple[str, str]], t0: f
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--faults", default="kill,cut", help="kill, cut, or both (in turn)")
+    ap.add_argument("--faults", default="kill,cut",
+                    help="kill, cut, restart (comma-separated: each in turn)")
     ap.add_argument("--sentences", type=int, default=30_000)
     ap.add_argument("--rate", type=float, default=500, help="sentences per second")
     ap.add_argument("--cut-s", type=float, default=60.0, help="how long h3 is cut off")
@@ -131,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
     faults = [f for f in a.faults.split(",") if f]
-    if not set(faults) <= {"kill", "cut"}:
-        ap.error(f"--faults: kill and cut only (got {a.faults!r})")
+    if not set(faults) <= {"kill", "cut", "restart"}:
+        ap.error(f"--faults: kill, cut and restart only (got {a.faults!r})")
     results = [run_fault(f, home / f, a.sentences, a.rate, a.cut_s) for f in faults]
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))

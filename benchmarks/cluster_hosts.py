@@ -39,6 +39,10 @@ WORKER_HOSTS = ("h2", "h3")
 CODE = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
+#: A worker's command line, log and environment.
+Start = tuple[list[str], Path, dict[str, str]]
+
+
 @dataclass
 class HostCluster:
     hosts: Hosts
@@ -49,6 +53,18 @@ class HostCluster:
     token: str
     #: the processes started on each host, by name
     procs: dict[str, dict[str, subprocess.Popen[bytes]]] = field(default_factory=dict)
+    #: how each worker was started (its host, name): to start it again
+    starts: dict[tuple[str, str], Start] = field(default_factory=dict)
+
+    def restart(self, host: str, name: str, timeout_s: float = 120.0) -> None:
+        """Stop a worker as an operator does (SIGTERM: its spouts drain, it leaves
+        ZooKeeper), wait for it to exit, and start it again as it was."""
+        p = self.procs[host][name]
+        p.terminate()
+        p.wait(timeout_s)
+        argv, log, env = self.starts[(host, name)]
+        h = self.hosts.host(host)
+        self.procs[host][name] = self.hosts.start(h, argv, log, env=env, cwd=h.disk)
 
     def client(self) -> ApiClient:
         """A client of whichever API replica answers first."""
@@ -144,10 +160,11 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
             "--session-timeout-s", str(max(session_timeout_s, 4.0))],
             h.disk / "logs" / "api.log", env={**CODE, "SQUALL_API_TOKEN": token}, cwd=h.disk)
         api.append(f"http://{h.address}:{API_PORT}")
+    starts: dict[tuple[str, str], Start] = {}
     for name in WORKER_HOSTS:
         h = hosts.host(name)
         for kind, port in WORKER_PORTS.items():
-            procs[name][f"worker-{kind}"] = hosts.start(h, [
+            start: Start = ([
                 sys.executable, "-m", "services.worker", "--kind", kind,
                 "--worker-id", f"{kind}-{name}", "--zookeeper", zk,
                 "--bootstrap-servers", bootstrap, "--workdir", str(DISK / f"worker-{kind}"),
@@ -156,9 +173,12 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
                 "--session-timeout-s", str(session_timeout_s),
                 "--fence-after-s", str(session_timeout_s / 6)],
                 h.disk / "logs" / f"worker-{kind}.log",
-                env={**CODE, "SQUALL_STATE_URL": state_url, "PYSPARK_PYTHON": sys.executable,
-                     "SPARK_LOCAL_IP": h.address}, cwd=h.disk)
-    cl = HostCluster(hosts, bootstrap, zk, state_url, api, token, procs)
+                {**CODE, "SQUALL_STATE_URL": state_url, "PYSPARK_PYTHON": sys.executable,
+                 "SPARK_LOCAL_IP": h.address})
+            starts[(name, f"worker-{kind}")] = start
+            procs[name][f"worker-{kind}"] = hosts.start(h, start[0], start[1], env=start[2],
+                                                        cwd=h.disk)
+    cl = HostCluster(hosts, bootstrap, zk, state_url, api, token, procs, starts)
     deadline = time.monotonic() + 120
     while True:
         try:

@@ -85,6 +85,8 @@ class EndpointView(BaseModel):
     crashLooping: bool | None = None
     lastExit: str | None = None
     tasks: list[int] | None = None
+    #: being stopped (a spout draining): its tasks move once it exited
+    stopping: bool | None = None
 
 
 class WorkerPlacement(View):

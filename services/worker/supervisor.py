@@ -12,29 +12,25 @@ takes the assignment as it then is.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import shutil
 import threading
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
 from squall.backends import default_state_path, purge
 from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
-from squall.core.control.assignment import Kind, Placement
+from squall.core.control.assignment import Kind
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.control.fencing import Fence
 from squall.core.errors import SquallError
 from squall.core.reliability.clock import Clock
-from squall.core.topology.model import TopologySpec
 from squall.handoff import hand_off
-from squall.launch import acker_args, bolts_args, spout_args
 from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
 from squall.wallclock import SystemClock
 
@@ -43,73 +39,6 @@ _MODULES = {Kind.SPOUT: "services.spout", Kind.ACKER: "services.acker",
             Kind.BOLTS: "services.bolts"}
 #: The spare bolts process's name among the children (no placement's key: those have dots).
 SPARE = "spare"
-STANDBY = ".standby"
-
-
-@dataclass(frozen=True)
-class ProcSpec:
-    """One child process to run: identified by everything that shapes its command line."""
-
-    key: str
-    topology: str
-    kind: Kind
-    component: str
-    args: tuple[str, ...]
-    #: the tasks it runs (a bolts job: task 0 of each of its components)
-    tasks: tuple[int, ...] = (0,)
-
-
-def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
-    """The processes an assignment asks for (pure, apart from writing topology files)."""
-    out: dict[str, ProcSpec] = {}
-    bolts: dict[str, list[str]] = {}
-    for p in a.placements:
-        raw = a.specs.get(p.topology)
-        if raw is None:
-            log.error("assignment names topology %r without its spec; skipping", p.topology)
-            continue
-        spec = TopologySpec.from_dict(raw)
-        if p.kind is Kind.SPOUT:
-            if not a.active.get(p.topology, False):
-                continue  # spouts emit only while ACTIVE
-            sp = spec.component(p.component)
-            args = spout_args(_topology_file(s, p.topology, raw), p.component, p.tasks,
-                              sp.parallelism, s.bootstrap_servers)
-        elif p.kind is Kind.ACKER:
-            args = acker_args(_topology_file(s, p.topology, raw), p.tasks,
-                              s.bootstrap_servers)
-        else:
-            bolts.setdefault(p.topology, []).append(p.component)
-            continue
-        out.update([_proc(p, args, raw)])
-    for topo, comps in bolts.items():
-        raw = a.specs[topo]
-        args = bolts_args(_topology_file(s, topo, raw), sorted(comps), s.bootstrap_servers,
-                          s.checkpoints, s.master)
-        placement = Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ())
-        key, ps = _proc(placement, args, raw)
-        out[key] = ps
-        if s.standby:  # the same job again: it waits on the job's lock (services/bolts/standby)
-            out[key + STANDBY] = replace(ps, key=key + STANDBY,
-                                            args=(*ps.args, "--standby"))
-    return out
-
-
-def _topology_file(s: WorkerSettings, topology: str, raw: dict[str, Any]) -> Path:
-    """The spec as its processes read it (rewritten only when it changed: a process keyed
-    by the spec's digest is restarted when it does)."""
-    path = s.workdir / "topologies" / f"{topology}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(raw, sort_keys=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return path
-
-
-def _proc(p: Placement, args: list[str], spec: dict[str, Any]) -> tuple[str, ProcSpec]:
-    digest = hashlib.sha1(json.dumps([args, spec], sort_keys=True).encode()).hexdigest()[:10]
-    key = f"{p.topology}.{p.kind}.{p.component}.{'-'.join(map(str, p.tasks)) or 'all'}.{digest}"
-    return key, ProcSpec(key, p.topology, p.kind, p.component, tuple(args), p.tasks or (0,))
 
 
 class WorkerService:
@@ -141,6 +70,9 @@ class WorkerService:
         self.lost = threading.Event()
         self.zk: Any = None  # the ZooKeeper client, once connected
         self._stopping: dict[str, int] = {}  # topology -> stops of its processes under way
+        # processes being stopped (a spout drains): published until they exit, so that the
+        # leader gives their tasks to another worker only then
+        self._draining: dict[str, tuple[ProcSpec, Child]] = {}
         self._lock = threading.Lock()
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
@@ -197,6 +129,10 @@ class WorkerService:
                      "lastExit": c.last_error[-500:]}
                     for k, c in sorted(self.sup.children.items()) if k in self.running
                     for e in self._endpoints(self.running[k], c))
+        with self._lock:
+            draining = sorted(self._draining.items())
+        eps += tuple({**e, "stopping": True} for _, (ps, c) in draining
+                     for e in self._endpoints(ps, c))
         if self.s.metrics_port:  # the worker's own (no topology: not a task process)
             eps += ({"topology": "", "kind": "worker", "component": "",
                      "url": f"http://{self.s.metrics_host}:{self.s.metrics_port}/metrics"},)
@@ -264,15 +200,21 @@ class WorkerService:
         want = self._want
         gone = self.sup.remove([k for k in self.sup.children if k not in want and k != SPARE])
         topologies = {self.running[c.name].topology for c in gone if c.name in self.running}
-        for c in gone:
-            del self.running[c.name]
+        with self._lock:
+            for c in gone:
+                if c.name in self.running:
+                    self._draining[c.name] = (self.running.pop(c.name), c)
         if gone:  # spouts drain: not in the way of the rest of the round
             with self._lock:  # published until they exit: a teardown waits for them
                 for t in topologies:
                     self._stopping[t] = self._stopping.get(t, 0) + 1
             threading.Thread(target=self._stop, args=(gone, topologies), daemon=True).start()
+        with self._lock:
+            draining = [d for d, _ in self._draining.values()]
         for k, ps in want.items():
             if k not in self.sup.children:
+                if any(shares_tasks(ps, d) for d in draining):
+                    continue  # once the process that ran them exited (it wakes the loop)
                 cmd = Command(_MODULES[ps.kind], ps.args)
                 if not (ps.kind is Kind.BOLTS and not k.endswith(STANDBY)
                         and self._take_spare(k, cmd)):
@@ -303,6 +245,9 @@ class WorkerService:
         with self._lock:
             for t in topologies:
                 self._stopping[t] -= 1
+            for c in gone:
+                if self._draining.get(c.name, (None, c))[1] is c:
+                    del self._draining[c.name]
         self.wake.set()  # publish that they stopped
         for tid in sorted(topologies):
             try:

@@ -239,7 +239,8 @@ def test_a_unit_moves_only_once_its_old_worker_let_go_of_it() -> None:
     first = plan([r], [busy, info(back)], alone, 1)
     assert [pl.tasks for pl in first.assignments[old.id].placements] == [(0,)]
     assert first.assignments[back.id] == WorkerAssignment()  # held back
-    draining = WorkerInfo(old, "h", 1, 0, (), ("wc",))  # its old process still stopping
+    # its old process (tasks 0 and 1) still stopping, a spout draining
+    draining = WorkerInfo(old, "h", 1, 0, ({**running[0], "stopping": True},), ("wc",))
     assert plan([r], [draining, info(back)], first.assignments, 2
                 ).assignments[back.id] == WorkerAssignment()
     let_go = WorkerInfo(old, "h", 1, 0, ({**running[0], "tasks": [0]},))
@@ -274,3 +275,22 @@ def test_assignments_and_worker_info_round_trip_through_json(
     (w,) = workers(Kind.BOLTS, 1)
     i = WorkerInfo(w, "h", 7, 3, ({"topology": "wc", "tasks": [0]},), ("wc",), session)
     assert WorkerInfo.from_json(i.to_json()) == i
+
+
+def test_a_unit_that_stays_put_is_never_held_back() -> None:
+    """A worker stopping a process of the topology (its own unit moving away, a rolling
+    restart) holds back only the units that process ran: every other worker's units run on."""
+    s, a = workers(Kind.SPOUT, 1), workers(Kind.ACKER, 2)
+    r = rec(Lifecycle(Status.ACTIVE))
+    ws = [info(w) for w in s + a]
+    start = plan([r], ws, {}, 0).assignments
+    stays = [pl.tasks for pl in start[a[0].id].placements]
+    assert stays
+    acker = {"topology": "wc", "kind": "acker", "component": "__acker", "url": "u"}
+    # The second acker worker stops its process (its task moving), the spout worker too.
+    leaving = WorkerInfo(a[1], "h", 1, 0, ({**acker, "tasks": [1], "stopping": True},),
+                         ("wc",))
+    spout = WorkerInfo(s[0], "h", 1, 0, (), ("wc",))
+    after = plan([r], [spout, info(a[0]), leaving], start, 1).assignments
+    assert [pl.tasks for pl in after[a[0].id].placements] == stays  # not held
+    assert after[s[0].id].placements == start[s[0].id].placements

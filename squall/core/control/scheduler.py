@@ -91,16 +91,15 @@ def plan(records: Iterable[TopologyRecord], workers: Iterable[WorkerInfo],
 
 def released_first(where: Mapping[Unit, str], workers: Iterable[WorkerInfo]) -> set[Unit]:
     """The units to hold back this round: each is to move to a worker while another live
-    worker still runs it, or still stops processes of its topology (a spout drains first).
-    Its old owner's assignment drops it now; its new owner gets it once the old one let go,
-    so that no task runs on two workers at once. A worker that died or whose session ended
-    holds nothing: its units move at once."""
+    worker still runs it or still stops a process that ran it (a spout drains first; each
+    worker publishes its stopping processes with their tasks until they exit). Its old
+    owner's assignment drops it now; its new owner gets it once the old one let go, so that
+    no task runs on two workers at once. A unit that stays where it runs is never held,
+    whatever else is stopping; a worker that died or whose session ended holds nothing: its
+    units move at once."""
     running: dict[Unit, set[str]] = {}
-    stopping: dict[str, set[str]] = {}
     kinds = {k.value: k for k in Kind}
     for w in workers:
-        for t in w.stopping:
-            stopping.setdefault(t, set()).add(w.worker.id)
         for e in w.endpoints:
             kind = kinds.get(str(e.get("kind", "")))
             if kind is None:  # the worker's own endpoint
@@ -109,5 +108,4 @@ def released_first(where: Mapping[Unit, str], workers: Iterable[WorkerInfo]) -> 
                 u = Unit(str(e.get("topology", "")), kind, str(e.get("component", "")),
                          int(task))
                 running.setdefault(u, set()).add(w.worker.id)
-    return {u for u, w in where.items()
-            if (running.get(u, set()) | stopping.get(u.topology, set())) - {w}}
+    return {u for u, w in where.items() if running.get(u, set()) - {w}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import time
@@ -20,10 +21,39 @@ HOST = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
 
 
+#: Ports handed out lie below the kernel's ephemeral range (where outbound connections
+#: take theirs), from this one up.
+LISTEN_PORTS_FROM = 20000
+
+
 def free_port() -> int:
+    """A port nothing listens on, for a child to bind soon. Taken below the ephemeral range:
+    a port the kernel picked there could go to an outbound connection (a Kafka client's)
+    before the child binds it; probed on every address, as the child may bind any."""
+    top = ephemeral_ports()[0]
+    if top - LISTEN_PORTS_FROM < 1000:  # a host that made its ephemeral range start low
+        return _probe(0)
+    for _ in range(100):
+        port = random.randrange(LISTEN_PORTS_FROM, top)
+        with contextlib.suppress(OSError):
+            return _probe(port)
+    return _probe(0)
+
+
+def _probe(port: int) -> int:
     with socket.socket() as s:
-        s.bind((HOST, 0))
+        s.bind(("", port))
         return int(s.getsockname()[1])
+
+
+def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")
+                    ) -> tuple[int, int]:
+    """The kernel's range for ports it picks itself (Linux's default where unreadable)."""
+    try:
+        lo, hi = path.read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def pid_alive(pid: int) -> bool:

@@ -69,10 +69,9 @@ class WorkerService:
         self.wake = threading.Event()
         self.lost = threading.Event()
         self.zk: Any = None  # the ZooKeeper client, once connected
-        self._stopping: dict[str, int] = {}  # topology -> stops of its processes under way
-        # processes being stopped (a spout drains): published until they exit, so that the
-        # leader gives their tasks to another worker only then
-        self._draining: dict[str, tuple[ProcSpec, Child]] = {}
+        # processes being stopped, by pid (a spout drains): published until they exit, so that
+        # the leader gives their tasks to another worker only then, and a teardown waits
+        self._draining: dict[int, tuple[ProcSpec, Child]] = {}
         self._lock = threading.Lock()
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
@@ -136,8 +135,7 @@ class WorkerService:
         if self.s.metrics_port:  # the worker's own (no topology: not a task process)
             eps += ({"topology": "", "kind": "worker", "component": "",
                      "url": f"http://{self.s.metrics_host}:{self.s.metrics_port}/metrics"},)
-        with self._lock:
-            stopping = tuple(sorted(t for t, n in self._stopping.items() if n))
+        stopping = tuple(sorted({ps.topology for _, (ps, _) in draining}))
         return WorkerInfo(Worker(self.s.worker_id, self.s.kind, self.s.capacity),
                           self.s.metrics_host, os.getpid(), self.started_ms, eps, stopping,
                           self.session)
@@ -203,11 +201,8 @@ class WorkerService:
         with self._lock:
             for c in gone:
                 if c.name in self.running:
-                    self._draining[c.name] = (self.running.pop(c.name), c)
+                    self._draining[c.proc.pid] = (self.running.pop(c.name), c)
         if gone:  # spouts drain: not in the way of the rest of the round
-            with self._lock:  # published until they exit: a teardown waits for them
-                for t in topologies:
-                    self._stopping[t] = self._stopping.get(t, 0) + 1
             threading.Thread(target=self._stop, args=(gone, topologies), daemon=True).start()
         with self._lock:
             draining = [d for d, _ in self._draining.values()]
@@ -243,11 +238,8 @@ class WorkerService:
         checkpoints, for them to be shared."""
         stop_children(gone, self.s.stop_timeout_s, False)
         with self._lock:
-            for t in topologies:
-                self._stopping[t] -= 1
             for c in gone:
-                if self._draining.get(c.name, (None, c))[1] is c:
-                    del self._draining[c.name]
+                self._draining.pop(c.proc.pid, None)
         self.wake.set()  # publish that they stopped
         for tid in sorted(topologies):
             try:

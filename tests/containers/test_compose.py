@@ -15,7 +15,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from squall.client import ApiClient
 from squall.core.errors import SquallError
 from squall.demo import SENTENCES, SOURCE, demo_topology, state_counts
+from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.containers
 
@@ -66,14 +66,8 @@ def compose(*argv: str, timeout_s: float = 600) -> subprocess.CompletedProcess[b
                timeout_s=timeout_s)
 
 
-def await_(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 2) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n"
-                         + logs())
+def await_(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    wait_for(cond, timeout_s, what, every_s=2, explain=logs)
 
 
 def logs() -> str:

@@ -25,14 +25,17 @@ from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 
-def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.05) -> None:
-    """Poll ``cond`` until true; fail the test naming ``what`` otherwise."""
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.05,
+             explain: Callable[[], str] | None = None) -> None:
+    """Poll ``cond`` until true; fail the test naming ``what`` otherwise (and adding what
+    ``explain`` says then: logs, say, read only on failure)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if cond():
             return
         time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+    detail = "\n" + explain() if explain is not None else ""
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}{detail}")
 
 
 class ServiceProcess:

@@ -31,15 +31,21 @@ def own_stack(tmp_path: Path) -> Iterator[StackInfo]:
         yield info
 
 
+def acker_worker(stack: StackInfo, tmp_path: Path, worker_id: str, *extra: str
+                 ) -> ServiceProcess:
+    """An acker worker of ``stack``, started (``extra``: its ZooKeeper options)."""
+    return ServiceProcess("services.worker", [
+        "--kind", "acker", "--worker-id", worker_id, "--zookeeper", stack.zookeeper,
+        "--bootstrap-servers", stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
+        *extra], tmp_path / "worker.log").start()
+
+
 def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
         own_stack: StackInfo, tmp_path: Path) -> None:
     zk_pid = next(p.pid for p in own_stack.processes if p.name == "zookeeper")
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
-    worker = ServiceProcess("services.worker", [
-        "--kind", "acker", "--worker-id", "acker-zk", "--zookeeper", own_stack.zookeeper,
-        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
-        "--session-timeout-s", "20"], tmp_path / "worker.log").start()
+    worker = acker_worker(own_stack, tmp_path, "acker-zk", "--session-timeout-s", "20")
     name = f"zk{uuid.uuid4().hex[:6]}"
     http = api.client()
     try:
@@ -82,10 +88,8 @@ def test_a_fenced_worker_stops_its_tasks_while_cut_off_and_starts_them_once_back
     zk_pid = next(p.pid for p in own_stack.processes if p.name == "zookeeper")
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
-    worker = ServiceProcess("services.worker", [
-        "--kind", "acker", "--worker-id", "acker-fenced", "--zookeeper", own_stack.zookeeper,
-        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
-        "--session-timeout-s", "20", "--fence-after-s", "1"], tmp_path / "worker.log").start()
+    worker = acker_worker(own_stack, tmp_path, "acker-fenced", "--session-timeout-s", "20",
+                          "--fence-after-s", "1")
     procs = "squall_worker_processes{kind=acker,worker=acker-fenced}"
     http = api.client()
     try:
@@ -117,10 +121,7 @@ def test_a_worker_whose_session_ended_runs_its_tasks_again_in_its_new_session(
     and the worker runs nothing but an assignment written for its session."""
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
-    worker = ServiceProcess("services.worker", [
-        "--kind", "acker", "--worker-id", "acker-lost", "--zookeeper", own_stack.zookeeper,
-        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
-        "--session-timeout-s", "3"], tmp_path / "worker.log").start()
+    worker = acker_worker(own_stack, tmp_path, "acker-lost", "--session-timeout-s", "3")
     procs = "squall_worker_processes{kind=acker,worker=acker-lost}"
     zk = KazooClient(hosts=own_stack.zookeeper)
     zk.start(timeout=30)

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from squall.backends import open_state
 from squall.core.reliability.clock import Clock
+from squall.core.reliability.lineage import unit
 from squall.core.reliability.records import AckerBatch, RecordKind
 from squall.core.tasks.exec_result import ExecResult
 from squall.core.topology.grouping import Edge
@@ -71,7 +72,7 @@ class AggregateTask:
             if isinstance(t, AggregateSpec) else
             PartitionPersist(state, self.store, t.load_updater(where)))
         self.fields = t.outputs()["default"]
-        self.edges = [(e, Router.for_edge(e, self.fields))
+        self.edges = [(e, Router.for_edge(e, self.fields, task))
                       for e in spec.edges_from(bolt.name)]
         self._last: int | None = None
         # The spouts' committed offsets: applied records below them are let go.
@@ -116,7 +117,7 @@ def _input(batches: Sequence[TupleBatch], agg: AggregateSpec | PersistSpec) -> B
             sources.append(np.full(n, UNKNOWN, object))
             offsets.append(np.full(n, -1, np.int64))
         else:
-            sources.append(_names(o[0]))
+            sources.append(_units(_names(o[0]), b.lineage()[0]))
             offsets.append(o[1])
         # An emission of a message reaches a task in one record, under one root: the record
         # and the root tell emissions apart (a batch bolt's one record holds replays too).
@@ -161,6 +162,21 @@ def _names(arr: pa.Array) -> npt.NDArray[np.object_]:
                         UNKNOWN], object)
     idx = arr.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False)
     out: npt.NDArray[np.object_] = names[idx]
+    return out
+
+
+def _units(names: npt.NDArray[np.object_], by: npt.NDArray[np.uint64]
+           ) -> npt.NDArray[np.object_]:
+    """What the state records per tuple: its source, and past the first bolt the path of
+    the tuple whose execution emitted it (squall/core/reliability/lineage.py)."""
+    deeper = np.flatnonzero(by)
+    if not deeper.size:
+        return names
+    out = names.copy()
+    for name in set(names[deeper].tolist()) - {UNKNOWN}:  # few sources, few paths each
+        at = deeper[names[deeper] == name]
+        paths, inverse = np.unique(by[at], return_inverse=True)
+        out[at] = np.asarray([unit(name, p) for p in paths.tolist()], object)[inverse]
     return out
 
 

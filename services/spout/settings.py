@@ -151,7 +151,8 @@ class SpoutSettings(BaseSettings):
         return int(self.message_timeout_s * 1000)
 
     def edge_list(self) -> tuple[Edge, ...]:
-        return tuple(parse_edge(e, self.topology, self.component) for e in self.edges)
+        return tuple(parse_edge(e, self.topology, self.component, self.num_tasks)
+                     for e in self.edges)
 
     def retry(self) -> RetrySchedule:
         return RetrySchedule(self.retry_initial_ms, self.retry_multiplier, self.retry_max_ms,

@@ -67,7 +67,17 @@ def compose(*argv: str, timeout_s: float = 600) -> subprocess.CompletedProcess[b
 
 
 def await_(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
-    wait_for(cond, timeout_s, what, every_s=2, explain=logs)
+    wait_for(cond, timeout_s, what, every_s=2, explain=lambda: down() + logs())
+
+
+def down() -> str:
+    """Prometheus's targets that are not up, as it says."""
+    try:
+        return "".join(f"target {t['scrapeUrl']} {t['labels'].get('job')}: {t['health']} "
+                       f"({t.get('lastError', '')})\n" for t in targets()
+                       if t["health"] != "up")
+    except (httpx.HTTPError, ValueError, KeyError) as e:
+        return f"(no targets: {e})\n"
 
 
 def logs() -> str:

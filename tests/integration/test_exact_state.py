@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from examples.faults import EmitThenForgetEveryKth
+from examples.groupings import Tag
 from squall.backends import open_store
 from squall.backends.sql import StoreName
 from squall.core.reliability.retry import RetrySchedule
@@ -31,15 +32,21 @@ pytestmark = pytest.mark.integration
 PARTS = 2
 
 
-def exact_word_count(name: str, source: str, kind: MapKind, state_dir: Path) -> TopologySpec:
+def exact_word_count(name: str, source: str, kind: MapKind, state_dir: Path,
+                     hops: int = 1) -> TopologySpec:
     b = TopologyBuilder()
     b.set_spout("sentences", source)
     # Every 5th sentence is not acked the first time: its tree times out after its words
     # were counted, and the spout emits it again under a new root.
     b.set_bolt("split", EmitThenForgetEveryKth, 2, config={"k": 5, "state_dir": str(state_dir)}
                ).shuffle_grouping("sentences")
+    up = "split"
+    if hops == 2:  # a bolt between: a sentence's words reach a count task from both of its
+        # tasks, and a replay routes them anew (shuffle)
+        b.set_bolt("tag", Tag, 2, outputs=Tag.outputs).shuffle_grouping("split")
+        up = "tag"
     b.persistent_aggregate("count", ["word"], "count", 2, kind=kind.value
-                           ).fields_grouping("split", ["word"])
+                           ).fields_grouping(up, ["word"])
     return b.build(name, ackers=2, message_timeout_s=8, retry=RetrySchedule(initial_delay_ms=100))
 
 
@@ -61,6 +68,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.parametrize(("db", "kind", "where"), [
     ("sqlite", MapKind.OPAQUE, "local"),
+    ("sqlite", MapKind.OPAQUE, "two hops"),
     ("postgresql", MapKind.TRANSACTIONAL, "local"),
     ("sqlite", MapKind.NON_TRANSACTIONAL, "local"),
     # The bolts on a Spark cluster: tasks on two executors, the state in PostgreSQL.
@@ -71,10 +79,12 @@ def test_counts_are_exact_under_storm_and_spark_replays(
         kind: MapKind, where: str) -> None:
     url = f"sqlite://{tmp_path / 'state.db'}" if db == "sqlite" else \
         str(request.getfixturevalue("postgres_url"))
-    master = "local[2]" if where == "local" else str(request.getfixturevalue("spark_cluster"))
+    master = str(request.getfixturevalue("spark_cluster")) if where == "cluster" \
+        else "local[2]"
     name = f"ex{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    spec = exact_word_count(name, source, kind, tmp_path / "once")
+    spec = exact_word_count(name, source, kind, tmp_path / "once",
+                            2 if where == "two hops" else 1)
     topo = tmp_path / "topology.json"
     topo.write_text(spec.to_json())
     ensure_topics(bootstrap, {source: PARTS})

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.errors import StateError
+from squall.core.reliability.lineage import child_path, unit
 from squall.core.trident.aggregators import (
     CodedKeys,
     CombinerUpdates,
@@ -121,10 +122,10 @@ def _task_of(word: str) -> int:
                                         "dup"]),
                        st.integers(0, 1000)), max_size=40),
     st.sampled_from(["transactional", "opaque"]), st.sampled_from(["batch_id", "counter"]),
-    st.booleans())
+    st.booleans(), st.booleans())
 def test_any_interleaving_of_replays_leaves_exact_counts(
         messages: list[list[str]], events: list[tuple[str, int]], kind: str, txids: str,
-        coded: bool) -> None:
+        coded: bool, two_hops: bool) -> None:
     """Messages (sentences) are split into words for two tasks. Events, in any order:
     deliver (a batch), lose (a message's tuples for one task never arrive: its tree fails),
     crash (a batch fails before its commit), spark_rerun (a committed batch is run again
@@ -140,39 +141,53 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
 
     Each task runs in two workers (Spark's Python workers), the event choosing which: a
     worker knows the applied records only as long as no other ran the task since. The keys
-    come as tuples or coded (as a columnar input gives them)."""
+    come as tuples or coded (as a columnar input gives them).
+
+    ``two_hops``: a bolt between the split and the counting tasks executes each word on
+    its own, so each word reaches its counting task in a record of its own, known by the
+    path of the word tuple that emitted it (squall/core/reliability/lineage.py)."""
     store = [MemoryBackingMap[Any]() for _ in range(N_TASKS)]
     make = TransactionalMap if kind == "transactional" else OpaqueMap
     workers = [[PersistentAggregate(make(s), s, Count()) for _ in range(2)] for s in store]
     worker = [0]
-    # Queued tuples: (source offset, the edge record they arrive in, word).
-    queues: list[list[tuple[int, int, str]]] = [[] for _ in range(N_TASKS)]
+    # Queued tuples: (source offset, the edge record they arrive in, word, unit).
+    queues: list[list[tuple[int, int, str, str]]] = [[] for _ in range(N_TASKS)]
     txid = [0] * N_TASKS
-    last: list[list[tuple[int, int, str]] | None] = [None] * N_TASKS
+    last: list[list[tuple[int, int, str, str]] | None] = [None] * N_TASKS
     records = iter(range(1, 1 << 30))
     sent: list[tuple[int, int]] = []  # (task, offset) of every record sent
 
-    def emit(off: int) -> None:
-        per_task = {_task_of(w): next(records) for w in messages[off]}
-        for w in messages[off]:
-            queues[_task_of(w)].append((off, per_task[_task_of(w)], w))
-        sent.extend((t, off) for t in per_task)
+    def tuples(off: int, t: int) -> list[tuple[int, int, str, str]]:
+        """A message's tuples for task ``t``, in their records."""
+        mine = [(k, w) for k, w in enumerate(messages[off]) if _task_of(w) == t]
+        if not two_hops:
+            rec = next(records)
+            return [(off, rec, w, "src:0") for _, w in mine]
+        return [(off, next(records), w, unit("src:0", child_path(0, k))) for k, w in mine]
 
-    def committed(running: list[tuple[int, int, str]]) -> int:
+    def emit(off: int) -> None:
+        for t in range(N_TASKS):
+            got = tuples(off, t)
+            queues[t] += got
+            sent.extend((t, off) for _ in got[:1])
+
+    def committed(running: list[tuple[int, int, str, str]]) -> int:
         """The spout's commit point: below the first message with a tuple still queued or
         in the batch being run."""
-        pending = [o for q in [*queues, running] for o, _, _ in q]
+        pending = [q[0] for queue in [*queues, running] for q in queue]
         return min(pending) if pending else len(messages)
 
-    def run(t: int, batch: list[tuple[int, int, str]], tx: int, rerun: bool = False) -> None:
+    def run(t: int, batch: list[tuple[int, int, str, str]], tx: int,
+            rerun: bool = False) -> None:
         # A re-run's tuples were applied and acked by its first run: they may be committed.
         seen = {"src:0": committed([] if rerun else batch)} \
             if txids == "counter" and tx % 2 else None
         workers[t][worker[0]].run(
             tx if txids == "batch_id" else None,
-            BatchInput(_keys([w for _, _, w in batch], coded), [(w,) for _, _, w in batch],
-                       ["src:0"] * len(batch), np.array([o for o, _, _ in batch], np.int64),
-                       np.array([r for _, r, _ in batch], np.int64)), seen)
+            BatchInput(_keys([w for _, _, w, _ in batch], coded),
+                       [(w,) for _, _, w, _ in batch], [u for *_, u in batch],
+                       np.array([o for o, *_ in batch], np.int64),
+                       np.array([r for _, r, *_ in batch], np.int64)), seen)
 
     for off in range(len(messages)):
         emit(off)
@@ -208,8 +223,7 @@ def test_any_interleaving_of_replays_leaves_exact_counts(
             emit(n % len(messages))
         elif ev == "dup" and sent:
             tt, off = sent[n % len(sent)]
-            rec = next(records)
-            queues[tt] += [(off, rec, w) for w in messages[off] if _task_of(w) == tt]
+            queues[tt] += tuples(off, tt)
         elif ev == "lose":
             off = n % len(messages)
             # Its tuples still queued for one task vanish; the tree fails, the spout replays.

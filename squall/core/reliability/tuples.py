@@ -17,6 +17,7 @@ from typing import Any
 
 from squall.core.errors import FieldError, UsageError
 from squall.core.reliability.ids import new_id
+from squall.core.reliability.lineage import child_path
 from squall.core.reliability.records import AckerRecord, RecordKind
 
 #: The stream a component emits on unless it names another (Storm's "default").
@@ -28,8 +29,8 @@ Fields = tuple[str, ...]
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_settled", "anchors", "fields", "origin", "source", "source_task",
-                 "stream", "values")
+    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "origin",
+                 "path", "source", "source_task", "stream", "values")
 
     def __init__(
         self,
@@ -41,6 +42,8 @@ class Tuple:
         source: str = "",
         source_task: int = 0,
         origin: tuple[str, int] | None = None,
+        path: int = 0,
+        emitted_by: int = 0,
     ) -> None:
         if len(values) != len(fields):
             raise UsageError(
@@ -54,6 +57,10 @@ class Tuple:
         self.source_task = source_task
         #: the source message it descends from (source partition, offset), if known
         self.origin = origin
+        #: its place in that message's tree, and its parent's (squall/core/reliability/lineage.py)
+        self.path = path
+        self.emitted_by = emitted_by
+        self._children = 0
         self._ack_val = 0
         self._settled = False
 
@@ -67,6 +74,12 @@ class Tuple:
 
     def __repr__(self) -> str:
         return f"Tuple({dict(zip(self.fields, self.values, strict=True))}, stream={self.stream!r})"
+
+    def next_child(self) -> tuple[int, int]:
+        """The (emitted_by, path) of the next tuple emitted anchored to this one first."""
+        j = self._children
+        self._children += 1
+        return self.path, child_path(self.path, j)
 
     @property
     def roots(self) -> list[int]:

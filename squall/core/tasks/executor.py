@@ -26,13 +26,14 @@ from squall.core.bolt_api.state import KeyValueState
 from squall.core.errors import TopologyError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher, new_id
+from squall.core.reliability.lineage import child_paths, occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
 from squall.core.wire.columns import to_columns
-from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Origins, TupleBatch
+from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, Origins, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
 
@@ -45,6 +46,7 @@ class _EdgeBuffer:
     anchors: list[dict[int, int]] = field(default_factory=list)
     parts: list[int | None] = field(default_factory=list)  # fixed partition (all / direct)
     origins: list[tuple[str, int] | None] = field(default_factory=list)
+    lineage: list[tuple[int, int]] = field(default_factory=list)  # (emitted_by, path)
 
 
 class BoltExecutor:
@@ -68,7 +70,7 @@ class BoltExecutor:
                 raise TopologyError(f"bolt {context.component!r} declares no stream {e.stream!r} "
                                     f"for its subscriber {e.target!r}")
             self._edges.setdefault(e.stream, []).append(
-                _EdgeBuffer(e, Router.for_edge(e, fields)))
+                _EdgeBuffer(e, Router.for_edge(e, fields, context.task)))
         self._result = ExecResult()
         if isinstance(bolt, Bolt):
             bolt.prepare(conf or {}, context, OutputCollector(self))
@@ -92,10 +94,16 @@ class BoltExecutor:
             raise TopologyError(f"emit of {len(values)} values on stream {stream!r} declared "
                                 f"with fields {list(fields)}")
         buffers = self._edges.get(stream, [])
+        # A custom grouping chooses now, before anything is buffered: if it fails, the
+        # bolt's execute raises and its input fails.
+        chosen = {id(b): b.router.choose(values) for b in buffers if b.router.custom}
         copies = sum(b.edge.copies for b in buffers)
         child = iter(self._anch.emit(anchors, copies))
-        # A child descends from its first anchor's source message (exact state's key).
-        origin = next((a.origin for a in anchors if a.origin is not None), None)
+        # A child descends from its first anchor's source message (exact state's key), as
+        # that anchor's next child (squall/core/reliability/lineage.py).
+        first = next((a for a in anchors if a.origin is not None), None)
+        origin = None if first is None else first.origin
+        lineage = (0, 0) if first is None else first.next_child()
         for b in buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:
@@ -104,14 +112,16 @@ class BoltExecutor:
                     b.anchors.append(next(child))
                     b.parts.append(p)
                     b.origins.append(origin)
+                    b.lineage.append(lineage)
                 continue
             if g is Grouping.DIRECT and direct is None:
                 raise TopologyError(f"stream {stream!r} is direct-grouped to {b.edge.target!r}: "
                                     "use emit_direct")
             b.rows.append(values)
             b.anchors.append(next(child))
-            b.parts.append(direct if g is Grouping.DIRECT else None)
+            b.parts.append(direct if g is Grouping.DIRECT else chosen.get(id(b)))
             b.origins.append(origin)
+            b.lineage.append(lineage)
         self._result.emitted += 1
 
     def ack(self, t: Tuple) -> None:
@@ -237,8 +247,9 @@ class BoltExecutor:
                     res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
                         cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task,
-                        origins=[b.origins[i] for i in keep])))
-                b.rows, b.anchors, b.parts, b.origins = [], [], [], []
+                        origins=[b.origins[i] for i in keep],
+                        lineage=[b.lineage[i] for i in keep])))
+                b.rows, b.anchors, b.parts, b.origins, b.lineage = [], [], [], [], []
         res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
         return res
 
@@ -255,12 +266,16 @@ class BoltExecutor:
         roots = _flat(batches, ROOTS_COL)
         ids = _flat(batches, IDS_COL)
         origins = _origins(batches)
+        paths = np.concatenate([b.lineage()[1] for b in batches]) if origins is not None \
+            else None
         n = len(roots)
         res.executed = n
         now = self.clock.now_ms()
         try:
             out = _called(bolt, batches, n, watch)
             parents, streams = out.parents, out.streams
+            # which child of its parent each row is, over every stream (lineage.py)
+            nth = occurrence(parents) if paths is not None else None
             ack_vals = ids.copy()
             for stream, fields in self.outputs.items():
                 sel = np.flatnonzero(streams == stream) if streams is not None else \
@@ -273,8 +288,10 @@ class BoltExecutor:
                 cols = {f: out.arrow(f, sel) for f in fields}
                 par = parents[sel]
                 res.emitted += int(sel.size)
+                lin = None if paths is None or nth is None else (paths[par],
+                                                                 child_paths(paths[par], nth[sel]))
                 for buf in self._edges[stream]:
-                    self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins)
+                    self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins, lin)
         except Exception as e:
             failed = np.unique(roots)
             self._failed_by(e, failed.tolist())
@@ -288,7 +305,9 @@ class BoltExecutor:
     def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
                          parents: npt.NDArray[np.int64],
                          roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
-                         res: ExecResult, origins: Origins | None) -> None:
+                         res: ExecResult, origins: Origins | None,
+                         lineage: Lineage | None) -> None:
+        """``lineage``: each output row's (emitted_by, path), with ``origins``."""
         e = buf.edge
         m = parents.size
         if e.grouping is Grouping.ALL:
@@ -304,13 +323,15 @@ class BoltExecutor:
         child_roots = roots[parents[idx]]
         for p in np.flatnonzero(np.bincount(parts, minlength=e.partitions)).tolist():  # no sort
             s = np.flatnonzero(parts == p)
-            take = pa.array(idx[s])
-            of = parents[idx[s]]
+            rows = idx[s]
+            take = pa.array(rows)
+            of = parents[rows]
             res.outputs.append((e.topic, p, TupleBatch.single_anchored(
                 {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
                 stream=e.stream, source=self.context.component, source_task=self.context.task,
                 origins=None if origins is None else (origins[0].take(pa.array(of)),
-                                                      origins[1][of]))))
+                                                      origins[1][of]),
+                lineage=None if lineage is None else (lineage[0][rows], lineage[1][rows]))))
 
 
 def _called(bolt: BatchBolt, batches: Sequence[TupleBatch], n: int,

@@ -31,7 +31,7 @@ class Emitter:
         self.component = component
         self.task = task
         self.edges = edges
-        self.routers = [Router.for_edge(e, scheme.fields) for e in edges]
+        self.routers = [Router.for_edge(e, scheme.fields, task) for e in edges]
         self.copies = sum(e.copies for e in edges)
         self._ids = ids or IdBatcher()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from squall.core.errors import TopologyError
 from squall.core.reliability.tuples import DEFAULT_STREAM
 from squall.core.topology.grouping import Grouping
 from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
@@ -24,8 +25,9 @@ class BoltDeclarer:
         self._inputs = inputs
 
     def _add(self, component: str, stream: str, grouping: Grouping,
-             fields: Sequence[str] = ()) -> BoltDeclarer:
-        self._inputs.append(InputSpec(component, stream, grouping, tuple(fields)))
+             fields: Sequence[str] = (), grouping_class: str = "") -> BoltDeclarer:
+        self._inputs.append(InputSpec(component, stream, grouping, tuple(fields),
+                                      grouping_class))
         return self
 
     def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
@@ -46,6 +48,29 @@ class BoltDeclarer:
 
     def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
         return self._add(component, stream, Grouping.NONE)
+
+    def local_or_shuffle_grouping(self, component: str,
+                                  stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(component, stream, Grouping.LOCAL_OR_SHUFFLE)
+
+    def partial_key_grouping(self, component: str, fields: Sequence[str],
+                             stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Each key to the less loaded of two tasks: a hot key is spread over two, so the
+        bolt's per-key results are partial and a fields-grouped bolt downstream merges
+        them."""
+        return self._add(component, stream, Grouping.PARTIAL_KEY, fields)
+
+    def custom_grouping(self, component: str, grouping: str | type,
+                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """``grouping``: a :class:`squall.topology.CustomStreamGrouping` subclass, or its
+        ``module:Class``; importable wherever the component's tasks run."""
+        if not isinstance(grouping, str) and grouping.__module__ == "__main__":
+            raise TopologyError(f"custom grouping {grouping.__qualname__!r} is defined in "
+                                "__main__, which the topology's tasks cannot import: move it "
+                                "to a module")
+        name = grouping if isinstance(grouping, str) \
+            else f"{grouping.__module__}:{grouping.__qualname__}"
+        return self._add(component, stream, Grouping.CUSTOM, grouping_class=name)
 
 
 class TopologyBuilder:

@@ -31,7 +31,7 @@ SPOUT_KEYS = frozenset({"name", "topics", "parallelism", "scheme", "fields", "st
 BOLT_KEYS = frozenset({"name", "class", "cls", "parallelism", "executors", "inputs", "outputs",
                        "config",
                        "persistent_aggregate", "partition_persist", "state_query"})
-INPUT_KEYS = frozenset({"component", "stream", "grouping", "fields"})
+INPUT_KEYS = frozenset({"component", "stream", "grouping", "fields", "class"})
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 

@@ -35,7 +35,7 @@ from squall.core.topology.checks import (
     check_topic,
     load_text,
 )
-from squall.core.topology.grouping import Edge, Grouping
+from squall.core.topology.grouping import Edge, Grouping, check_subscription
 from squall.core.topology.topics import check_name, edge_topic
 from squall.core.topology.trident import (
     SPEC_KEYS,
@@ -67,6 +67,8 @@ class InputSpec:
     stream: str = DEFAULT_STREAM
     grouping: Grouping = Grouping.SHUFFLE
     fields: tuple[str, ...] = ()
+    #: a custom grouping's ``module:Class`` (``class`` in a spec)
+    grouping_class: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,8 @@ class TopologySpec:
             for i in b.inputs:
                 if i.component == name:
                     out.append(Edge(b.name, edge_topic(self.name, name, i.stream, b.name),
-                                    b.parallelism, i.grouping, i.fields, i.stream))
+                                    b.parallelism, i.grouping, i.fields, i.stream,
+                                    self.component(name).parallelism, i.grouping_class))
         return tuple(out)
 
     def input_topics(self, bolt: str) -> tuple[str, ...]:
@@ -259,13 +262,10 @@ class TopologySpec:
                     fields = self.output_fields(i.component, i.stream)
                 except TopologyError as e:
                     raise TopologyError(f"{where}: {e}") from None
-                if i.grouping is Grouping.FIELDS:
-                    missing = [f for f in i.fields if f not in fields] or (
-                        ["(none given)"] if not i.fields else [])
-                    if missing:
-                        raise TopologyError(
-                            f"{where}: fields grouping on {i.component!r} by {missing}, not "
-                            f"among its output fields {list(fields)}")
+                up = self.component(i.component)
+                check_subscription(where, i.component, i.grouping, i.fields, i.grouping_class,
+                                   fields, isinstance(up, BoltSpec) and
+                                   up.cls not in TRIDENT_CLASSES)
         check_graph([s.name for s in self.spouts],
                     {b.name: [i.component for i in b.inputs] for b in self.bolts})
         return self
@@ -281,6 +281,9 @@ class TopologySpec:
                 del b["executors"]
             for i in b["inputs"]:
                 i["grouping"] = Grouping(i["grouping"]).value
+                custom = i.pop("grouping_class")
+                if custom:
+                    i["class"] = custom
         plain: dict[str, Any] = json.loads(json.dumps(d))  # tuples -> lists: a JSON document
         return plain
 
@@ -366,7 +369,7 @@ def _bolt(raw: Mapping[str, Any]) -> BoltSpec:
             raise TopologyError(f"{where}: unknown grouping {i.get('grouping')!r}") from None
         inputs.append(InputSpec(_req(i, "component", f"{where} input"),
                                 i.get("stream", DEFAULT_STREAM), grouping,
-                                tuple(i.get("fields", ()))))
+                                tuple(i.get("fields", ())), str(i.get("class", ""))))
     for key, cls in SPEC_KEYS.items():
         if key in raw:
             clash = sorted({"class", "cls", "outputs", "config", *SPEC_KEYS} - {key} & set(raw))

@@ -51,7 +51,10 @@ def topology_json_schema() -> dict[str, Any]:
     inp = _closed({
         "component": _name("component"), "stream": _name("stream"),
         "grouping": {"type": "string", "enum": [g.value for g in Grouping]},
-        "fields": _FIELDS}, INPUT_KEYS, ["component"])
+        "fields": {**_FIELDS, "description": "the fields a fields or partial_key grouping "
+                   "hashes"},
+        "class": {"type": "string", "description": "a custom grouping's module:Class (a "
+                  "squall.topology.CustomStreamGrouping)"}}, INPUT_KEYS, ["component"])
     bolt = _closed({
         "name": _name("component"),
         "class": {"type": "string", "description": "module:Class"},

@@ -19,10 +19,17 @@ Rules:
   (:class:`TaskMark`) and never lowered, so a worker with an older view of them cannot
   apply a message whose record another worker let go.
 
-Sound when all of a message's tuples for one task arrive in one batch (an upstream emits a
-root's tuples for one partition in one record) and bolts are deterministic (a replayed
-message sends the same tuples to the same tasks), as Trident's transactional state assumes
-of its batches. A rebalance that moves keys to other tasks drains the trees in flight first.
+What is applied together is what one execution upstream sent the task: past the first
+bolt, a message's tuples for one task come from several upstream tasks, so a record's
+source then also names the path of the tuple whose execution emitted them (``source/path``:
+:func:`squall.core.reliability.lineage.unit`; the first bolt's output is recorded by
+source alone).
+
+Sound when the tuples one execution emits for one task arrive in one record (an executor
+flushes them together) and bolts are deterministic (a replayed message's tuples are the
+same children, in the same order, of the same inputs; routing may differ), as Trident's
+transactional state assumes of its batches. A rebalance that moves keys to other tasks
+drains the trees in flight first.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from squall.core.errors import StateError
+from squall.core.reliability.lineage import unit_source
 from squall.core.reliability.unique import unique
 
 I64 = npt.NDArray[np.int64]
@@ -82,7 +90,7 @@ class BatchRecord:
 
     def below(self, committed: Mapping[str, int]) -> bool:
         """Every message in it is below its source's committed offset."""
-        return all(o.size == 0 or (s in committed and int(o[-1]) < committed[s])
+        return all(o.size == 0 or int(o[-1]) < committed.get(unit_source(s), -1)
                    for s, o in self.offsets.items())
 
 

@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from squall.core.reliability.lineage import unit_source
 from squall.core.reliability.unique import unique_first_inverse
 from squall.core.trident.aggregators import (
     CodedKeys,
@@ -164,7 +165,8 @@ class _ExactBatches(Generic[T]):
             for s in sources:
                 at = np.flatnonzero(srcs == s)
                 offs = b.offsets[at]
-                keep[at] = applied.fresh(s, offs) & (offs >= mark.floors.get(s, -1)) & \
+                keep[at] = applied.fresh(s, offs) & \
+                    (offs >= mark.floors.get(unit_source(s), -1)) & \
                     _one_emission(offs, b.emissions[at], None if b.roots is None else b.roots[at])
         if keep.all():  # the common case: nothing applied before
             n_kept = len(b.keys)

@@ -3,9 +3,11 @@
 One Arrow IPC stream per Kafka message: the declared fields as columns, plus ``__roots``
 and ``__ids`` (list<uint64>: the tuple's anchors, root -> XOR of edge ids), and optionally
 ``__src`` (dictionary<int32, string>: the source partition, "topic:partition") and
-``__off`` (int64: the offset) of the source message each tuple descends from (what exact
-state needs, squall/core/trident/applied.py); stream, source component and task in the
-schema metadata. :func:`decode_tuples` raises :class:`WireFormatError` (and nothing else)
+``__off`` (int64: the offset) of the source message each tuple descends from, with
+``__by`` and ``__path`` (uint64: the tuple's place in that message's tree,
+squall/core/reliability/lineage.py; absent: 0, a spout's tuples), what exact state needs
+(squall/core/trident/applied.py); stream, source component and task in the schema
+metadata. :func:`decode_tuples` raises :class:`WireFormatError` (and nothing else)
 on a malformed payload, naming what was wrong.
 """
 
@@ -27,11 +29,15 @@ ROOTS_COL = "__roots"
 IDS_COL = "__ids"
 SRC_COL = "__src"
 OFF_COL = "__off"
-RESERVED = frozenset({ROOTS_COL, IDS_COL, SRC_COL, OFF_COL})
+BY_COL = "__by"
+PATH_COL = "__path"
+RESERVED = frozenset({ROOTS_COL, IDS_COL, SRC_COL, OFF_COL, BY_COL, PATH_COL})
 _ANCHOR_TYPE = pa.list_(pa.uint64())
 SRC_TYPE = pa.dictionary(pa.int32(), pa.string())
 #: Each tuple's source message: (source partitions, offsets), dictionary-encoded names.
 Origins = tuple[pa.DictionaryArray, npt.NDArray[np.int64]]
+#: Each tuple's place in its message's tree: (emitted_by, path), squall/core/reliability/lineage.py.
+Lineage = tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]
 
 
 # ----- tuple batches ------------------------------------------------------
@@ -63,7 +69,9 @@ class TupleBatch:
         source: str = "",
         source_task: int = 0,
         origins: Sequence[tuple[str, int] | None] | None = None,
+        lineage: Sequence[tuple[int, int]] | None = None,
     ) -> TupleBatch:
+        """``lineage``: each tuple's (emitted_by, path), carried with its origin."""
         bad = RESERVED.intersection(columns)
         if bad:
             raise WireFormatError(f"field names {sorted(bad)} are reserved")
@@ -82,6 +90,10 @@ class TupleBatch:
             arrays += [pa.array([o[0] if o else None for o in origins]).dictionary_encode(),
                        pa.array([o[1] if o else -1 for o in origins], pa.int64())]
             names += [SRC_COL, OFF_COL]
+            if lineage is not None and any(p for _, p in lineage):
+                arrays += [pa.array([b for b, _ in lineage], pa.uint64()),
+                           pa.array([p for _, p in lineage], pa.uint64())]
+                names += [BY_COL, PATH_COL]
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
 
     @classmethod
@@ -96,7 +108,8 @@ class TupleBatch:
     ) -> TupleBatch:
         cols = {f: [t.values[i] for t in tuples] for i, f in enumerate(fields)}
         return cls.from_columns(cols, [t.anchors for t in tuples], stream=stream, source=source,
-                                source_task=source_task, origins=[t.origin for t in tuples])
+                                source_task=source_task, origins=[t.origin for t in tuples],
+                                lineage=[(t.emitted_by, t.path) for t in tuples])
 
     @classmethod
     def single_anchored(
@@ -109,8 +122,10 @@ class TupleBatch:
         source: str = "",
         source_task: int = 0,
         origins: Origins | None = None,
+        lineage: Lineage | None = None,
     ) -> TupleBatch:
-        """Tuples with one anchor each (spout tuples) straight from arrays; None: untracked."""
+        """Tuples with one anchor each straight from arrays; None: untracked. ``lineage``
+        goes with ``origins`` (none: a spout's tuples)."""
         n = len(next(iter(columns.values()))) if columns else (0 if roots is None else len(roots))
         if roots is None or ids is None:
             off = pa.array(np.zeros(n + 1, np.int32))
@@ -124,7 +139,18 @@ class TupleBatch:
         if origins is not None:
             arrays += [origins[0], pa.array(origins[1], pa.int64())]
             names += [SRC_COL, OFF_COL]
+            if lineage is not None:
+                arrays += [pa.array(lineage[0], pa.uint64()), pa.array(lineage[1], pa.uint64())]
+                names += [BY_COL, PATH_COL]
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
+
+    def lineage(self) -> Lineage:
+        """Each tuple's (emitted_by, path); zeros where the batch carries none."""
+        if PATH_COL not in self.data.schema.names:
+            z = np.zeros(len(self), np.uint64)
+            return z, z
+        return (np.asarray(self.data.column(BY_COL).to_numpy(zero_copy_only=False), np.uint64),
+                np.asarray(self.data.column(PATH_COL).to_numpy(zero_copy_only=False), np.uint64))
 
     def origins(self) -> Origins | None:
         """Each tuple's source message, if the batch carries them (offset -1, name null:
@@ -165,11 +191,13 @@ class TupleBatch:
         origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else [
             None if name is None else (name, off)
             for name, off in zip(o[0].to_pylist(), o[1].tolist(), strict=True)]
+        by, path = self.lineage()
         return [
             Tuple(vals, fields, anc, stream=self.stream, source=self.source,
-                  source_task=self.source_task, origin=origin)
-            for vals, anc, origin in zip(zip(*cols, strict=True) if cols else [()] * len(self),
-                                         self.anchors(), origins, strict=True)
+                  source_task=self.source_task, origin=origin, path=p, emitted_by=e)
+            for vals, anc, origin, e, p in zip(
+                zip(*cols, strict=True) if cols else [()] * len(self), self.anchors(), origins,
+                by.tolist(), path.tolist(), strict=True)
         ]
 
 
@@ -255,6 +283,10 @@ def decode_tuples(payload: bytes) -> TupleBatch:
     if have and have != {SRC_COL: SRC_TYPE, OFF_COL: pa.int64()}:
         raise WireFormatError(f"tuple batch: origin columns {have}, expected {SRC_COL} "
                               f"{SRC_TYPE} and {OFF_COL} int64 together")
+    lin = {c: schema.field(c).type for c in (BY_COL, PATH_COL) if c in schema.names}
+    if lin and (not have or lin != {BY_COL: pa.uint64(), PATH_COL: pa.uint64()}):
+        raise WireFormatError(f"tuple batch: lineage columns {lin}, expected {BY_COL} and "
+                              f"{PATH_COL} uint64 together, with the origin columns")
     meta = schema.metadata or {}
     try:
         task = int(meta.get(b"squall.source_task", b"0"))

@@ -21,7 +21,7 @@ def test_the_topology_file_gives_what_the_topology_decides() -> None:
         2, "text", 30.0, 10_000)
     assert s.guarantee is Guarantee.AT_LEAST_ONCE
     (edge,) = s.edge_list()
-    assert edge == parse_edge("split:2:shuffle", "wordcount", "sentences")
+    assert edge == parse_edge("split:2:shuffle", "wordcount", "sentences", sources=2)
 
 
 def test_what_the_topology_decides_is_not_set_again_by_a_flag_or_variable(

@@ -34,6 +34,7 @@ from services.bolts.runtime.standby import (
     wait_for_active,
 )
 from services.bolts.settings import BoltSettings
+from services.bolts.ticks import Ticker
 from services.bolts.warm import warm_up
 from squall.backends import default_state_path
 from squall.core.errors import BoltFault, ConfigError
@@ -220,8 +221,11 @@ class BoltJob:
         shown: set[int] = set()
         watches = {q.name: StallWatch() for q in queries}
         limit = stall_limit_s(self.spec.deadline_s)
+        ticker = Ticker(self.spec, [h for h in heads if isinstance(h, BoltSpec)],
+                        self.s.clients)
         try:
             while not stop.wait(0.5):
+                ticker.step(int(time.monotonic() * 1000))
                 progress = {}
                 for q, chain in zip(queries, plan, strict=True):
                     if not q.isActive:
@@ -238,6 +242,7 @@ class BoltJob:
                                      q.name, p["batchId"], p.get("durationMs"))
                 marks.step(int(time.time() * 1000), progress)
         finally:
+            ticker.close()
             marks.close()
             for q in queries:
                 q.stop()

@@ -14,7 +14,13 @@ from squall.bolt import TaskContext
 from squall.core.errors import WireFormatError
 from squall.core.reliability.lineage import child_path, child_paths, occurrence
 from squall.core.tasks.exec_result import ExecResult
-from squall.core.wire.tuple_batch import PATH_COL, TupleBatch, decode_tuples, encode_tuples
+from squall.core.wire.tuple_batch import (
+    BY_COL,
+    NTH_COL,
+    TupleBatch,
+    decode_tuples,
+    encode_tuples,
+)
 from tests.unit.test_executor import SPLIT_TO_COUNT, Harness, ctx, make_executor, through
 
 
@@ -108,14 +114,22 @@ def test_a_replayed_input_gives_its_children_the_same_paths() -> None:
 
 def test_lineage_crosses_the_wire_and_bad_lineage_columns_are_refused() -> None:
     h = Harness()
-    batch = _sentences_with_origins(h, ["x y"])
-    t = batch.tuples()[0]
-    t.path, t.emitted_by = 77, 5
-    one = TupleBatch.from_tuples([t], ("str",))
-    back = decode_tuples(encode_tuples(one))
-    assert [(x.emitted_by, x.path) for x in back.tuples()] == [(5, 77)]
-    bad = one.data.set_column(one.data.schema.get_field_index(PATH_COL), PATH_COL,
-                              pa.array([77], pa.int64()))
+    batch = _sentences_with_origins(h, ["x y", "z"])
+    first, second = batch.tuples()
+    first.emitted_by, first.nth = 5, 3
+    second.nth = 0  # a first bolt's output: emitted_by 0, no __by column needed
+    both = TupleBatch.from_tuples([first, second], ("str",))
+    back = decode_tuples(encode_tuples(both)).tuples()
+    assert [(x.emitted_by, x.nth, x.path) for x in back] == [
+        (5, 3, child_path(5, 3)), (0, 0, child_path(0, 0))]
+    only_first_hop = TupleBatch.from_tuples([second], ("str",))
+    assert BY_COL not in only_first_hop.data.schema.names
+    assert decode_tuples(encode_tuples(only_first_hop)).tuples()[0].path == child_path(0, 0)
+    spout_tuples = TupleBatch.from_tuples(_sentences_with_origins(h, ["w"]).tuples(), ("str",))
+    assert NTH_COL not in spout_tuples.data.schema.names
+    assert spout_tuples.tuples()[0].path == 0
+    bad = both.data.set_column(both.data.schema.get_field_index(NTH_COL), NTH_COL,
+                               pa.array([3, 0], pa.int64()))
     with pytest.raises(WireFormatError, match="lineage columns"):
         decode_tuples(encode_tuples(TupleBatch(bad)))
 
@@ -123,12 +137,13 @@ def test_lineage_crosses_the_wire_and_bad_lineage_columns_are_refused() -> None:
 @given(st.lists(st.integers(0, 5), max_size=60), st.integers(0, (1 << 64) - 1))
 def test_child_paths_are_child_path_for_many_and_never_zero(parents: list[int],
                                                             base: int) -> None:
+    for order in (parents, sorted(parents)):  # sorted: a batch bolt's usual output
+        seen: dict[int, int] = {}
+        for p, j in zip(order, occurrence(np.asarray(order, np.int64)).tolist(), strict=True):
+            assert j == seen.get(p, 0)
+            seen[p] = j + 1
     par = np.asarray(parents, np.int64)
     nth = occurrence(par)
-    seen: dict[int, int] = {}
-    for p, j in zip(parents, nth.tolist(), strict=True):
-        assert j == seen.get(p, 0)
-        seen[p] = j + 1
     paths = np.full(par.size, base, np.uint64)
     many = child_paths(paths, nth)
     assert many.tolist() == [child_path(base, j) for j in nth.tolist()]

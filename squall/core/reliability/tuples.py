@@ -17,11 +17,14 @@ from typing import Any
 
 from squall.core.errors import FieldError, UsageError
 from squall.core.reliability.ids import new_id
-from squall.core.reliability.lineage import child_path
+from squall.core.reliability.lineage import NO_NTH, path_of
 from squall.core.reliability.records import AckerRecord, RecordKind
 
 #: The stream a component emits on unless it names another (Storm's "default").
 DEFAULT_STREAM = "default"
+#: Tick tuples' stream and component, Storm's names (squall/core/topology/ticks.py).
+TICK_STREAM = "__tick"
+SYSTEM_COMPONENT = "__system"
 
 Fields = tuple[str, ...]
 
@@ -29,8 +32,8 @@ Fields = tuple[str, ...]
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "origin",
-                 "path", "source", "source_task", "stream", "values")
+    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "nth",
+                 "origin", "source", "source_task", "stream", "values")
 
     def __init__(
         self,
@@ -42,8 +45,8 @@ class Tuple:
         source: str = "",
         source_task: int = 0,
         origin: tuple[str, int] | None = None,
-        path: int = 0,
         emitted_by: int = 0,
+        nth: int = NO_NTH,
     ) -> None:
         if len(values) != len(fields):
             raise UsageError(
@@ -57,9 +60,10 @@ class Tuple:
         self.source_task = source_task
         #: the source message it descends from (source partition, offset), if known
         self.origin = origin
-        #: its place in that message's tree, and its parent's (squall/core/reliability/lineage.py)
-        self.path = path
+        #: its place in that message's tree: its parent's path and which child of it it is
+        #: (squall/core/reliability/lineage.py)
         self.emitted_by = emitted_by
+        self.nth = nth
         self._children = 0
         self._ack_val = 0
         self._settled = False
@@ -75,11 +79,21 @@ class Tuple:
     def __repr__(self) -> str:
         return f"Tuple({dict(zip(self.fields, self.values, strict=True))}, stream={self.stream!r})"
 
+    @property
+    def is_tick(self) -> bool:
+        """Whether it is a tick tuple (Storm's ``TupleUtils.isTick``)."""
+        return self.stream == TICK_STREAM and self.source == SYSTEM_COMPONENT
+
+    @property
+    def path(self) -> int:
+        """Its path in its source message's tree (0: a spout's tuple)."""
+        return path_of(self.emitted_by, self.nth)
+
     def next_child(self) -> tuple[int, int]:
-        """The (emitted_by, path) of the next tuple emitted anchored to this one first."""
+        """The (emitted_by, nth) of the next tuple emitted anchored to this one first."""
         j = self._children
         self._children += 1
-        return self.path, child_path(self.path, j)
+        return self.path, j
 
     @property
     def roots(self) -> list[int]:

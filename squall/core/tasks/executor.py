@@ -26,9 +26,9 @@ from squall.core.bolt_api.state import KeyValueState
 from squall.core.errors import TopologyError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher, new_id
-from squall.core.reliability.lineage import child_paths, occurrence
+from squall.core.reliability.lineage import NO_NTH, occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
-from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
+from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
@@ -46,7 +46,7 @@ class _EdgeBuffer:
     anchors: list[dict[int, int]] = field(default_factory=list)
     parts: list[int | None] = field(default_factory=list)  # fixed partition (all / direct)
     origins: list[tuple[str, int] | None] = field(default_factory=list)
-    lineage: list[tuple[int, int]] = field(default_factory=list)  # (emitted_by, path)
+    lineage: list[tuple[int, int]] = field(default_factory=list)  # (emitted_by, nth)
 
 
 class BoltExecutor:
@@ -103,7 +103,7 @@ class BoltExecutor:
         # that anchor's next child (squall/core/reliability/lineage.py).
         first = next((a for a in anchors if a.origin is not None), None)
         origin = None if first is None else first.origin
-        lineage = (0, 0) if first is None else first.next_child()
+        lineage = (0, NO_NTH) if first is None else first.next_child()
         for b in buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:
@@ -153,6 +153,8 @@ class BoltExecutor:
     def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
         """``watch``: told of each call into the bolt."""
         self._result = ExecResult()
+        if isinstance(self.bolt, BatchBolt):  # ticks reach execute, which it has not
+            batches = [b for b in batches if b.stream != TICK_STREAM]
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
             out = self._run_vectorized(self.bolt, batches, watch)
             self._check_scratch()
@@ -266,8 +268,7 @@ class BoltExecutor:
         roots = _flat(batches, ROOTS_COL)
         ids = _flat(batches, IDS_COL)
         origins = _origins(batches)
-        paths = np.concatenate([b.lineage()[1] for b in batches]) if origins is not None \
-            else None
+        paths = np.concatenate([b.paths() for b in batches]) if origins is not None else None
         n = len(roots)
         res.executed = n
         now = self.clock.now_ms()
@@ -288,8 +289,8 @@ class BoltExecutor:
                 cols = {f: out.arrow(f, sel) for f in fields}
                 par = parents[sel]
                 res.emitted += int(sel.size)
-                lin = None if paths is None or nth is None else (paths[par],
-                                                                 child_paths(paths[par], nth[sel]))
+                lin = None if paths is None or nth is None else (
+                    paths[par], nth[sel].astype(np.uint32))
                 for buf in self._edges[stream]:
                     self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins, lin)
         except Exception as e:
@@ -307,7 +308,7 @@ class BoltExecutor:
                          roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
                          res: ExecResult, origins: Origins | None,
                          lineage: Lineage | None) -> None:
-        """``lineage``: each output row's (emitted_by, path), with ``origins``."""
+        """``lineage``: each output row's (emitted_by, nth), with ``origins``."""
         e = buf.edge
         m = parents.size
         if e.grouping is Grouping.ALL:

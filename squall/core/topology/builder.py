@@ -21,8 +21,17 @@ from squall.core.topology.trident import PERSIST_CLASS, QUERY_CLASS, trident_spe
 class BoltDeclarer:
     """Returned by :meth:`TopologyBuilder.set_bolt`: declare its inputs, Storm style."""
 
-    def __init__(self, inputs: list[InputSpec]) -> None:
+    def __init__(self, inputs: list[InputSpec], config: dict[str, Any] | None = None) -> None:
         self._inputs = inputs
+        self._config = config
+
+    def add_configuration(self, key: str, value: Any) -> BoltDeclarer:
+        """One key of the bolt's configuration (Storm's ``addConfiguration``), e.g.
+        ``topology.tick.tuple.freq.secs``."""
+        if self._config is None:
+            raise TopologyError(f"a Trident bolt's configuration is its spec, not {key!r}")
+        self._config[key] = value
+        return self
 
     def _add(self, component: str, stream: str, grouping: Grouping,
              fields: Sequence[str] = (), grouping_class: str = "") -> BoltDeclarer:
@@ -99,8 +108,9 @@ class TopologyBuilder:
             cls, declared = bolt, {}
         outs = {k: tuple(v) for k, v in (outputs if outputs is not None else declared).items()}
         inputs: list[InputSpec] = []
-        self._bolts.append((name, cls, parallelism, inputs, outs, dict(config or {})))
-        return BoltDeclarer(inputs)
+        conf = dict(config or {})
+        self._bolts.append((name, cls, parallelism, inputs, outs, conf))
+        return BoltDeclarer(inputs, conf)
 
     def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
                  ) -> BoltDeclarer:

@@ -9,7 +9,9 @@ its tasks. Fields grouping still means one task per key: a stateful task's
 state follows it through its log and lock, whichever Spark task runs it.
 
 A chain is linear: a bolt fuses at most one downstream bolt (the first, in the
-topology's order), and the rest of its subscribers read it through Kafka.
+topology's order), and the rest of its subscribers read it through Kafka. A bolt that
+asks for tick tuples heads its own chain: its ticks come through its input topic
+(squall/core/topology/ticks.py).
 
 A persistent aggregate (or partition_persist) fuses like any bolt: its txids are its tasks'
 own (kept with the state), not a query's micro-batch ids, and a task runs one batch at a
@@ -35,7 +37,7 @@ def chains(spec: TopologySpec, components: Sequence[str], fuse: bool = True
     for n in names:
         b = spec.component(n)
         assert isinstance(b, BoltSpec)
-        if len(b.inputs) != 1:
+        if len(b.inputs) != 1 or b.tick_s is not None:
             continue
         up = b.inputs[0].component
         if up in names and up not in nxt and up != n and not _reaches(nxt, n, up):

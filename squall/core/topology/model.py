@@ -36,6 +36,7 @@ from squall.core.topology.checks import (
     load_text,
 )
 from squall.core.topology.grouping import Edge, Grouping, check_subscription
+from squall.core.topology.ticks import tick_freq
 from squall.core.topology.topics import check_name, edge_topic
 from squall.core.topology.trident import (
     SPEC_KEYS,
@@ -105,6 +106,11 @@ class BoltSpec:
     @property
     def num_executors(self) -> int:
         return self.executors or self.parallelism
+
+    @property
+    def tick_s(self) -> float | None:
+        """Seconds between its tick tuples (None: it asked for none)."""
+        return tick_freq(self.config, f"bolt {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,9 @@ class TopologySpec:
                         else ()) for i in b.inputs]
                 check_bolt(b.cls, b.config, b.outputs, ins,
                            {c.name: getattr(c, "cls", "") for c in self.components()}, where)
+            if b.tick_s is not None and b.cls in TRIDENT_CLASSES:
+                raise TopologyError(f"{where}: a persistent aggregate, partition_persist or "
+                                    "state_query takes no tick tuples")
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
             if not 1 <= b.parallelism <= MAX_PARALLELISM:

@@ -4,8 +4,8 @@ One Arrow IPC stream per Kafka message: the declared fields as columns, plus ``_
 and ``__ids`` (list<uint64>: the tuple's anchors, root -> XOR of edge ids), and optionally
 ``__src`` (dictionary<int32, string>: the source partition, "topic:partition") and
 ``__off`` (int64: the offset) of the source message each tuple descends from, with
-``__by`` and ``__path`` (uint64: the tuple's place in that message's tree,
-squall/core/reliability/lineage.py; absent: 0, a spout's tuples), what exact state needs
+``__nth`` (uint32) and ``__by`` (uint64; absent: all 0) (the tuple's place in that message's
+tree, squall/core/reliability/lineage.py; absent: a spout's tuples), what exact state needs
 (squall/core/trident/applied.py); stream, source component and task in the schema
 metadata. :func:`decode_tuples` raises :class:`WireFormatError` (and nothing else)
 on a malformed payload, naming what was wrong.
@@ -22,7 +22,14 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from squall.core.errors import WireFormatError
-from squall.core.reliability.tuples import DEFAULT_STREAM, Fields, Tuple
+from squall.core.reliability.lineage import NO_NTH, paths_of
+from squall.core.reliability.tuples import (
+    DEFAULT_STREAM,
+    SYSTEM_COMPONENT,
+    TICK_STREAM,
+    Fields,
+    Tuple,
+)
 
 _VERSION = 1
 ROOTS_COL = "__roots"
@@ -30,14 +37,14 @@ IDS_COL = "__ids"
 SRC_COL = "__src"
 OFF_COL = "__off"
 BY_COL = "__by"
-PATH_COL = "__path"
-RESERVED = frozenset({ROOTS_COL, IDS_COL, SRC_COL, OFF_COL, BY_COL, PATH_COL})
+NTH_COL = "__nth"
+RESERVED = frozenset({ROOTS_COL, IDS_COL, SRC_COL, OFF_COL, BY_COL, NTH_COL})
 _ANCHOR_TYPE = pa.list_(pa.uint64())
 SRC_TYPE = pa.dictionary(pa.int32(), pa.string())
 #: Each tuple's source message: (source partitions, offsets), dictionary-encoded names.
 Origins = tuple[pa.DictionaryArray, npt.NDArray[np.int64]]
-#: Each tuple's place in its message's tree: (emitted_by, path), squall/core/reliability/lineage.py.
-Lineage = tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]
+#: Each tuple's place in its message's tree: (emitted_by, nth), squall/core/reliability/lineage.py.
+Lineage = tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]
 
 
 # ----- tuple batches ------------------------------------------------------
@@ -71,7 +78,7 @@ class TupleBatch:
         origins: Sequence[tuple[str, int] | None] | None = None,
         lineage: Sequence[tuple[int, int]] | None = None,
     ) -> TupleBatch:
-        """``lineage``: each tuple's (emitted_by, path), carried with its origin."""
+        """``lineage``: each tuple's (emitted_by, nth), carried with its origin."""
         bad = RESERVED.intersection(columns)
         if bad:
             raise WireFormatError(f"field names {sorted(bad)} are reserved")
@@ -90,10 +97,10 @@ class TupleBatch:
             arrays += [pa.array([o[0] if o else None for o in origins]).dictionary_encode(),
                        pa.array([o[1] if o else -1 for o in origins], pa.int64())]
             names += [SRC_COL, OFF_COL]
-            if lineage is not None and any(p for _, p in lineage):
-                arrays += [pa.array([b for b, _ in lineage], pa.uint64()),
-                           pa.array([p for _, p in lineage], pa.uint64())]
-                names += [BY_COL, PATH_COL]
+            if lineage is not None:
+                by = np.fromiter((b for b, _ in lineage), np.uint64, len(lineage))
+                nth = np.fromiter((j for _, j in lineage), np.uint32, len(lineage))
+                arrays, names = _with_lineage(arrays, names, by, nth)
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
 
     @classmethod
@@ -109,7 +116,7 @@ class TupleBatch:
         cols = {f: [t.values[i] for t in tuples] for i, f in enumerate(fields)}
         return cls.from_columns(cols, [t.anchors for t in tuples], stream=stream, source=source,
                                 source_task=source_task, origins=[t.origin for t in tuples],
-                                lineage=[(t.emitted_by, t.path) for t in tuples])
+                                lineage=[(t.emitted_by, t.nth) for t in tuples])
 
     @classmethod
     def single_anchored(
@@ -140,17 +147,23 @@ class TupleBatch:
             arrays += [origins[0], pa.array(origins[1], pa.int64())]
             names += [SRC_COL, OFF_COL]
             if lineage is not None:
-                arrays += [pa.array(lineage[0], pa.uint64()), pa.array(lineage[1], pa.uint64())]
-                names += [BY_COL, PATH_COL]
+                arrays, names = _with_lineage(arrays, names, *lineage)
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
 
     def lineage(self) -> Lineage:
-        """Each tuple's (emitted_by, path); zeros where the batch carries none."""
-        if PATH_COL not in self.data.schema.names:
-            z = np.zeros(len(self), np.uint64)
-            return z, z
-        return (np.asarray(self.data.column(BY_COL).to_numpy(zero_copy_only=False), np.uint64),
-                np.asarray(self.data.column(PATH_COL).to_numpy(zero_copy_only=False), np.uint64))
+        """Each tuple's (emitted_by, nth): (0, NO_NTH) where the batch carries none."""
+        names = self.data.schema.names
+        by = np.asarray(self.data.column(BY_COL).to_numpy(zero_copy_only=False), np.uint64) \
+            if BY_COL in names else np.zeros(len(self), np.uint64)
+        nth = np.asarray(self.data.column(NTH_COL).to_numpy(zero_copy_only=False), np.uint32) \
+            if NTH_COL in names else np.full(len(self), NO_NTH, np.uint32)
+        return by, nth
+
+    def paths(self) -> npt.NDArray[np.uint64]:
+        """Each tuple's path in its message's tree (0: a spout's tuple)."""
+        if NTH_COL not in self.data.schema.names:
+            return np.zeros(len(self), np.uint64)
+        return paths_of(*self.lineage())
 
     def origins(self) -> Origins | None:
         """Each tuple's source message, if the batch carries them (offset -1, name null:
@@ -191,14 +204,32 @@ class TupleBatch:
         origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else [
             None if name is None else (name, off)
             for name, off in zip(o[0].to_pylist(), o[1].tolist(), strict=True)]
-        by, path = self.lineage()
+        by, nth = self.lineage()
         return [
             Tuple(vals, fields, anc, stream=self.stream, source=self.source,
-                  source_task=self.source_task, origin=origin, path=p, emitted_by=e)
-            for vals, anc, origin, e, p in zip(
+                  source_task=self.source_task, origin=origin, emitted_by=e, nth=j)
+            for vals, anc, origin, e, j in zip(
                 zip(*cols, strict=True) if cols else [()] * len(self), self.anchors(), origins,
-                by.tolist(), path.tolist(), strict=True)
+                by.tolist(), nth.tolist(), strict=True)
         ]
+
+
+def tick_batch(freq_s: float) -> TupleBatch:
+    """A tick tuple (squall/core/topology/ticks.py): its interval as its one value, from
+    Storm's ``__system`` component, task -1, anchored to nothing."""
+    return TupleBatch.from_columns({"freq_secs": pa.array([freq_s], pa.float64())}, [{}],
+                                   stream=TICK_STREAM, source=SYSTEM_COMPONENT, source_task=-1)
+
+
+def _with_lineage(arrays: list[Any], names: list[str], by: npt.NDArray[np.uint64],
+                  nth: npt.NDArray[np.uint32]) -> tuple[list[Any], list[str]]:
+    """The lineage columns where they say something: ``__nth`` unless every tuple is a
+    spout's, ``__by`` unless all 0 (the first bolt's output)."""
+    if (nth == NO_NTH).all():
+        return arrays, names
+    if by.any():
+        arrays, names = [*arrays, pa.array(by, pa.uint64())], [*names, BY_COL]
+    return [*arrays, pa.array(nth, pa.uint32())], [*names, NTH_COL]
 
 
 def _anchor_columns(anchors: Sequence[Mapping[int, int]]) -> tuple[pa.Array, pa.Array]:
@@ -283,10 +314,11 @@ def decode_tuples(payload: bytes) -> TupleBatch:
     if have and have != {SRC_COL: SRC_TYPE, OFF_COL: pa.int64()}:
         raise WireFormatError(f"tuple batch: origin columns {have}, expected {SRC_COL} "
                               f"{SRC_TYPE} and {OFF_COL} int64 together")
-    lin = {c: schema.field(c).type for c in (BY_COL, PATH_COL) if c in schema.names}
-    if lin and (not have or lin != {BY_COL: pa.uint64(), PATH_COL: pa.uint64()}):
-        raise WireFormatError(f"tuple batch: lineage columns {lin}, expected {BY_COL} and "
-                              f"{PATH_COL} uint64 together, with the origin columns")
+    lin = {c: schema.field(c).type for c in (BY_COL, NTH_COL) if c in schema.names}
+    if lin and (not have or lin.get(NTH_COL) != pa.uint32() or
+                lin.get(BY_COL, pa.uint64()) != pa.uint64()):
+        raise WireFormatError(f"tuple batch: lineage columns {lin}, expected {NTH_COL} "
+                              f"uint32 (and {BY_COL} uint64), with the origin columns")
     meta = schema.metadata or {}
     try:
         task = int(meta.get(b"squall.source_task", b"0"))

@@ -9,7 +9,9 @@ from squall.tuples import Tuple
 
 
 class BatchTotal(Bolt):
-    """Buffers ``size`` inputs, emits their total anchored to every one, then acks them all.
+    """Buffers ``size`` inputs, emits their total anchored to every one, then acks them all;
+    on a tick tuple, the same for a buffer not yet full (instead of leaving its trees to time
+    out when no more input comes).
 
     The total belongs to every input's tuple tree: none completes until the
     total is processed downstream, and a failure of the total fails them all.
@@ -28,10 +30,18 @@ class BatchTotal(Bolt):
         self.size = int(conf.get("size", 3))
 
     def execute(self, t: Tuple) -> None:
+        if t.is_tick:
+            held: list[Tuple] = self.state.get("buffer", [])
+            if held:
+                self._total(held)
+            return
         buffer: list[Tuple] = [*self.state.get("buffer", []), t]
         if len(buffer) < self.size:
             self.state.put("buffer", buffer)
             return
+        self._total(buffer)
+
+    def _total(self, buffer: list[Tuple]) -> None:
         total = sum(int(x[0]) for x in buffer)
         self.collector.emit((total, len(buffer)), buffer)
         for x in buffer:

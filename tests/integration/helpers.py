@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from squall.core.reliability.ids import acker_partition
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind, Result
+from squall.core.topology.model import TopologySpec
 from squall.core.wire.internal import decode_results, encode_acker_batch
 from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
@@ -308,3 +309,35 @@ def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int =
         p.produce(topic, v, partition=task, on_delivery=delivered)
     assert p.flush(30) == 0 and min(offsets) >= 0
     return TaskPartition(task, [(topic, task, min(offsets), max(offsets) + 1)])
+
+
+def topology_services(spec: TopologySpec, bootstrap: str, tmp: Path,
+                      components: Sequence[str] = (), state_url: str = ""
+                      ) -> tuple[ServiceProcess, ServiceProcess, ServiceProcess]:
+    """``spec``'s acker (every task), first spout (every task) and bolts job (``components``;
+    default all) on ``local[2]``, its file written to ``tmp``; not started."""
+    topo = tmp / "topology.json"
+    topo.write_text(spec.to_json())
+    spout = spec.spouts[0]
+    tasks = ",".join(str(t) for t in range(spout.parallelism))
+    acker = ServiceProcess("services.acker", [
+        "--topology", spec.name, "--tasks", ",".join(str(t) for t in range(spec.ackers)),
+        "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap], tmp / "acker.log")
+    spouts = ServiceProcess("services.spout", [
+        "--topology-file", str(topo), "--component", spout.name, "--tasks", tasks,
+        "--num-tasks", str(spout.parallelism), "--bootstrap-servers", bootstrap,
+        "--commit-interval-s", "0.5"], tmp / "spout.log")
+    bolts = ServiceProcess("services.bolts", [
+        "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
+        "--checkpoint-dir", str(tmp / "ckpt"), "--master", "local[2]", "--trigger-ms", "100",
+        *(["--components", ",".join(components)] if components else []),
+        *(["--state-url", state_url] if state_url else [])], tmp / "bolts.log",
+        env={"PYSPARK_PYTHON": sys.executable})
+    return acker, spouts, bolts
+
+
+def wait_for_queries(bolts: ServiceProcess) -> None:
+    """Until the bolts job's queries run (or it died: the test fails with its log)."""
+    wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
+             180, "the bolt queries")
+    assert bolts.alive(), bolts.log_tail()

@@ -3,7 +3,6 @@ topology (examples/groupings.py) counting a skewed stream exactly."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -16,7 +15,13 @@ from squall.backends.sql import StoreName
 from squall.core.topology.routing import fields_hash, second_hash
 from squall.core.trident.codec import MapKind
 from squall.kafka import ensure_topics
-from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
+from tests.integration.helpers import (
+    committed_offsets,
+    produce_source,
+    topology_services,
+    wait_for,
+    wait_for_queries,
+)
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -40,35 +45,20 @@ def test_a_hot_key_is_spread_over_two_tasks_and_counted_exactly(bootstrap: str,
     source = f"src-{name}"
     spec = topology(name, source)
     assert spec.component("tag").parallelism == TAG_TASKS
-    topo = tmp_path / "topology.json"
-    topo.write_text(spec.to_json())
     ensure_topics(bootstrap, {source: PARTS})
     url = f"sqlite://{tmp_path / 'state.db'}"
     # Skewed: the hot word is half of all words.
     lines = [f"{HOT} cat {HOT} {i % 13} {HOT} dog{i % 5}".encode() for i in range(600)]
     truth = Counter(w for s in lines for w in s.decode().split())
 
-    acker = ServiceProcess("services.acker", [
-        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-        "--bootstrap-servers", bootstrap], tmp_path / "acker.log")
-    spout = ServiceProcess("services.spout", [
-        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0,1",
-        "--num-tasks", "2", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
-        tmp_path / "spout.log")
-    bolts = ServiceProcess("services.bolts", [
-        "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
-        "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", "local[2]",
-        "--trigger-ms", "100", "--state-url", url], tmp_path / "bolts.log",
-        env={"PYSPARK_PYTHON": sys.executable})
+    acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, state_url=url)
 
     def committed() -> int:
         return sum(max(o, 0) for o in committed_offsets(
             bootstrap, f"squall.{name}.sentences", source, PARTS))
 
     with acker.start(), bolts.start():
-        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                 180, "the bolt queries")
-        assert bolts.alive(), bolts.log_tail()
+        wait_for_queries(bolts)
         produce_source(bootstrap, source, lines, PARTS)
         with spout.start() as sp:
             wait_for(lambda: committed() >= len(lines) or not bolts.alive(), 300,

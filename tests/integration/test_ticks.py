@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -14,7 +13,13 @@ from confluent_kafka import Consumer, TopicPartition
 from examples.ticks import topology
 from squall.core.wire.tuple_batch import decode_tuples
 from squall.kafka import ensure_topics
-from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
+from tests.integration.helpers import (
+    committed_offsets,
+    produce_source,
+    topology_services,
+    wait_for,
+    wait_for_queries,
+)
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -24,26 +29,13 @@ def test_a_tick_driven_bolt_flushes_what_it_counted(bootstrap: str, tmp_path: Pa
     name = f"tk{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
     spec = topology(name, source, every_s=1)
-    topo = tmp_path / "topology.json"
-    topo.write_text(spec.to_json())
     ensure_topics(bootstrap, {source: PARTS})
     lines = [f"tick tock {i % 11} clock".encode() for i in range(400)]
     truth = Counter(w for s in lines for w in s.decode().split())
     (out_edge,) = spec.edges_from("count")  # what "log" would read: the test reads it
 
-    acker = ServiceProcess("services.acker", [
-        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-        "--bootstrap-servers", bootstrap], tmp_path / "acker.log")
-    spout = ServiceProcess("services.spout", [
-        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
-        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
-        tmp_path / "spout.log")
-    bolts = ServiceProcess("services.bolts", [
-        "--topology-file", str(topo), "--components", "split,count",
-        "--bootstrap-servers", bootstrap, "--checkpoint-dir", str(tmp_path / "ckpt"),
-        "--master", "local[2]", "--trigger-ms", "100",
-        "--state-url", f"sqlite://{tmp_path / 'state.db'}"], tmp_path / "bolts.log",
-        env={"PYSPARK_PYTHON": sys.executable})
+    acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, ["split", "count"],
+                                            f"sqlite://{tmp_path / 'state.db'}")
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
                        "enable.auto.commit": False})
     reader.assign([TopicPartition(out_edge.topic, 0, 0)])
@@ -68,9 +60,7 @@ def test_a_tick_driven_bolt_flushes_what_it_counted(bootstrap: str, tmp_path: Pa
 
     try:
         with acker.start(), bolts.start():
-            wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                     180, "the bolt queries")
-            assert bolts.alive(), bolts.log_tail()
+            wait_for_queries(bolts)
             produce_source(bootstrap, source, lines, PARTS)
             with spout.start():
                 # the words are acked as they are counted: the trees complete at once

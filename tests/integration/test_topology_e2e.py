@@ -282,10 +282,11 @@ def test_squall_run_starts_and_stops_a_topology(bootstrap: str, tmp_path: Path) 
     try:
         wait_for(lambda: (tmp_path / "run" / "spout-numbers.log").exists(), 60, "the spout")
         ensure_topics(bootstrap, {f"numbers-{name}": 1})
-        produce_source(bootstrap, f"numbers-{name}", [str(i).encode() for i in range(30)], 1)
-        # Every number is committed only once its total (anchored to three numbers) is acked.
+        produce_source(bootstrap, f"numbers-{name}", [str(i).encode() for i in range(31)], 1)
+        # Every number is committed only once its total (anchored to three numbers) is acked;
+        # the 31st, alone in its buffer, once a tick totals it.
         wait_for(lambda: committed_offsets(bootstrap, f"squall.{name}.numbers",
-                                           f"numbers-{name}", 1) == [30] or proc.poll() is not None,
+                                           f"numbers-{name}", 1) == [31] or proc.poll() is not None,
                  240, "every number committed")
         assert proc.poll() is None, (tmp_path / "run.log").read_text()[-2000:]
         # The bolts job dies: squall run restarts it (it no longer exits), nothing is lost.
@@ -293,7 +294,7 @@ def test_squall_run_starts_and_stops_a_topology(bootstrap: str, tmp_path: Path) 
         os.kill(bolts, signal.SIGKILL)
         produce_source(bootstrap, f"numbers-{name}", [str(i).encode() for i in range(30)], 1)
         wait_for(lambda: committed_offsets(bootstrap, f"squall.{name}.numbers",
-                                           f"numbers-{name}", 1) == [60] or proc.poll() is not None,
+                                           f"numbers-{name}", 1) == [61] or proc.poll() is not None,
                  240, "every number committed after the restart")
         assert proc.poll() is None, (tmp_path / "run.log").read_text()[-2000:]
         assert re.search(r"bolts exited with -9 after [\d.]+ s; restarting in",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,26 +46,21 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _hash_strings(values: list[str] | pa.Array) -> I64:
-    """``fields_hash`` of one string field for many rows: each distinct value hashed once
-    (grouping keys repeat: words, user ids), the same result as row by row."""
+def _hash_strings(values: list[str] | pa.Array,
+                  hash_: Callable[[str], int] = lambda u: zlib.crc32(u.encode())) -> I64:
+    """``fields_hash`` (or ``hash_``) of one string field for many rows: each distinct value
+    hashed once (grouping keys repeat: words, user ids), the same result as row by row."""
     arr = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
     enc = arr.dictionary_encode()
     uniques = enc.dictionary.to_pylist()
-    hashes = np.fromiter((zlib.crc32(u.encode()) for u in uniques), np.int64, len(uniques))
+    hashes = np.fromiter((hash_(u) for u in uniques), np.int64, len(uniques))
     out: I64 = hashes[enc.indices.to_numpy(zero_copy_only=False)]
     return out
 
 
 def _candidates_strings(values: list[str] | pa.Array, n: int) -> tuple[I64, I64]:
-    """Both partial-key candidates of one string field, each distinct value hashed once."""
-    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
-    enc = arr.dictionary_encode()
-    uniques = enc.dictionary.to_pylist()
-    first = np.fromiter((zlib.crc32(u.encode()) % n for u in uniques), np.int64, len(uniques))
-    second = np.fromiter((_blake(u) % n for u in uniques), np.int64, len(uniques))
-    at = enc.indices.to_numpy(zero_copy_only=False)
-    return first[at], second[at]
+    """Both partial-key candidates of one string field."""
+    return _hash_strings(values) % n, _hash_strings(values, _blake) % n
 
 
 def load_grouping(edge: Edge, task: int) -> CustomStreamGrouping:

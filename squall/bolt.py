@@ -8,5 +8,7 @@ from squall.core.bolt_api.bolt import (
     OutputCollector,
     TaskContext,
 )
+from squall.core.bolt_api.windowed import TupleWindow, WindowedBolt
 
-__all__ = ["PARENT", "BasicBolt", "BatchBolt", "Bolt", "OutputCollector", "TaskContext"]
+__all__ = ["PARENT", "BasicBolt", "BatchBolt", "Bolt", "OutputCollector", "TaskContext",
+           "TupleWindow", "WindowedBolt"]

@@ -160,6 +160,15 @@ class Anchoring:
         t._settled = True
         return [AckerRecord(RecordKind.ACK, r, e ^ t._ack_val) for r, e in t.anchors.items()]
 
+    def children_so_far(self, t: Tuple) -> list[AckerRecord]:
+        """Records that put ``t``'s children so far into its trees now and leave ``t``
+        pending: a tuple a window keeps across micro-batches (and processes) cannot carry
+        their edges until it is acked. XOR makes the sum the same as one ack's."""
+        if t._settled or not t._ack_val:
+            return []
+        val, t._ack_val = t._ack_val, 0
+        return [AckerRecord(RecordKind.ACK, r, val) for r in t.anchors]
+
     def fail(self, t: Tuple) -> list[AckerRecord]:
         if t._settled or not t.anchors:
             t._settled = True

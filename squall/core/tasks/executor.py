@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from squall.core.bolt_api.batch_io import BatchOutput
 from squall.core.bolt_api.bolt import BatchBolt, Bolt, OutputCollector, TaskContext
 from squall.core.bolt_api.state import KeyValueState
+from squall.core.bolt_api.windowed import WindowedBolt, WindowedOutputCollector
 from squall.core.errors import TopologyError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher, new_id
@@ -30,8 +31,11 @@ from squall.core.reliability.lineage import NO_NTH, occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
+from squall.core.tasks.window_runs import run_windows
+from squall.core.tasks.windows import WindowManager
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
+from squall.core.topology.windows import MESSAGE_TIMEOUT, window_of
 from squall.core.wire.columns import to_columns
 from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, Origins, TupleBatch
 
@@ -52,9 +56,13 @@ class _EdgeBuffer:
 class BoltExecutor:
     """One task of one bolt component."""
 
-    def __init__(self, bolt: Bolt | BatchBolt, context: TaskContext, edges: Sequence[Edge],
-                 conf: Mapping[str, Any] | None = None, ids: Callable[[], int] = new_id,
-                 *, clock: Clock, outputs: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(self, bolt: Bolt | BatchBolt | WindowedBolt, context: TaskContext,
+                 edges: Sequence[Edge], conf: Mapping[str, Any] | None = None,
+                 ids: Callable[[], int] = new_id, *, clock: Clock,
+                 outputs: Mapping[str, Sequence[str]] | None = None,
+                 inputs: Sequence[str] = ()) -> None:
+        """``inputs``: the bolt's input streams as ``component/stream`` (a window's event
+        time waits for each)."""
         self.bolt = bolt
         self.clock = clock
         self.context = context
@@ -71,14 +79,31 @@ class BoltExecutor:
                                     f"for its subscriber {e.target!r}")
             self._edges.setdefault(e.stream, []).append(
                 _EdgeBuffer(e, Router.for_edge(e, fields, context.task)))
-        self._result = ExecResult()
-        if isinstance(bolt, Bolt):
+        self.result = ExecResult()
+        #: the task's keyed state, if the bolt is stateful or windowed (the caller keeps it
+        #: current)
+        self.state: KeyValueState | None = None
+        self._windows: tuple[WindowManager, WindowedOutputCollector] | None = None
+        where = f"bolt {context.component!r}"
+        window = window_of(conf or {}, where)
+        if isinstance(bolt, WindowedBolt):
+            if window is None:
+                raise TopologyError(f"{where} is a windowed bolt without a window: set "
+                                    "its length (with_window, or topology.bolts.window."
+                                    "length.count / .duration.ms in its config)")
+            self.state = KeyValueState()
+            collector = WindowedOutputCollector(self)
+            self._windows = (WindowManager(window, self.state, inputs), collector)
+            self._timeout_ms = round(float((conf or {}).get(MESSAGE_TIMEOUT, 30)) * 1000)
+            bolt.prepare(conf or {}, context, collector)
+        elif window is not None:
+            raise TopologyError(f"{where} has a window in its config but its class "
+                                f"{type(bolt).__name__} is not a WindowedBolt")
+        elif isinstance(bolt, Bolt):
             bolt.prepare(conf or {}, context, OutputCollector(self))
         else:
             bolt.prepare(conf or {}, context)
-        #: the task's keyed state, if the bolt is stateful (the caller keeps it current)
-        self.state: KeyValueState | None = None
-        if bolt.stateful:
+        if not isinstance(bolt, WindowedBolt) and bolt.stateful:
             self.state = KeyValueState()
             bolt.init_state(self.state)
         self._scratch: dict[str, tuple[int, int | None]] | None = _attribute_shape(bolt)
@@ -122,29 +147,33 @@ class BoltExecutor:
             b.parts.append(direct if g is Grouping.DIRECT else chosen.get(id(b)))
             b.origins.append(origin)
             b.lineage.append(lineage)
-        self._result.emitted += 1
+        self.result.emitted += 1
 
     def ack(self, t: Tuple) -> None:
         if not t.settled:
-            self._result.records += self._anch.ack(t)
-            self._result.acked += 1
+            self.result.records += self._anch.ack(t)
+            self.result.acked += 1
 
     def fail(self, t: Tuple) -> None:
         if not t.settled:
-            self._result.records += self._anch.fail(t)
-            self._result.failed += 1
+            self.result.records += self._anch.fail(t)
+            self.result.failed += 1
+
+    def children_so_far(self, t: Tuple) -> None:
+        """Put ``t``'s children into its trees now, leaving it pending (a window's)."""
+        self.result.records += self._anch.children_so_far(t)
 
     def reset_timeout(self, t: Tuple) -> None:
-        self._result.records += self._anch.reset_timeout(t)
+        self.result.records += self._anch.reset_timeout(t)
 
     def report_error(self, error: BaseException | str) -> None:
-        self._result.errors.append(_describe(error))
+        self.result.errors.append(_describe(error))
 
-    def _failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None:
+    def failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None:
         """``error`` kept as the component's last error and as why ``roots`` failed."""
         why = _describe(error)
-        self._result.errors.append(why)
-        reasons = self._result.reasons
+        self.result.errors.append(why)
+        reasons = self.result.reasons
         for r in roots:
             reasons.setdefault(r, f"bolt {self.context.component!r} raised {why}")
 
@@ -152,7 +181,7 @@ class BoltExecutor:
 
     def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
         """``watch``: told of each call into the bolt."""
-        self._result = ExecResult()
+        self.result = ExecResult()
         if isinstance(self.bolt, BatchBolt):  # ticks reach execute, which it has not
             batches = [b for b in batches if b.stream != TICK_STREAM]
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
@@ -160,19 +189,22 @@ class BoltExecutor:
             self._check_scratch()
             return out
         tuples = [t for b in batches for t in b.tuples()]
-        if isinstance(self.bolt, Bolt):
+        if self._windows is not None:
+            assert isinstance(self.bolt, WindowedBolt)
+            run_windows(self, self.bolt, *self._windows, tuples, watch, self._timeout_ms)
+        elif isinstance(self.bolt, Bolt):
             for i, t in enumerate(tuples):
-                self._result.executed += 1
+                self.result.executed += 1
                 if watch is not None:
                     watch.enter(i)
                 try:
                     self.bolt.execute(t)
                 except Exception as e:  # user code: fail the input, keep going
-                    self._failed_by(e, t.roots)
+                    self.failed_by(e, t.roots)
                     self.fail(t)
                 if watch is not None:
                     watch.leave()
-        else:
+        elif isinstance(self.bolt, BatchBolt):
             self._run_batch(self.bolt, batches, tuples, watch)
         self._check_scratch()
         return self._flush()
@@ -188,7 +220,7 @@ class BoltExecutor:
                          if now.get(k) != self._scratch.get(k))
         if changed:
             self._scratch = None
-            self._result.warnings.append(
+            self.result.warnings.append(
                 f"bolt {self.context.component!r} changed its attributes {changed} while "
                 "executing: attributes are per-process scratch (Spark runs a task's "
                 "micro-batches in any of its Python workers, and restarts lose them); keep "
@@ -197,7 +229,7 @@ class BoltExecutor:
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
                    tuples: list[Tuple], watch: CallWatch | None) -> None:
-        self._result.executed += len(tuples)
+        self.result.executed += len(tuples)
         if not tuples:
             return
         try:
@@ -216,7 +248,7 @@ class BoltExecutor:
                 fields = self.outputs[stream]
                 self.emit(stream, [cols[f][i] for f in fields], [tuples[parent]], None)
         except Exception as e:
-            self._failed_by(e, [r for t in tuples for r in t.roots])
+            self.failed_by(e, [r for t in tuples for r in t.roots])
             for t in tuples:
                 self.fail(t)
             return
@@ -224,7 +256,7 @@ class BoltExecutor:
             self.ack(t)
 
     def _flush(self) -> ExecResult:
-        res = self._result
+        res = self.result
         for buffers in self._edges.values():
             for b in buffers:
                 if not b.rows:
@@ -241,7 +273,7 @@ class BoltExecutor:
                         # A value that cannot share its column fails its trees, like an
                         # exception in the bolt would: the batch and the process go on.
                         res.records += [AckerRecord(RecordKind.FAIL, r) for r in b.anchors[idx[k]]]
-                        self._failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
+                        self.failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
                                         b.anchors[idx[k]])
                     keep = [i for k, i in enumerate(idx) if k not in bad]
                     if not keep:
@@ -264,7 +296,7 @@ class BoltExecutor:
         child's anchor; then every input is acked and the acks are coalesced
         per root with one sort.
         """
-        res = self._result
+        res = self.result
         roots = _flat(batches, ROOTS_COL)
         ids = _flat(batches, IDS_COL)
         origins = _origins(batches)
@@ -295,7 +327,7 @@ class BoltExecutor:
                     self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins, lin)
         except Exception as e:
             failed = np.unique(roots)
-            self._failed_by(e, failed.tolist())
+            self.failed_by(e, failed.tolist())
             res.failed = n
             res.acks = AckerBatch.fails(failed, now)
             return res
@@ -386,8 +418,6 @@ def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
     n = roots.size
     return AckerBatch(roots, vals, np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
                       np.full(n, now, np.int64)).coalesced()
-
-
 
 
 def _describe(error: BaseException | str) -> str:

@@ -12,10 +12,12 @@ from typing import Any
 
 from squall.core.errors import TopologyError
 from squall.core.reliability.tuples import DEFAULT_STREAM
+from squall.core.topology import windows
 from squall.core.topology.grouping import Grouping
 from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
 from squall.core.topology.trident import CLASS as AGGREGATE_CLASS
 from squall.core.topology.trident import PERSIST_CLASS, QUERY_CLASS, trident_spec
+from squall.core.topology.windows import Count, Duration
 
 
 class BoltDeclarer:
@@ -32,6 +34,43 @@ class BoltDeclarer:
             raise TopologyError(f"a Trident bolt's configuration is its spec, not {key!r}")
         self._config[key] = value
         return self
+
+    def with_window(self, length: Count | Duration,
+                    slide: Count | Duration | None = None) -> BoltDeclarer:
+        """A sliding window (Storm's ``withWindow``) of ``length`` tuples or milliseconds,
+        one every ``slide`` (default: ``length``, a tumbling window); for a
+        :class:`squall.bolt.WindowedBolt`."""
+        return self._window(length, length if slide is None else slide)
+
+    def with_tumbling_window(self, length: Count | Duration) -> BoltDeclarer:
+        return self._window(length, length)
+
+    def with_timestamp_field(self, field: str) -> BoltDeclarer:
+        """Event time: windows by the timestamps (ms) in ``field`` of each input tuple."""
+        return self.add_configuration(windows.TIMESTAMP_FIELD, field)
+
+    def with_lag(self, lag: Duration) -> BoltDeclarer:
+        """How far out of order timestamps may come: the watermark trails the newest."""
+        return self.add_configuration(windows.LAG_MS, lag.ms)
+
+    def with_late_tuple_stream(self, stream: str) -> BoltDeclarer:
+        """Where tuples that come after their windows closed go (declare it among the
+        bolt's outputs, with the input fields it carries)."""
+        return self.add_configuration(windows.LATE_STREAM, stream)
+
+    def _window(self, length: Count | Duration, slide: Count | Duration) -> BoltDeclarer:
+        if type(length) is not type(slide):
+            raise TopologyError(f"a window's length {length} and slide {slide} must both be "
+                                "Count or both Duration")
+        for k in (windows.LENGTH_COUNT, windows.LENGTH_MS, windows.SLIDE_COUNT,
+                  windows.SLIDE_MS):
+            (self._config or {}).pop(k, None)
+        if isinstance(length, Count) and isinstance(slide, Count):
+            self.add_configuration(windows.LENGTH_COUNT, length.n)
+            return self.add_configuration(windows.SLIDE_COUNT, slide.n)
+        assert isinstance(length, Duration) and isinstance(slide, Duration)
+        self.add_configuration(windows.LENGTH_MS, length.ms)
+        return self.add_configuration(windows.SLIDE_MS, slide.ms)
 
     def _add(self, component: str, stream: str, grouping: Grouping,
              fields: Sequence[str] = (), grouping_class: str = "") -> BoltDeclarer:

@@ -43,6 +43,8 @@ from squall.core.topology.trident import (
     check_bolt,
     trident_spec,
 )
+from squall.core.topology.windows import TICK_S as WINDOW_TICK_S
+from squall.core.topology.windows import WindowSpec, check_window, window_of
 
 TRIDENT_CLASSES = frozenset(SPEC_KEYS.values())
 _ID = re.compile(r"-\d+-\d+$")
@@ -109,8 +111,15 @@ class BoltSpec:
 
     @property
     def tick_s(self) -> float | None:
-        """Seconds between its tick tuples (None: it asked for none)."""
-        return tick_freq(self.config, f"bolt {self.name!r}")
+        """Seconds between its tick tuples (None: it asked for none); a windowed bolt gets
+        them to run when no tuple comes (squall/core/topology/windows.py)."""
+        asked = tick_freq(self.config, f"bolt {self.name!r}")
+        return asked if asked is not None or self.window is None else WINDOW_TICK_S
+
+    @property
+    def window(self) -> WindowSpec | None:
+        """Its window, if it is a windowed bolt (squall/core/topology/windows.py)."""
+        return window_of(self.config, f"bolt {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -247,9 +256,10 @@ class TopologySpec:
                         else ()) for i in b.inputs]
                 check_bolt(b.cls, b.config, b.outputs, ins,
                            {c.name: getattr(c, "cls", "") for c in self.components()}, where)
-            if b.tick_s is not None and b.cls in TRIDENT_CLASSES:
+            ticks, window = b.tick_s, b.window  # each checks its keys
+            if b.cls in TRIDENT_CLASSES and (ticks is not None or window is not None):
                 raise TopologyError(f"{where}: a persistent aggregate, partition_persist or "
-                                    "state_query takes no tick tuples")
+                                    "state_query takes no tick tuples and no window")
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
             if not 1 <= b.parallelism <= MAX_PARALLELISM:
@@ -275,6 +285,10 @@ class TopologySpec:
                 check_subscription(where, i.component, i.grouping, i.fields, i.grouping_class,
                                    fields, isinstance(up, BoltSpec) and
                                    up.cls not in TRIDENT_CLASSES)
+            if window is not None:
+                check_window(window, b.outputs, {
+                    f"{i.component}/{i.stream}": self.output_fields(i.component, i.stream)
+                    for i in b.inputs}, where)
         check_graph([s.name for s in self.spouts],
                     {b.name: [i.component for i in b.inputs] for b in self.bolts})
         return self

@@ -31,6 +31,7 @@ from squall.core.reliability.lineage import NO_NTH, occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
+from squall.core.tasks.scratch import ScratchWatch
 from squall.core.tasks.window_runs import run_windows
 from squall.core.tasks.windows import WindowManager
 from squall.core.topology.grouping import Edge, Grouping
@@ -106,7 +107,7 @@ class BoltExecutor:
         if not isinstance(bolt, WindowedBolt) and bolt.stateful:
             self.state = KeyValueState()
             bolt.init_state(self.state)
-        self._scratch: dict[str, tuple[int, int | None]] | None = _attribute_shape(bolt)
+        self._scratch = ScratchWatch(bolt, context.component)
 
     # ----- the collector's side ---------------------------------------------
 
@@ -186,7 +187,7 @@ class BoltExecutor:
             batches = [b for b in batches if b.stream != TICK_STREAM]
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
             out = self._run_vectorized(self.bolt, batches, watch)
-            self._check_scratch()
+            self.result.warnings += self._scratch.check()
             return out
         tuples = [t for b in batches for t in b.tuples()]
         if self._windows is not None:
@@ -206,26 +207,8 @@ class BoltExecutor:
                     watch.leave()
         elif isinstance(self.bolt, BatchBolt):
             self._run_batch(self.bolt, batches, tuples, watch)
-        self._check_scratch()
+        self.result.warnings += self._scratch.check()
         return self._flush()
-
-    def _check_scratch(self) -> None:
-        """Warn once if the bolt rebinds or grows its attributes across micro-batches: Spark
-        runs a task's micro-batches in whichever Python worker is idle, so they are
-        per-process scratch, split between workers, and lost on restart."""
-        if self._scratch is None:
-            return
-        now = _attribute_shape(self.bolt)
-        changed = sorted(k for k in now.keys() | self._scratch.keys()
-                         if now.get(k) != self._scratch.get(k))
-        if changed:
-            self._scratch = None
-            self.result.warnings.append(
-                f"bolt {self.context.component!r} changed its attributes {changed} while "
-                "executing: attributes are per-process scratch (Spark runs a task's "
-                "micro-batches in any of its Python workers, and restarts lose them); keep "
-                "what must last across micro-batches in the state API (stateful = True, "
-                "self.state)")
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
                    tuples: list[Tuple], watch: CallWatch | None) -> None:
@@ -377,17 +360,6 @@ def _called(bolt: BatchBolt, batches: Sequence[TupleBatch], n: int,
         return BatchOutput.run(bolt, batches, n)
     finally:
         watch.leave()
-
-
-_FRAMEWORK_ATTRS = frozenset({"state", "collector", "conf", "context"})
-
-
-def _attribute_shape(bolt: Any) -> dict[str, tuple[int, int | None]]:
-    """Each user attribute's identity and, for a container, its size."""
-    return {k: (id(v), len(v) if isinstance(v, list | dict | set) else None)
-            for k, v in vars(bolt).items()
-            if k not in _FRAMEWORK_ATTRS and not k.startswith("__")} \
-        if hasattr(bolt, "__dict__") else {}
 
 
 def _single_anchored(batches: Sequence[TupleBatch]) -> bool:

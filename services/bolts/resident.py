@@ -13,6 +13,7 @@ import importlib
 
 from services.bolts import clients
 from services.bolts.aggregate import AggregateTask
+from services.bolts.kafka_sink import SinkTask
 from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
 from services.bolts.task_state import TaskState
@@ -82,6 +83,23 @@ def aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
             spec, bolt, task, url, clock,
             lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
     return agg
+
+
+_SINKS: dict[tuple[str, str, int], SinkTask] = {}
+
+
+def kafka_sink(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
+               bootstrap: str) -> SinkTask:
+    """A Kafka sink's task lives as long as the Python worker (its clients)."""
+    key = (spec.name, bolt.name, task)
+    sink = _SINKS.get(key)
+    if sink is None:
+        groups = {spout_group(spec.name, s.name): s.topics for s in spec.spouts}
+        clock = SystemClock()
+        sink = _SINKS[key] = SinkTask(
+            spec, bolt, task, url, bootstrap, clock,
+            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
+    return sink
 
 
 _TASK_STATES: dict[int, TaskState] = {}

@@ -35,6 +35,7 @@ from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.records import AckerBatch
 from squall.core.tasks.exec_result import add_counts
 from squall.core.topology.chains import fused_edge
+from squall.core.topology.kafka_sink import KAFKA_BOLT
 from squall.core.topology.model import BoltSpec, TopologySpec
 from squall.core.topology.topics import acker_topic, dlq_topic
 from squall.core.topology.trident import STATEFUL
@@ -245,6 +246,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
             guardian.guard()
         if bolt.cls in STATEFUL:  # its database's own timeouts bound it, not the deadline
             res = resident.aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
+        elif bolt.cls == KAFKA_BOLT:  # Kafka's own timeouts bound it
+            res = resident.kafka_sink(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:
             with watcher.executing(label, deadline):  # building the bolt runs its prepare
                 ex = resident.executor(spec, bolt, task, state_url)

@@ -14,6 +14,7 @@ from squall.core.errors import TopologyError
 from squall.core.reliability.tuples import DEFAULT_STREAM
 from squall.core.topology import windows
 from squall.core.topology.grouping import Grouping
+from squall.core.topology.kafka_sink import KAFKA_BOLT, KEY_FIELD, SinkSpec
 from squall.core.topology.model import BoltSpec, InputSpec, SpoutSpec, TopologySpec
 from squall.core.topology.trident import CLASS as AGGREGATE_CLASS
 from squall.core.topology.trident import PERSIST_CLASS, QUERY_CLASS, trident_spec
@@ -150,6 +151,24 @@ class TopologyBuilder:
         conf = dict(config or {})
         self._bolts.append((name, cls, parallelism, inputs, outs, conf))
         return BoltDeclarer(inputs, conf)
+
+    def kafka_bolt(self, name: str, topic: str | None = None, parallelism: int = 1, *,
+                   topic_field: str | None = None, key_field: str = "key",
+                   message_field: str = "message", exactly_once: bool = False,
+                   producer: Mapping[str, Any] | None = None) -> BoltDeclarer:
+        """storm-kafka-client's ``KafkaBolt``: each input tuple written to ``topic`` (or the
+        topic its ``topic_field`` names), keyed by ``key_field`` (when the input has it) with
+        ``message_field`` as the value; acked once Kafka confirmed it. ``exactly_once``:
+        each output written once to the topic, whatever is replayed (fields- or
+        global-group its inputs). ``producer``: librdkafka properties for its producer."""
+        spec = SinkSpec(topic, topic_field, key_field, message_field, exactly_once,
+                        dict(producer or {}))
+        config = spec.config()
+        if key_field == "key":
+            config.pop(KEY_FIELD)  # the default: a key only if the input has the field
+        inputs: list[InputSpec] = []
+        self._bolts.append((name, KAFKA_BOLT, parallelism, inputs, {}, config))
+        return BoltDeclarer(inputs, config)
 
     def _trident(self, name: str, cls: str, parallelism: int, config: dict[str, Any]
                  ) -> BoltDeclarer:

@@ -36,6 +36,7 @@ from squall.core.topology.checks import (
     load_text,
 )
 from squall.core.topology.grouping import Edge, Grouping, check_subscription
+from squall.core.topology.kafka_sink import KAFKA_BOLT, check_sink, sink_of
 from squall.core.topology.ticks import tick_freq
 from squall.core.topology.topics import check_name, edge_topic
 from squall.core.topology.trident import (
@@ -260,6 +261,14 @@ class TopologySpec:
             if b.cls in TRIDENT_CLASSES and (ticks is not None or window is not None):
                 raise TopologyError(f"{where}: a persistent aggregate, partition_persist or "
                                     "state_query takes no tick tuples and no window")
+            if b.cls == KAFKA_BOLT:
+                check_sink(sink_of(b.config, where), b.config, [
+                    (f"{i.component}/{i.stream}", i.grouping,
+                     self.output_fields(i.component, i.stream) if i.component in names else ())
+                    for i in b.inputs], b.parallelism, where)
+                if any(b.outputs.values()):
+                    raise TopologyError(f"{where}: a Kafka bolt emits nothing; it declares "
+                                        f"outputs {dict(b.outputs)}")
             if not _CLASS.match(b.cls):
                 raise TopologyError(f"{where}: class {b.cls!r} must be 'module:Class'")
             if not 1 <= b.parallelism <= MAX_PARALLELISM:

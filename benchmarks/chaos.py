@@ -24,7 +24,10 @@ processes):
   fault struck (``outstanding_by_fault``) and ``max_spout_pending`` per fault;
 - ``duplicates``: words counted beyond the words fed (the published counts);
 - with ``--exact`` the counts are Trident state (a persistent aggregate, exactly once):
-  ``counts_delta``, the sum over words of |counted - fed|, must be 0.
+  ``counts_delta``, the sum over words of |counted - fed|, must be 0;
+- with ``--sink`` the Kafka bolt also writes every word to a topic, exactly once:
+  ``sink_delta``, the sum over words of |written - fed|, and ``sink_repeated_ids``, records
+  whose ``squall.id`` another record has too, must be 0.
 
 ``--no-kills --minutes N`` runs the word count for N minutes with no fault and
 reports the longest stretch with no commit (``max_ack_gap_s``, at most 10 s).
@@ -52,6 +55,7 @@ from typing import Any
 from benchmarks.chaos_load import Commits, CpuSampler, Feeder, wait
 from benchmarks.chaos_targets import KILLS, active_driver, catch_producing, pids, resent_batches
 from squall.core.errors import ApiError
+from squall.core.topology.kafka_sink import ID_HEADER
 from squall.demo import (
     COUNTS,
     NAME,
@@ -65,6 +69,8 @@ from squall.demo_cluster import Cluster, cluster
 from squall.kafka import ensure_topics
 from squall.kafka_clients import quiet_logger
 
+#: The topic ``--sink`` writes every word to, exactly once, and its partitions.
+WORDS, WORDS_PARTS = "squall-chaos-words", 3
 #: The share of messages that kill (``--poison-crash``) or hang (``--poison-hang``) the bolt.
 POISON_SHARE = 0.0005
 #: The longest the commits may stand still while behind, with such poison.
@@ -183,17 +189,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exact", action="store_true",
                     help="count into Trident state (exactly once) and report counts_delta; "
                     "default: the at-least-once counting bolt, whose duplicates are reported")
+    ap.add_argument("--sink", action="store_true",
+                    help="also write every word to a topic with the exactly-once Kafka bolt "
+                    "and report sink_delta")
     a = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     stop = threading.Event()
     total = None if (a.no_kills and a.minutes) else a.sentences
     with cluster(a.workdir.resolve(), stop) as cl:
         bootstrap = cl.info.bootstrap_servers
-        ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1}, 30)
+        ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1, WORDS: WORDS_PARTS}, 30)
         split = "examples.faults:SplitOrDie" if a.poison_crash or a.poison_hang else \
             "examples.faults:SplitOrRaise" if a.poison else "examples.wordcount:SplitSentenceArrow"
         spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact,
-                             bolt_deadline_s=a.bolt_deadline_s)
+                             bolt_deadline_s=a.bolt_deadline_s,
+                             words_to=WORDS if a.sink else None)
         tid = str(cl.client.submit(spec.to_json())["id"])
         say(f"submitted as {tid}; waiting for the bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
@@ -280,6 +290,15 @@ def main(argv: list[str] | None = None) -> int:
                 with contextlib.suppress(ValueError):
                     counted.update(json.loads(m.value() or b""))
         words_fed = sum(feeder.words.values())
+        sink: dict[str, int] = {}
+        if a.sink:
+            written = read_topic(bootstrap, WORDS, WORDS_PARTS)
+            by_word = Counter((m.value() or b"").decode() for m in written)
+            ids = Counter(v for m in written for k, v in m.headers() or [] if k == ID_HEADER)
+            sink = {"sink_written": len(written),
+                    "sink_delta": sum(abs(by_word[w] - feeder.words[w])
+                                      for w in feeder.words.keys() | by_word.keys()),
+                    "sink_repeated_ids": sum(n - 1 for n in ids.values())}
         storm = {}
         with contextlib.suppress(ApiError):
             storm = cl.client.storm_topology(NAME)
@@ -320,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             # Whether the kill landed before the flush ended (else the re-run is skipped).
             "resent_batches": resent_batches(cl.workdir),
             "cpu_first": cpu_log[0] if cpu_log else {}, "cpu_last": cpu_log[-1] if cpu_log else {},
+            **sink,
         }
         prog.close()
     print(json.dumps(summary), flush=True)
@@ -329,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
           and (not poisoned or summary["poison_dead_lettered_once"] == len(poison))
           and (poisoned or summary["dead_lettered"] == 0)
           and (not (a.poison_crash or a.poison_hang) or summary["max_stall_s"] <= MAX_STALL_S)
-          and (not a.exact or summary["counts_delta"] == 0))
+          and (not a.exact or summary["counts_delta"] == 0)
+          and (not a.sink or summary["sink_delta"] == summary["sink_repeated_ids"] == 0))
     return 0 if ok else 1
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from examples.wordcount import topology
 from squall.core.topology.grouping import edge_flag
+from squall.core.topology.model import TopologySpec
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent, free_port
 
@@ -106,12 +107,15 @@ class Pipeline:
 
 
 def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
-           exact: bool = False, pending: int = 50_000, bolt_flags: Sequence[str] = ()) -> Pipeline:
+           exact: bool = False, pending: int = 50_000, bolt_flags: Sequence[str] = (),
+           build: Callable[[str, str], TopologySpec] | None = None) -> Pipeline:
     """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout;
-    ``bolt_flags``: more flags of the bolts job."""
+    ``bolt_flags``: more flags of the bolts job; ``build``: another topology of a spout
+    named ``sentences``, from its name and source topic."""
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
-    spec = topology(name=name, source=src, vectorized=True, exact=exact)
+    spec = build(name, src) if build is not None else \
+        topology(name=name, source=src, vectorized=True, exact=exact)
     (tmp / f"{name}.json").write_text(spec.to_json())
     ensure_topics(b, {src: PARTS})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}

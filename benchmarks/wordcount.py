@@ -18,7 +18,11 @@ manager wants ``retention.ms``, which Tansu does not report; the benchmark fills
 Last line: ``{"sentences_per_s", "complete_latency_p50_s", "complete_latency_p99_s",
 "acker_latency_p50_s", "acker_latency_p99_s", "batch_p50_s", "batch_p99_s" (the head query's
 micro-batches at half rate),
-"baseline_sentences_per_s", "x_baseline", "startup_s", "baseline_startup_s", ...}``.
+"baseline_sentences_per_s", "x_baseline", "startup_s", "baseline_startup_s", ...,
+"windowed_sentences_per_s", "sink_sentences_per_s", "sink_exactly_once_sentences_per_s"}``:
+the last three are other topologies over the same sentences, measured the same way (a
+windowed count in 1 s windows; every word written to Kafka by the Kafka bolt, at least and
+exactly once).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer
@@ -54,6 +59,10 @@ from benchmarks.pipeline import (
     say,
     wait_committed,
 )
+from examples.windows import WordsPerWindow
+from squall.core.topology.builder import TopologyBuilder
+from squall.core.topology.model import TopologySpec
+from squall.core.topology.windows import Duration
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import die_with_parent
@@ -174,6 +183,68 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
         pipe.stop()
 
 
+def windowed_count(name: str, source: str) -> TopologySpec:
+    """The word count with a windowed bolt: each word's count per 1 s window (processing
+    time), then totals."""
+    b = TopologyBuilder()
+    b.set_spout("sentences", source)
+    b.set_bolt("split", "examples.wordcount:SplitSentenceArrow", 2,
+               outputs={"default": ["word"]}).shuffle_grouping("sentences")
+    b.set_bolt("window", WordsPerWindow, 2).with_tumbling_window(Duration.seconds(1)) \
+        .fields_grouping("split", ["word"])
+    b.set_bolt("total", "examples.wordcount:WordCountArrow", 2,
+               outputs={"default": ["word", "count"]}).fields_grouping("window", ["word"])
+    return b.build(name, ackers=2, message_timeout_s=60)
+
+
+def kafka_sink(exactly_once: bool) -> Callable[[str, str], TopologySpec]:
+    """Every word written to a topic of its own by the Kafka bolt."""
+    def build(name: str, source: str) -> TopologySpec:
+        b = TopologyBuilder()
+        b.set_spout("sentences", source)
+        b.set_bolt("split", "examples.wordcount:SplitSentenceArrow", 2,
+                   outputs={"default": ["word"]}).shuffle_grouping("sentences")
+        b.kafka_bolt("publish", f"{name}-out", 2, message_field="word",
+                     exactly_once=exactly_once).fields_grouping("split", ["word"])
+        return b.build(name, ackers=2, message_timeout_s=60)
+    return build
+
+
+VARIANTS = {"windowed": windowed_count, "sink": kafka_sink(False),
+            "sink_exactly_once": kafka_sink(True)}
+
+
+def run_variant(b: str, tmp: Path, variant: str, n: int, warm: int, max_rows: int,
+                trigger_ms: int) -> float:
+    """Sentences/s of another topology over the same sentences, measured as the word
+    count's throughput (a warm-up committed first)."""
+    build = VARIANTS[variant]
+
+    def sink_first(name: str, source: str) -> TopologySpec:
+        ensure_topics(b, {f"{name}-out": PARTS})
+        return build(name, source)
+
+    pipe = launch(b, tmp, max_rows, trigger_ms, build=sink_first)
+    watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{pipe.name}.sentences",
+                      "enable.auto.commit": False})
+    try:
+        say(f"{variant}: warming up ...")
+        produce(b, pipe.source, make_sentences(warm, 1))
+        wait_committed(watch, pipe.source, warm, procs=pipe.procs)
+        say(f"{variant}: {n:,} sentences as fast as possible ...")
+        t0 = time.perf_counter()
+        produce(b, pipe.source, make_sentences(n, 2))
+        t1 = wait_committed(watch, pipe.source, warm + n, procs=pipe.procs)
+        say(f"{variant}: {n / (t1 - t0):,.0f} sentences/s")
+        return n / (t1 - t0)
+    except RuntimeError:
+        pipe.log_tails(tmp)
+        raise
+    finally:
+        watch.close()
+        pipe.stop()
+
+
 QUIX_APP = r'''
 import sys
 from quixstreams import Application
@@ -281,11 +352,19 @@ def main() -> None:
                     help="py-spy the processes, and Flight Recorder the bolts JVM, over one "
                          "phase (collapsed stacks per process and jvm.jfr into DIR; see "
                          "docs/performance.md)")
+    ap.add_argument("--variants", default="windowed,sink,sink_exactly_once",
+                    help="other topologies measured beside it, comma-separated, from "
+                         f"{', '.join(VARIANTS)} (empty: none)")
+    ap.add_argument("--variant-sentences", type=int, default=30_000)
     ap.add_argument("--profile-phase", choices=["throughput", "latency"],
                     default="throughput",
                     help="the phase --profile records: the burst, or the paced half rate "
                          "(where the latency's tail is)")
     args = ap.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
     if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile needs py-spy beside this Python: pip install -e '.[profile]'")
     with tempfile.TemporaryDirectory() as tmpdir, \
@@ -295,6 +374,9 @@ def main() -> None:
                         args.max_rows_per_batch, args.trigger_ms,
                         args.latency_rate, args.exact, args.profile, args.max_spout_pending,
                         args.profile_phase)
+        others = {v: run_variant(info.bootstrap_servers, tmp, v, args.variant_sentences,
+                                 args.warmup, args.max_rows_per_batch, args.trigger_ms)
+                  for v in variants}
         base = {"rate": float("nan"), "startup_s": float("nan")} if args.skip_baseline \
             else run_quix(info.bootstrap_servers, tmp, args.baseline_sentences)
     ratio = sq["sentences_per_s"] / base["rate"] if base["rate"] == base["rate"] else None
@@ -313,6 +395,8 @@ def main() -> None:
         "trigger_ms": args.trigger_ms, "exact": args.exact,
         "max_spout_pending": args.max_spout_pending,
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
+        **{f"{v}_sentences_per_s": round(r) for v, r in others.items()},
+        "variant_sentences": args.variant_sentences if others else None,
     }))
 
 

@@ -52,14 +52,19 @@ class DemoSettings:
 
 def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceArrow",
                   message_timeout_s: float = 60, exact: bool = True,
-                  bolt_deadline_s: float | None = None) -> TopologySpec:
+                  bolt_deadline_s: float | None = None, words_to: str | None = None
+                  ) -> TopologySpec:
     """Sentences -> split -> count. ``exact``: the counts are a persistent aggregate
     (Trident state, read with :func:`state_counts`); else a counting bolt whose counts a
-    sink publishes to Kafka (at least once; :func:`top_counts`)."""
+    sink publishes to Kafka (at least once; :func:`top_counts`). ``words_to``: a topic the
+    Kafka bolt also writes every word to, exactly once."""
     b = TopologyBuilder()
     b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
     b.set_bolt("split", split, 2,
                outputs={"default": ["word"]}).shuffle_grouping(SOURCE)
+    if words_to is not None:
+        b.kafka_bolt("words", words_to, 2, message_field="word", exactly_once=True
+                     ).fields_grouping("split", ["word"])
     if exact:
         b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
                                ).fields_grouping("split", ["word"])

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from squall.bolt import BasicBolt, TupleWindow, WindowedBolt
+from squall.bolt import BasicBolt, OutputCollector, TaskContext, TupleWindow, WindowedBolt
 from squall.topology import Duration, TopologyBuilder, TopologySpec
 from squall.tuples import Tuple
 
@@ -26,15 +26,27 @@ log = logging.getLogger("examples.windows")
 
 
 class PageViews(WindowedBolt):
-    """Each window's views per page, as (page, views, start, end)."""
+    """Each window's views per page, as (page, views, start, end); its own metrics count the
+    windows, keep the last one's size and the spread of views per page."""
 
     outputs: ClassVar = {"default": ("page", "views", "start", "end"), "late": ("page", "ts")}
 
+    def prepare(self, conf: Any, context: TaskContext, collector: OutputCollector) -> None:
+        super().prepare(conf, context, collector)
+        # on the bolts job's /metrics as squall_user_windows_total, squall_user_last_window,
+        # squall_user_views_per_page, with the task's labels; the API sums them
+        self.windows = context.register_counter("windows")
+        self.last_window = context.register_gauge("last_window")
+        self.views = context.register_histogram("views_per_page", (1, 5, 10, 50, 100))
+
     def execute(self, window: TupleWindow) -> None:
+        self.windows.inc()
+        self.last_window.set(len(window))
         by_page: dict[str, list[Tuple]] = defaultdict(list)
         for t in window.get():
             by_page[t["page"]].append(t)
         for page, clicks in sorted(by_page.items()):
+            self.views.observe(len(clicks))
             # anchored to the clicks counted (not to the whole window: fewer edges)
             self.collector.emit((page, len(clicks), window.start_timestamp,
                                  window.end_timestamp), clicks)

@@ -19,6 +19,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from squall.core.bolt_api.metrics import EXPORT_PREFIX
 from squall.core.control.error_reports import ErrorReport, parse_reports
 from squall.core.errors import WireFormatError
 
@@ -118,6 +119,8 @@ _SUMMED = {
     "squall_bolt_errors_total": "errors", "squall_bolt_execute_seconds_total": "execute_seconds",
 }
 _LATENCY = ("squall_spout_complete_latency_seconds", "squall_acker_complete_latency_seconds")
+#: How the bolts' own metrics are named among a component's statistics.
+USER = "user_"
 
 
 #: The statistics that only grow (in a process's life): they have windows.
@@ -129,7 +132,8 @@ COUNTERS = frozenset({
 
 def is_counter(stat: str) -> bool:
     """Whether a statistic only grows in a process's life (it has windows); else a gauge."""
-    return stat in COUNTERS or stat.startswith("trees_") or stat.endswith("_records")
+    return stat in COUNTERS or stat.startswith("trees_") or stat.endswith("_records") or \
+        (stat.startswith(USER) and stat.endswith(("_total", "_sum", "_count")))
 
 
 def statistic(name: str, labels: dict[str, str]) -> tuple[str, list[str]] | None:
@@ -142,6 +146,9 @@ def statistic(name: str, labels: dict[str, str]) -> tuple[str, list[str]] | None
         return comp, [f"{labels.get('kind', '')}_records", "records"]
     if name == "squall_acker_trees_total":
         return comp, [f"trees_{labels.get('outcome', '').lower()}"]
+    if name.startswith(EXPORT_PREFIX) and not name.endswith("_bucket"):
+        # a bolt's own metric (squall/core/bolt_api/metrics.py), summed over its tasks
+        return labels.get("component", ""), [USER + name.removeprefix(EXPORT_PREFIX)]
     for suffix, stat in (("_sum", "latency_sum"), ("_count", "latency_count")):
         if name.endswith(suffix) and name.removesuffix(suffix) in _LATENCY:
             return comp, [stat]

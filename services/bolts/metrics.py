@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from services.bolts.user_metrics import UserMetricsCollector
 from squall.core.control.error_reports import ErrorReports
 from squall.core.reliability.clock import Clock
 from squall.metrics import LATENCY_BUCKETS
@@ -76,6 +77,8 @@ class BoltMetrics:
             "read (reading them from Kafka), execute (decoding and the bolt), produce "
             "(encoding, to Kafka), flush (waiting for Kafka's confirmation)", [*base, "phase"],
             registry=registry)
+        self.user = UserMetricsCollector(topology)
+        registry.register(self.user)
 
     def started(self, component: str) -> None:
         lab = (self.topology, component)
@@ -170,6 +173,8 @@ class BoltMetrics:
         for phase, v in rep.phases.items():
             if v > 0:
                 self.task_phases.labels(*lab, phase).inc(v)
+        for task, d in rep.user.items():
+            self.user.add(rep.component, task, d)
         if rep.errors:
             now = self.clock.now_ms()
             for e in rep.errors:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from squall.core.bolt_api.metrics import MetricsDelta
+
 #: Where a task's time goes: planning its ranges from the offset log, reading them from Kafka,
 #: the bolt, producing, Kafka's confirmation.
 PHASES = ("input", "read", "execute", "produce", "flush")
@@ -44,6 +46,8 @@ class BatchReport:
     errors: list[str] = field(default_factory=list)
     #: where ``seconds`` went, by :data:`PHASES`
     phases: dict[str, float] = field(default_factory=dict)
+    #: what the bolt's own metrics did, by task (squall/core/bolt_api/metrics.py)
+    user: dict[int, MetricsDelta] = field(default_factory=dict)
 
     @classmethod
     def merged(cls, component: str, reports: Iterable[BatchReport]) -> BatchReport:
@@ -56,4 +60,6 @@ class BatchReport:
             out.errors = (out.errors + r.errors)[-LAST_ERRORS:]
             for p, v in r.phases.items():
                 out.phases[p] = out.phases.get(p, 0.0) + v
+            for task, d in r.user.items():
+                out.user.setdefault(task, MetricsDelta()).add(d)
         return out

@@ -30,6 +30,7 @@ from services.bolts.planning import TaskPartition, logged_partitions
 from services.bolts.report import LAST_ERRORS, BatchReport
 from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
+from squall.core.bolt_api.metrics import MetricsDelta
 from squall.core.errors import WireFormatError
 from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.records import AckerBatch
@@ -277,6 +278,8 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
             out += [(acks, raw, {"partition": p})
                     for p, raw in encode_acker_messages(res.acks, spec.ackers)]
         add_counts(report, res)
+        if res.user:
+            report.user.setdefault(task, MetricsDelta()).add(res.user)
         report.error_count += len(res.errors)
         report.errors = (report.errors + res.errors)[-LAST_ERRORS:]
         run_s += t1 - t0

@@ -47,6 +47,15 @@ class Edge:
         return self.tuples
 
 
+def user_stats(url: str, topology: str) -> dict[str, float]:
+    """The windowed bolt's own statistics as the API sums them from a real scrape."""
+    from services.api.stats import aggregate, scrape
+
+    samples = scrape([url], 5)[url].samples or []
+    got = aggregate(samples, topology).get("views")
+    return {k: v for k, v in (got.counters if got else {}).items() if k.startswith("user_")}
+
+
 def clicks(items: list[tuple[str, int]]) -> list[bytes]:
     return [json.dumps({"page": p, "ts": ts}).encode() for p, ts in items]
 
@@ -88,6 +97,7 @@ def test_an_event_time_window_counts_exactly_and_sends_late_clicks_aside(
             # the clicks in this order
             for phase, expect in ((first, 300), (ahead, 305), (late, 310)):
                 produce_source(bootstrap, source, clicks(phase), PARTS)
+
                 def arrived(n: int = expect) -> bool:
                     return len(inputs.read()) >= n
 
@@ -101,9 +111,24 @@ def test_an_event_time_window_counts_exactly_and_sends_late_clicks_aside(
             # the clicks counted and the late ones complete; those ahead wait in a window
             wait_for(lambda: committed() >= 300, 120, "the counted clicks committed",
                      explain=lambda: f"committed {committed()}\n" + bolts.log_tail(40))
-        assert counted() == truth
-        assert sorted((str(v[0]), v[1]) for _, v, _ in aside.read()) == sorted(late)
-        assert all(tracked for _, _, tracked in counts.read() + aside.read())
+            assert counted() == truth
+            assert sorted((str(v[0]), v[1]) for _, v, _ in aside.read()) == sorted(late)
+            assert all(tracked for _, _, tracked in counts.read() + aside.read())
+            # the bolt's own metrics, on the job's /metrics by task and summed as the API does
+            emitted = len(counts.read())  # one count per page and window
+            url = f"http://127.0.0.1:{bolts.metrics_port}/metrics"
+            wait_for(lambda: user_stats(url, name).get("user_views_per_page_count") == emitted,
+                     30, f"{emitted} observations in the bolt's own histogram",
+                     explain=lambda: str(user_stats(url, name)))
+            stats = user_stats(url, name)
+            assert stats["user_views_per_page_sum"] == 300
+            starts = len({start for _, (_, _, start, _), _ in counts.read()})
+            # a window per task and start: each task fired one for the starts its pages had
+            assert starts <= stats["user_windows_total"] <= PARTS * starts
+            per_task = {k: v for k, v in bolts.metrics().items()
+                        if k.startswith("squall_user_windows_total{component=views,")}
+            assert sum(per_task.values()) == stats["user_windows_total"], per_task
+            assert 1 <= stats["user_last_window"] <= 300
     finally:
         for e in (inputs, counts, aside):
             e.consumer.close()

@@ -21,9 +21,16 @@ in other attributes lives in one Python worker only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from squall.core.bolt_api.metrics import (
+    DEFAULT_BUCKETS,
+    CounterMetric,
+    GaugeMetric,
+    HistogramMetric,
+    UserMetrics,
+)
 from squall.core.reliability.tuples import DEFAULT_STREAM, Tuple
 
 if TYPE_CHECKING:
@@ -41,6 +48,21 @@ class TaskContext:
     component: str
     task: int
     parallelism: int
+    #: the task's own metrics (register them in ``prepare``)
+    metrics: UserMetrics = field(default_factory=UserMetrics, compare=False, repr=False)
+
+    def register_counter(self, name: str) -> CounterMetric:
+        """A counter exported as ``squall_user_<name>_total`` (Storm's ``registerCounter``)."""
+        return self.metrics.counter(name)
+
+    def register_gauge(self, name: str) -> GaugeMetric:
+        """A gauge exported as ``squall_user_<name>``: its last value set."""
+        return self.metrics.gauge(name)
+
+    def register_histogram(self, name: str, buckets: Sequence[float] = DEFAULT_BUCKETS
+                           ) -> HistogramMetric:
+        """A histogram exported as ``squall_user_<name>`` with ``buckets`` (upper bounds)."""
+        return self.metrics.histogram(name, buckets)
 
 
 class OutputCollector:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from squall.core.bolt_api.metrics import MetricsDelta
 from squall.core.reliability.records import AckerBatch, AckerRecord
 from squall.core.wire.tuple_batch import TupleBatch
 
@@ -30,6 +31,8 @@ class ExecResult:
     culprits: int = 0
     #: processes of its own the run took (a micro-batch run in parts to find culprits)
     sandboxes: int = 0
+    #: what the bolt's own metrics did (squall/core/bolt_api/metrics.py)
+    user: MetricsDelta = field(default_factory=MetricsDelta)
 
 
 #: What a run counts (a bolt's report of a micro-batch sums the same).
@@ -67,6 +70,7 @@ def merged(results: Sequence[ExecResult]) -> ExecResult:
         out.errors += r.errors
         out.reasons.update(r.reasons)
         out.warnings += [w for w in r.warnings if w not in out.warnings]
+        out.user.add(r.user)
         add_counts(out, r)
     out.acks = AckerBatch.concat([r.acks for r in results]).coalesced()
     return out

@@ -187,7 +187,8 @@ class BoltExecutor:
             batches = [b for b in batches if b.stream != TICK_STREAM]
         if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
             out = self._run_vectorized(self.bolt, batches, watch)
-            self.result.warnings += self._scratch.check()
+            out.warnings += self._scratch.check()
+            out.user = self.context.metrics.take()
             return out
         tuples = [t for b in batches for t in b.tuples()]
         if self._windows is not None:
@@ -208,6 +209,7 @@ class BoltExecutor:
         elif isinstance(self.bolt, BatchBolt):
             self._run_batch(self.bolt, batches, tuples, watch)
         self.result.warnings += self._scratch.check()
+        self.result.user = self.context.metrics.take()
         return self._flush()
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
+from http import HTTPStatus
 from pathlib import Path
 from socketserver import ThreadingMixIn
 from types import UnionType
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from services import heap_decay
+from services.loop_queries import Handler
 from squall.core.control.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
 from squall.core.topology.model import TopologySpec
@@ -136,16 +138,23 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_telemetry(host: str, port: int, registry: CollectorRegistry,
-                    errors: ErrorReports) -> None:
+                    errors: ErrorReports, routes: Mapping[str, Handler] | None = None) -> None:
     """``/metrics`` (Prometheus) and ``/errors`` (the last errors reported, JSON: Storm UI's
-    ``lastError``), on one port, from a daemon thread."""
+    ``lastError``), and the service's own ``routes`` (services/loop_queries.py), on one
+    port, from a daemon thread."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ.get("PATH_INFO") == "/errors":
-            body = errors.to_json()
-            start_response("200 OK", [("Content-Type", "application/json"),
-                                      ("Content-Length", str(len(body)))])
+        path = str(environ.get("PATH_INFO", ""))
+        status, body = 0, b""
+        if path == "/errors":
+            status, body = 200, errors.to_json()
+        for prefix, handler in (routes or {}).items():
+            if path.startswith(prefix):
+                status, body = handler(path.removeprefix(prefix))
+        if status:
+            start_response(f"{status} {HTTPStatus(status).phrase}", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
         return metrics(environ, start_response)
 
@@ -169,7 +178,9 @@ def run_service(name: str, load: Callable[[], Any],
         errors = ErrorReports(secrets=secrets)
         service = build(settings, registry, errors)
         if settings.metrics_port:
-            serve_telemetry(settings.metrics_host, settings.metrics_port, registry, errors)
+            routes = service.routes() if hasattr(service, "routes") else None
+            serve_telemetry(settings.metrics_host, settings.metrics_port, registry, errors,
+                            routes)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -51,6 +51,25 @@ class ApiClient:
     def topology(self, tid: str) -> Any:
         return self.request("GET", f"/topologies/{tid}")
 
+    def message(self, tid: str, topic: str, partition: int, offset: int) -> Any:
+        """Where a source message is (GET /topologies/{id}/messages/...)."""
+        from urllib.parse import quote
+
+        return self.request("GET", f"/topologies/{quote(tid, safe='')}/messages/"
+                                   f"{quote(topic, safe='')}/{partition}/{offset}")
+
+    def dead_letters(self, tid: str, reason: str = "", since_ms: int = 0,
+                     limit: int = 100) -> Any:
+        return self.request("GET", f"/topologies/{tid}/dead-letters",
+                            params={"reason": reason, "since_ms": since_ms, "limit": limit})
+
+    def dead_letter(self, tid: str, dlq_offset: int) -> Any:
+        return self.request("GET", f"/topologies/{tid}/dead-letters/{dlq_offset}")
+
+    def replay(self, tid: str, offsets: list[int], reason: str | None = None) -> Any:
+        return self.request("POST", f"/topologies/{tid}/dead-letters/replay",
+                            json={"offsets": offsets, "reason": reason})
+
     def storm_topology(self, tid: str) -> Any:
         return self.request("GET", f"/api/v1/topology/{tid}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from squall.core.errors import KafkaUnavailable
@@ -209,3 +209,52 @@ def commit_group_offsets(kafka: KafkaClients, group: str,
                                f"{kafka.bootstrap}: {e}") from None
     finally:
         c.close()
+
+
+def end_offset(kafka: KafkaClients, topic: str, partition: int, timeout_s: float = 10.0) -> int:
+    """An offset at or before the partition's end (where the next record will land, or
+    before it: a broker may report the end short of its last batch)."""
+    from confluent_kafka import TopicPartition
+
+    c = kafka.consumer({"group.id": "squall-end-offset", "enable.auto.commit": False,
+                        "logger": quiet_logger("end-offset")})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout_s)[1])
+    finally:
+        c.close()
+
+
+def scan(consumer: Any, starts: Mapping[tuple[str, int], int],
+         timeout_s: float = 10.0) -> Iterator[Any]:
+    """Every record from ``starts`` to the partitions' ends, through ``consumer`` (assigned
+    here, unassigned after); a broker may report an end short of its last batch, so it reads
+    on to a quiet poll."""
+    from confluent_kafka import TopicPartition
+
+    ends = {k: consumer.get_watermark_offsets(TopicPartition(*k), timeout_s)[1] for k in starts}
+    consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
+    at: dict[tuple[str, int], int] = {}
+    deadline = time.monotonic() + 6 * timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msgs = consumer.consume(1000, 0.5)
+            for m in msgs:
+                if not m.error():
+                    at[(m.topic() or "", m.partition() or 0)] = (m.offset() or 0) + 1
+                    yield m
+            if not msgs and all(at.get(k, starts[k]) >= e for k, e in ends.items()):
+                return
+    finally:
+        consumer.unassign()
+
+
+def find_by_header(consumer: Any, starts: Mapping[tuple[str, int], int], header: str,
+                   wanted: Iterable[str], timeout_s: float = 10.0) -> dict[str, int]:
+    """Where the records whose ``header`` is one of ``wanted`` are, from ``starts`` on."""
+    want = set(wanted)
+    found: dict[str, int] = {}
+    for m in scan(consumer, starts, timeout_s):
+        for k, v in m.headers() or []:
+            if k == header and v is not None and v.decode(errors="replace") in want:
+                found[v.decode()] = m.offset() or 0
+    return found

@@ -18,6 +18,7 @@ import numpy as np
 
 from services.acker.listener import AckerListener
 from services.acker.settings import AckerSettings
+from services.loop_queries import Handler, LoopQueries, json_route
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.contiguity import Contiguity
 from squall.core.reliability.dead_letters import DeadLetterHeaders
@@ -53,6 +54,7 @@ class AckerService:
         self.results_topic = results_topic(settings.topology)
         self.dlq = settings.dlq_topic or dlq_topic(settings.topology)
         self.tasks: dict[int, AckerTask] = {}
+        self.queries = LoopQueries()
         self.ready = threading.Event()
         self._spout_tasks: tuple[int, int] | None = None  # results partitions, when learnt
 
@@ -90,6 +92,7 @@ class AckerService:
         last_commit = last_beat = now
         try:
             while not stop.is_set():
+                self.queries.answer()
                 got = consume_ready(consumer, s.max_poll_messages, 0.05)
                 now = self.clock.now_ms()
                 msgs = contiguous(consumer, gaps, got, now)
@@ -116,6 +119,25 @@ class AckerService:
             log.info("acker stopping: flushing results and committing watermarks")
             self._commit(consumer)
             consumer.close()
+
+    def routes(self) -> dict[str, Handler]:
+        """``/trees/<root>`` (16 hex digits): the tree's entry if one of this acker's tasks
+        holds it open."""
+        return {"/trees/": json_route(self.queries, self._tree)}
+
+    def _tree(self, parts: list[str]) -> dict[str, Any] | None:
+        try:
+            root = int(parts[0], 16) if len(parts) == 1 else -1
+        except ValueError:
+            root = -1
+        if not 0 <= root < 1 << 64:
+            raise ValueError("ask /trees/<root>, the root in hex") from None
+        for task in self.tasks.values():
+            e = task.ledger.get(root)
+            if e is not None:
+                return {"acker_task": task.task, "open": True, "failed": e.failed,
+                        "init_seen": e.task is not None, "spout_task": e.task}
+        return None
 
     def _handle(self, task: AckerTask, batch: list[Message], now: int) -> None:
         applied: Applied = task.apply(batch, now)

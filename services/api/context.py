@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Request
@@ -59,6 +59,8 @@ class ApiContext:
     metrics: ApiMetrics
     #: the in-memory cluster the read routes serve (services/api/cluster_view.py)
     cluster: ClusterView
+    #: one replay of a topology's dead letters at a time (services/api/routes/messages.py)
+    replaying: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     def now(self) -> int:
         return self.control.clock.now_ms()

@@ -53,6 +53,59 @@ class TopologyView(TopologyItem):
         description="per component, its processes' numbers summed over their lifetime")
 
 
+class MessageTrace(View):
+    """Where one source message is (squall/message_trace.py)."""
+
+    topology: str
+    topic: str
+    partition: int
+    offset: int
+    spout: str = Field(description="the spout that reads its topic")
+    state: str = Field(description="dead_lettered, committed, done, pending, failed, "
+                       "dead_lettering, unread, not_in_topic or unknown")
+    summary: str = Field(description="the state in a sentence")
+    committed_offset: int = Field(description="where the spout's group committed (-1: never)")
+    dead_letter: dict[str, Any] | None = Field(
+        description="its dead letter: reason, attempts, component, dlq_offset, time_ms")
+    where: dict[str, Any] | None = Field(
+        description="what the spout task reading its partition knows: state, failures, "
+                    "since_ms, retry_ms, root, last_failure")
+    tree: dict[str, Any] | None = Field(
+        description="its tree in the acker (pending only): open, acker_task, failed")
+
+
+class LetterRow(View):
+    dlq_offset: int = Field(description="its offset in the dead-letter topic: its id")
+    time_ms: int
+    reason: str
+    attempts: int
+    component: str
+    topic: str = Field(description="where it came from")
+    partition: int
+    offset: int
+    size: int = Field(description="payload bytes")
+    replayed_to: str | None = Field(description="where its replay landed, if replayed")
+
+
+class DeadLetters(View):
+    total: int
+    by_reason: dict[str, int] = Field(description="how many, by reason up to its first colon")
+    letters: list[LetterRow]
+
+
+class DeadLetter(LetterRow):
+    payload_text: str | None = Field(description="the payload, if it is UTF-8")
+    payload_base64: str
+    key_base64: str | None
+    headers: dict[str, str]
+
+
+class Replayed(View):
+    replayed: list[LetterRow]
+    already: list[LetterRow] = Field(description="replayed before: not sent again")
+    refused: list[dict[str, Any]] = Field(description="not replayed, and why")
+
+
 class TeardownView(View):
     """A killed topology's teardown: what it removed and what it kept."""
 

@@ -41,7 +41,7 @@ from squall.core.topology.kafka_sink import (
 )
 from squall.core.topology.model import BoltSpec, TopologySpec
 from squall.core.wire.tuple_batch import TupleBatch
-from squall.kafka import produce
+from squall.kafka import end_offset, find_by_header, produce
 from squall.kafka_clients import from_environment
 
 log = logging.getLogger("squall.bolts.sink")
@@ -137,32 +137,11 @@ class SinkTask:
 
     def _look_for(self, recorded: dict[str, Intent]) -> set[str]:
         """The ids among ``recorded`` that are in their partitions."""
-        from confluent_kafka import TopicPartition
-
         starts: dict[tuple[str, int], int] = {}
         for intent in recorded.values():
             key = (intent.topic, intent.partition)
             starts[key] = min(starts.get(key, intent.start), intent.start)
-        reader = self._consumer()
-        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(starts.items())]
-        ends = {(tp.topic, tp.partition): reader.get_watermark_offsets(tp, 10)[1]
-                for tp in tps}
-        reader.assign(tps)
-        wanted, found = set(recorded), set()
-        at: dict[tuple[str, int], int] = {}
-        while True:
-            msgs = reader.consume(1000, 1.0)
-            for m in msgs:
-                if m.error():
-                    continue
-                at[(m.topic(), m.partition())] = m.offset() + 1
-                for k, v in m.headers() or ():
-                    if k == ID_HEADER and v is not None and v.decode() in wanted:
-                        found.add(v.decode())
-            # a broker may report an end short of its last batch: read on to a quiet poll
-            if not msgs and all(at.get(k, starts[k]) >= e for k, e in ends.items()):
-                break
-        reader.unassign()
+        found = set(find_by_header(self._consumer(), starts, ID_HEADER, recorded))
         log.info("%s: %d outputs recorded before, %d of them found in Kafka", self.where,
                  len(recorded), len(found))
         return found
@@ -171,14 +150,11 @@ class SinkTask:
         """An offset of the partition at or before the next record written to it."""
         got = self._last.get((topic, part))
         if got is None:
-            from confluent_kafka import TopicPartition
-
-            got = self._last[(topic, part)] = int(
-                self._consumer().get_watermark_offsets(TopicPartition(topic, part), 10)[1])
+            got = self._last[(topic, part)] = end_offset(self._kafka, topic, part)
         return got
 
     def _consumer(self) -> Any:
-        """The task's reader of its own partitions (assigned when it looks, never a group
+        """The task's reader of its partitions (assigned when it looks, never a group
         member)."""
         if self._reader is None:
             self._reader = self._kafka.consumer({

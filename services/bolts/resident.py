@@ -23,7 +23,6 @@ from squall.core.tasks.executor import BoltExecutor
 from squall.core.topology.model import BoltSpec, TopologySpec
 from squall.core.topology.topics import spout_group
 from squall.core.topology.trident import QUERY_CLASS, QuerySpec, stored_state, trident_spec
-from squall.core.topology.windows import MESSAGE_TIMEOUT
 from squall.wallclock import SystemClock
 
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
@@ -55,8 +54,7 @@ def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str =
     module, _, cls = bolt.cls.partition(":")
     instance = getattr(importlib.import_module(module), cls)()
     ctx = TaskContext(spec.name, bolt.name, task, bolt.parallelism)
-    conf = {**bolt.config, "squall.state_url": state_url,
-            MESSAGE_TIMEOUT: spec.message_timeout_s}
+    conf = {**bolt.config, "squall.state_url": state_url}
     if bolt.cls == QUERY_CLASS:  # where the queried component keeps its state
         target = spec.component(bolt.config["state"])
         assert isinstance(target, BoltSpec)
@@ -65,7 +63,8 @@ def new_executor(spec: TopologySpec, bolt: BoltSpec, task: int, state_url: str =
         conf["squall.queried"] = stored_state(spec.state_id, target.name, t)
     return BoltExecutor(instance, ctx, spec.edges_from(bolt.name), conf, clock=SystemClock(),
                         outputs=bolt.outputs,
-                        inputs=[f"{i.component}/{i.stream}" for i in bolt.inputs])
+                        inputs=[f"{i.component}/{i.stream}" for i in bolt.inputs],
+                        message_timeout_s=spec.message_timeout_s)
 
 
 _AGGREGATES: dict[tuple[str, str, int], AggregateTask] = {}

@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from services.loop_queries import Handler, LoopQueries, json_route
 from services.spout import kept, startup
 from services.spout.listener import SpoutListener
 from services.spout.results_scan import scan_results
@@ -85,6 +86,24 @@ class SpoutService:
         self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
         # The last commit failed: the next waits for the interval, not for a step.
         self._commit_failed = False
+        self.queries = LoopQueries()
+
+    def routes(self) -> dict[str, Handler]:
+        """``/messages/<topic>/<partition>/<offset>``: where a source message of this
+        spout's partitions is (the API's "where is my message?")."""
+        return {"/messages/": json_route(self.queries, self._where)}
+
+    def _where(self, parts: list[str]) -> dict[str, Any] | None:
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+            raise ValueError("ask /messages/<topic>/<partition>/<offset>")
+        got = self._route.get((parts[0], int(parts[1])))
+        if got is None:
+            return None
+        task, src = got
+        w, root, why = task.whereabouts(src, int(parts[2]))
+        return {"component": self.s.component, "task": task.cfg.task, "state": w.state,
+                "failures": w.failures, "since_ms": w.since_ms, "retry_ms": w.retry_ms,
+                "root": None if root is None else f"{root:016x}", "last_failure": why}
 
     # ----- start-up -----------------------------------------------------
 
@@ -171,6 +190,7 @@ class SpoutService:
             self.results_consumer.close()
 
     def _step(self, consumer: Any, emit: bool) -> None:
+        self.queries.answer()
         # Wait on the sources while they may be read, else on the results.
         reading = emit and len(self._paused) < len(self._route)
         got = consume_ready(self.results_consumer, 1000, 0 if reading else 0.05)

@@ -379,3 +379,28 @@ def test_leader_failover_and_forwarded_writes(ns: str, bootstrap: str, api: ApiP
         b.stop()
         api.start()  # the module's replica again, for the tests after this one
         wait_for(api.leads, 30, "the module's replica to lead again")
+
+
+def test_message_and_dead_letter_routes_answer_for_a_topology(api: ApiProcess,
+                                                              http: httpx.Client) -> None:
+    """With no process running it (the API alone): the message is unknown, no letters;
+    replay needs the token and refuses a letter that is not there."""
+    r = http.post("/topologies", json=spec("letters"))
+    assert r.status_code == 201, r.text
+    tid = r.json()["id"]
+    got = http.get("/topologies/letters/messages/src-letters/0/5")
+    assert got.status_code == 200, got.text
+    assert got.json()["state"] == "unknown" and got.json()["committed_offset"] == -1
+    assert "(not running?)" in got.json()["summary"]
+    assert http.get("/topologies/letters/messages/elsewhere/0/5").status_code == 404
+    assert http.get("/topologies/letters/messages/src-letters/-1/5").status_code == 422
+    listed = http.get(f"/topologies/{tid}/dead-letters").json()
+    assert listed == {"total": 0, "by_reason": {}, "letters": []}
+    assert http.get(f"/topologies/{tid}/dead-letters/3").status_code == 404
+    with api.client(token=None) as anon:
+        assert anon.post(f"/topologies/{tid}/dead-letters/replay",
+                         json={"offsets": [3]}).status_code == 401
+    done = http.post(f"/topologies/{tid}/dead-letters/replay", json={"offsets": [3]})
+    assert done.status_code == 200, done.text
+    assert done.json() == {"replayed": [], "already": [],
+                           "refused": [{"dlq_offset": 3, "why": "no such dead letter"}]}

@@ -229,7 +229,8 @@ def test_the_trees_a_window_holds_have_their_timeouts_reset_while_they_wait() ->
     out and their messages be replayed; a reset every third of the timeout keeps them."""
     h = Harness()
     clock = ManualClock()
-    ex = executor(h, {w.LENGTH_COUNT: 10, w.MESSAGE_TIMEOUT: 3}, clock)
+    ex = BoltExecutor(Record(), ctx("win"), [OUT, LATE], {w.LENGTH_COUNT: 10}, ids=h.ids,
+                      clock=clock, inputs=["src/default"], message_timeout_s=3)
     roots, tb = send(h, [(0, 0), (1, 0)])
     resets = []
     for _ in range(7):

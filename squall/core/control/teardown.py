@@ -27,7 +27,7 @@ from typing import Any
 
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.topology.model import TopologySpec
-from squall.core.topology.topics import dlq_topic
+from squall.core.topology.topics import dlq_replays_topic, dlq_topic
 
 #: Where each spout's group had committed: component -> topic -> partition -> next offset.
 SourceOffsets = Mapping[str, Mapping[str, Mapping[int, int]]]
@@ -111,7 +111,7 @@ def owned(topology_id: str, topics: Iterable[str], groups: Iterable[str],
     """``(topics to remove, groups to remove, topics kept)`` of the broker's."""
     p, dlq = prefix(topology_id), dlq_topic(topology_id)
     mine = sorted(t for t in topics if t.startswith(p))
-    keep = [] if purge_state else [dlq]
+    keep = [] if purge_state else [dlq, dlq_replays_topic(topology_id)]
     return ([t for t in mine if t not in keep], sorted(g for g in groups if g.startswith(p)),
             [t for t in mine if t in keep])
 

@@ -62,6 +62,21 @@ class GiveUp:
     failures: int
 
 
+@dataclass(frozen=True, slots=True)
+class Whereabouts:
+    """Where one offset is, as its partition's table knows it: ``unread``, ``pending``,
+    ``failed`` (waiting for its retry), ``dead_lettering``, ``done`` (its tree complete or
+    it dead-lettered, the commit to come) or ``committed``."""
+
+    state: str
+    #: its trees that failed so far (its delivery attempt is one more)
+    failures: int = 0
+    #: pending: when it was emitted, or its timeout last reset
+    since_ms: int | None = None
+    #: failed: when its retry is due
+    retry_ms: int | None = None
+
+
 class OffsetManager:
     """Emitted / acked / failed offsets of one source partition."""
 
@@ -113,6 +128,17 @@ class OffsetManager:
         if offset < self._end:
             return OffsetState.DONE  # committed, or a gap that never existed
         raise OffsetError(f"offset {offset} was never emitted (emitted up to {self._end - 1})")
+
+    def whereabouts(self, offset: int) -> Whereabouts:
+        if offset < self._committed:
+            return Whereabouts("committed")
+        p = self._pos(offset)
+        if p is None:
+            return Whereabouts("done" if offset < self._end else "unread")
+        st = int(self._state[p])
+        return Whereabouts(_STATES[st].value, int(self._fails[p]),
+                           int(self._stamp[p]) if st == _PENDING else None,
+                           self._failed.get(offset))
 
     def failures(self, offset: int) -> int:
         p = self._pos(offset)

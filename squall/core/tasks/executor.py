@@ -36,7 +36,7 @@ from squall.core.tasks.window_runs import run_windows
 from squall.core.tasks.windows import WindowManager
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
-from squall.core.topology.windows import MESSAGE_TIMEOUT, window_of
+from squall.core.topology.windows import window_of
 from squall.core.wire.columns import to_columns
 from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, Origins, TupleBatch
 
@@ -61,9 +61,10 @@ class BoltExecutor:
                  edges: Sequence[Edge], conf: Mapping[str, Any] | None = None,
                  ids: Callable[[], int] = new_id, *, clock: Clock,
                  outputs: Mapping[str, Sequence[str]] | None = None,
-                 inputs: Sequence[str] = ()) -> None:
+                 inputs: Sequence[str] = (), message_timeout_s: float = 30.0) -> None:
         """``inputs``: the bolt's input streams as ``component/stream`` (a window's event
-        time waits for each)."""
+        time waits for each); ``message_timeout_s``: the topology's (a window resets the
+        timeouts of the trees it holds within it)."""
         self.bolt = bolt
         self.clock = clock
         self.context = context
@@ -95,7 +96,7 @@ class BoltExecutor:
             self.state = KeyValueState()
             collector = WindowedOutputCollector(self)
             self._windows = (WindowManager(window, self.state, inputs), collector)
-            self._timeout_ms = round(float((conf or {}).get(MESSAGE_TIMEOUT, 30)) * 1000)
+            self._timeout_ms = round(message_timeout_s * 1000)
             bolt.prepare(conf or {}, context, collector)
         elif window is not None:
             raise TopologyError(f"{where} has a window in its config but its class "

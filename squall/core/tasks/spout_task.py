@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from squall.core.errors import SchemeError
 from squall.core.reliability.ids import IdBatcher, derive_roots, full_offsets, root_keys
-from squall.core.reliability.offsets import GiveUp, OffsetManager, Retry
+from squall.core.reliability.offsets import GiveUp, OffsetManager, Retry, Whereabouts
 from squall.core.reliability.records import Outcome, Results
 from squall.core.reliability.retry import RetrySchedule
 from squall.core.tasks.spout_effects import Emission, Settled, Undeliverable
@@ -78,6 +78,9 @@ class SpoutTask:
         # the results position committed is the smallest, so a restart re-reads them.
         # Per source: (results offset, highest source offset it acked), in arrival order.
         self._done_at: list[deque[tuple[int, int]]] = [deque() for _ in committed]
+        # Why each offset's last tree failed, for "where is my message?" (a few per source:
+        # dropped once the offset is committed).
+        self._why: dict[tuple[int, int], str] = {}
         self._recovery = RestartRecovery(
             committed, old_salts, recovered_roots, lettered,
             attempts=(cfg.retry.max_retries or 0) + 1,
@@ -89,6 +92,14 @@ class SpoutTask:
     def pending(self) -> int:
         """Trees in flight (what max spout pending caps)."""
         return sum(om.in_flight for om in self.offsets) if self.cfg.tracked else 0
+
+    def whereabouts(self, source: int, offset: int) -> tuple[Whereabouts, int | None, str]:
+        """Where ``offset`` of source ``source`` is; the root of its tree in flight (pending),
+        and why its last tree failed ("" if none did)."""
+        w = self.offsets[source].whereabouts(offset)
+        root = int(derive_roots(self.salt, source, [offset], [w.failures])[0]) \
+            if w.state == "pending" and self.cfg.tracked else None
+        return w, root, self._why.get((source, offset), "")
 
     def pending_roots(self) -> list[int]:
         """Roots in flight, oldest deadline first."""
@@ -153,6 +164,8 @@ class SpoutTask:
 
     def committed(self, source: int, offset: int) -> None:
         self.offsets[source].committed(offset)
+        if self._why:
+            self._why = {k: v for k, v in self._why.items() if k[0] != source or k[1] >= offset}
         d = self._done_at[source]
         while d and d[0][1] < offset:  # conservative: a batch stays until all of it is committed
             d.popleft()
@@ -355,6 +368,8 @@ class SpoutTask:
         om = self.offsets[src]
         out.failed[reason] = out.failed.get(reason, 0) + 1
         decision = om.failed(off, now_ms)
+        if decision is not None:
+            self._why[(src, off)] = f"{reason}: {why}" if why else reason
         if isinstance(decision, Retry):
             out.retries += 1
         elif isinstance(decision, GiveUp):

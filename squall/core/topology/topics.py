@@ -31,6 +31,11 @@ def dlq_topic(topology: str) -> str:
     return f"squall.{check_name('topology', topology)}.dlq"
 
 
+def dlq_replays_topic(topology: str) -> str:
+    """Which dead letters were sent back (squall/core/reliability/letter_replays.py)."""
+    return f"{dlq_topic(topology)}.replays"
+
+
 def edge_topic(topology: str, source: str, stream: str, target: str) -> str:
     parts = (check_name("topology", topology), check_name("component", source),
              check_name("stream", stream), check_name("component", target))

@@ -34,8 +34,6 @@ SLIDE_MS = "topology.bolts.sliding.interval.duration.ms"
 TIMESTAMP_FIELD = "topology.bolts.tuple.timestamp.field.name"
 LAG_MS = "topology.bolts.tuple.window.max.lag.ms"
 LATE_STREAM = "topology.bolts.late.tuple.stream"
-#: The topology's message timeout in a windowed bolt's configuration (Storm's key).
-MESSAGE_TIMEOUT = "topology.message.timeout.secs"
 KEYS = (LENGTH_COUNT, LENGTH_MS, SLIDE_COUNT, SLIDE_MS, TIMESTAMP_FIELD, LAG_MS, LATE_STREAM)
 
 #: Most tuples a count window may hold: every one is kept in the task's state.

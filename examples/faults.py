@@ -100,24 +100,6 @@ class EmitThenForgetEveryKth(Bolt):
             self.collector.ack(t)
 
 
-class SplitOrRaiseOnce(BasicBolt):
-    """Splits sentences into words, but raises on a sentence ending in a multiple of ``k``
-    the first time it is seen (before emitting anything): with no retries, it is
-    dead-lettered, and a replay of it goes through."""
-
-    outputs: ClassVar = {"default": ("word",)}
-
-    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        super().prepare(conf, context, collector)
-        self.misbehave = _EveryKthOnce(conf)
-
-    def process(self, t: Tuple) -> Iterable[Sequence[Any]]:
-        text = str(t[0])
-        if self.misbehave(text):
-            raise ValueError(f"the first time of {text!r}")
-        return [(w,) for w in text.split()]
-
-
 class SplitOrRaise(BasicBolt):
     """Splits sentences into words; raises on every sentence that starts with ``poison``
     (each attempt: such a sentence is replayed until it is dead-lettered)."""

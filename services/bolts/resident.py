@@ -10,6 +10,7 @@ the worker is in the state database (services/bolts/task_state.py) or beside the
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from services.bolts import clients
 from services.bolts.aggregate import AggregateTask
@@ -76,11 +77,9 @@ def aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
     key = (spec.name, bolt.name, task)
     agg = _AGGREGATES.get(key)
     if agg is None:
-        groups = {spout_group(spec.name, s.name): s.topics for s in spec.spouts}
         clock = SystemClock()
-        agg = _AGGREGATES[key] = AggregateTask(
-            spec, bolt, task, url, clock,
-            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
+        agg = _AGGREGATES[key] = AggregateTask(spec, bolt, task, url, clock,
+                                               _spouts_committed(spec, bootstrap, clock))
     return agg
 
 
@@ -93,12 +92,18 @@ def kafka_sink(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
     key = (spec.name, bolt.name, task)
     sink = _SINKS.get(key)
     if sink is None:
-        groups = {spout_group(spec.name, s.name): s.topics for s in spec.spouts}
         clock = SystemClock()
-        sink = _SINKS[key] = SinkTask(
-            spec, bolt, task, url, bootstrap, clock,
-            lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000))
+        sink = _SINKS[key] = SinkTask(spec, bolt, task, url, bootstrap, clock,
+                                      _spouts_committed(spec, bootstrap, clock))
     return sink
+
+
+def _spouts_committed(spec: TopologySpec, bootstrap: str, clock: SystemClock
+                      ) -> Callable[[], dict[str, int]]:
+    """The topology's spouts' committed offsets, read when asked (cached a while): what
+    lets a task forget the messages no replay can bring back."""
+    groups = {spout_group(spec.name, s.name): s.topics for s in spec.spouts}
+    return lambda: clients.spout_committed(bootstrap, groups, clock.now_ms() / 1000)
 
 
 _TASK_STATES: dict[int, TaskState] = {}

@@ -341,3 +341,28 @@ def wait_for_queries(bolts: ServiceProcess) -> None:
     wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
              180, "the bolt queries")
     assert bolts.alive(), bolts.log_tail()
+
+
+def supervised_services(topo: Path, name: str, bootstrap: str, tmp: Path, state_url: str,
+                        master: str = "local[2]", timeout_s: float = 8
+                        ) -> tuple[Any, Any, ServiceProcess, ServiceProcess]:
+    """A topology whose bolts job runs supervised, as a worker runs it (restarted when it
+    dies), with one spout task reading ``sentences``: ``(supervisor, bolts command, acker,
+    spout)``; start the bolts with ``supervisor.start("bolts", command)``. Trees time out
+    after ``timeout_s``."""
+    from squall.supervision import Command, Supervisor
+
+    sup = Supervisor(tmp / "logs")
+    bolts = Command("services.bolts", (
+        "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
+        "--checkpoint-dir", str(tmp / "ckpt"), "--master", master, "--trigger-ms", "100",
+        "--state-url", state_url), {"PYSPARK_PYTHON": sys.executable}, metrics=False)
+    acker = ServiceProcess("services.acker", [
+        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
+        "--bootstrap-servers", bootstrap, "--message-timeout-s", str(timeout_s)],
+        tmp / "acker.log")
+    spout = ServiceProcess("services.spout", [
+        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
+        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
+        tmp / "spout.log")
+    return sup, bolts, acker, spout

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +18,7 @@ from kazoo.client import KazooClient
 
 from squall import __version__
 from squall.core.control.lifecycle import Status
-from tests.integration.cluster import ApiProcess, namespace
+from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -404,3 +407,15 @@ def test_message_and_dead_letter_routes_answer_for_a_topology(api: ApiProcess,
     assert done.status_code == 200, done.text
     assert done.json() == {"replayed": [], "already": [],
                            "refused": [{"dlq_offset": 3, "why": "no such dead letter"}]}
+    # the CLI says the same
+    cli = [sys.executable, "-m", "squall"]
+    env = {**os.environ, "SQUALL_API_URL": api.url, "SQUALL_API_TOKEN": TOKEN}
+    traced = subprocess.run([*cli, "trace", "src-letters", "0", "5"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert traced.returncode == 0 and "(not running?)" in traced.stdout, traced.stderr
+    listed_cli = subprocess.run([*cli, "dead-letters", "list", "--topology", tid], env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert listed_cli.returncode == 0 and listed_cli.stdout.startswith("0 dead letters")
+    refused = subprocess.run([*cli, "dead-letters", "replay", "3", "--topology", tid],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "3: not replayed: no such dead letter" in refused.stdout

@@ -38,7 +38,7 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
     source = f"src-{name}"
     b = TopologyBuilder()
     b.set_spout("sentences", source)
-    b.set_bolt("split", "examples.faults:SplitOrRaiseOnce", 1, outputs={"default": ["word"]},
+    b.set_bolt("split", "examples.faults:FailEveryKth", 1, outputs={"default": ["word"]},
                config={"k": 5, "state_dir": str(tmp_path / "once")}).shuffle_grouping("sentences")
     b.persistent_aggregate("count", ["word"], "count", 1, kind="opaque"
                            ).fields_grouping("split", ["word"])
@@ -60,8 +60,8 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
                      explain=lambda: bolts.log_tail(30))
             (letter,) = letters(kafka, name)
             assert letter.why is not None and letter.why.offset == 1
-            assert "raised ValueError: the first time of 'c d 5'" in letter.why.reason
-            listed = listing(kafka, name, reason="ValueError")
+            assert "raised RuntimeError: sentence 5 fails once" in letter.why.reason
+            listed = listing(kafka, name, reason="RuntimeError")
             assert listed["total"] == 1 and listed["by_reason"] == {"failed after 1 attempts": 1}
             assert show(kafka, name, letter.dlq_offset)["payload_text"] == "c d 5"
             assert listing(kafka, name, reason="no such reason")["total"] == 0

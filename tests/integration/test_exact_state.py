@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -25,8 +24,12 @@ from squall.core.topology.model import TopologySpec
 from squall.core.trident.codec import MapKind
 from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics
-from squall.supervision import Command, Supervisor
-from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
+from tests.integration.helpers import (
+    committed_offsets,
+    produce_source,
+    supervised_services,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -93,12 +96,8 @@ def test_counts_are_exact_under_storm_and_spark_replays(
 
     # The bolts job runs supervised, as a worker runs it: restarted if it dies (a crash of
     # Spark's own under load is one more Spark-level replay, not a failed test).
-    sup = Supervisor(tmp_path / "logs")
-    bolts_cmd = Command("services.bolts", (
-        "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
-        "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", master,
-        "--trigger-ms", "100", "--state-url", url), {"PYSPARK_PYTHON": sys.executable},
-        metrics=False)
+    sup, bolts_cmd, acker, spout = supervised_services(topo, name, bootstrap, tmp_path, url,
+                                                       master)
 
     def committed() -> int:
         sup.check()
@@ -109,13 +108,6 @@ def test_counts_are_exact_under_storm_and_spark_replays(
         sup.check()
         return "bolt queries running" in (tmp_path / "logs" / "bolts.log").read_text()
 
-    acker = ServiceProcess("services.acker", [
-        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-        "--bootstrap-servers", bootstrap, "--message-timeout-s", "8"], tmp_path / "acker.log")
-    spout = ServiceProcess("services.spout", [
-        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
-        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
-        tmp_path / "spout.log")
     try:
         with acker.start():
             sup.start("bolts", bolts_cmd)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -22,8 +21,12 @@ from squall.core.reliability.retry import RetrySchedule
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.kafka_sink import ID_HEADER
 from squall.kafka import ensure_topics
-from squall.supervision import Command, Supervisor
-from tests.integration.helpers import ServiceProcess, committed_offsets, produce_source, wait_for
+from tests.integration.helpers import (
+    committed_offsets,
+    produce_source,
+    supervised_services,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -77,12 +80,9 @@ def test_the_exactly_once_sink_writes_each_output_once_under_replays_and_a_kill(
     lines = [f"s{i}a s{i}b {i}".encode() for i in range(300)]
     truth = Counter(w.encode() for s in lines for w in s.decode().split())
 
-    sup = Supervisor(tmp_path / "logs")  # restarts the bolts job when it is killed
-    sup.start("bolts", Command("services.bolts", (
-        "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
-        "--checkpoint-dir", str(tmp_path / "ckpt"), "--master", "local[2]",
-        "--trigger-ms", "100", "--state-url", f"sqlite://{tmp_path / 'state.db'}"),
-        {"PYSPARK_PYTHON": sys.executable}, metrics=False))
+    sup, bolts, acker, spout = supervised_services(topo, name, bootstrap, tmp_path,
+                                                   f"sqlite://{tmp_path / 'state.db'}")
+    sup.start("bolts", bolts)
 
     def log() -> str:
         return (tmp_path / "logs" / "bolts.log").read_text(errors="replace")[-4000:]
@@ -92,13 +92,6 @@ def test_the_exactly_once_sink_writes_each_output_once_under_replays_and_a_kill(
         return sum(max(o, 0) for o in committed_offsets(
             bootstrap, f"squall.{name}.sentences", source, PARTS))
 
-    acker = ServiceProcess("services.acker", [
-        "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
-        "--bootstrap-servers", bootstrap, "--message-timeout-s", "8"], tmp_path / "acker.log")
-    spout = ServiceProcess("services.spout", [
-        "--topology-file", str(topo), "--component", "sentences", "--tasks", "0",
-        "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
-        tmp_path / "spout.log")
     try:
         with acker.start():
             wait_for(lambda: "bolt queries running" in log(), 180, "the bolt queries",

@@ -1,0 +1,107 @@
+"""The CLI's commands about single messages: ``squall trace`` (where is my message?) and
+``squall dead-letters list|show|replay``, through the REST API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from squall.client import ApiClient
+
+
+def message_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], None]
+                     ) -> None:
+    """Add ``trace`` and ``dead-letters`` to the CLI's subcommands."""
+    tr = sub.add_parser("trace", help="where is my message: a source message's state "
+                        "(pending, failed and why, committed, dead-lettered, ...)")
+    tr.add_argument("topic", help="the source topic")
+    tr.add_argument("partition", type=int)
+    tr.add_argument("offset", type=int)
+    tr.add_argument("--topology", help="topology id or name (default: the one topology "
+                    "that reads the topic)")
+    tr.add_argument("--json", action="store_true", help="the whole answer, as JSON")
+    client_opts(tr)
+    tr.set_defaults(func=cmd_trace)
+    dl = sub.add_parser("dead-letters", help="a topology's dead letters: list them, show "
+                        "one, send chosen ones back (each at most once)")
+    dl.add_argument("action", choices=("list", "show", "replay"))
+    dl.add_argument("offsets", type=int, nargs="*",
+                    help="show / replay: letters by their offset in the dead-letter topic")
+    dl.add_argument("--topology", required=True, help="topology id or name")
+    dl.add_argument("--reason", default=None,
+                    help="list / replay: those whose reason contains this text")
+    dl.add_argument("--limit", type=int, default=100, help="list: at most so many, newest first")
+    dl.add_argument("--json", action="store_true", help="the whole answer, as JSON")
+    client_opts(dl)
+    dl.set_defaults(func=cmd_letters)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    """Where is my message: its state, in a sentence (or the whole answer with --json)."""
+    c = api_client(args)
+    tid = args.topology
+    if tid is None:
+        readers = [t["id"] for t in c.topologies()
+                   if args.topic in {tp for s in c.topology(t["id"])["spec"]["spouts"]
+                                     for tp in s["topics"]}]
+        if len(readers) != 1:
+            print(f"squall trace: {len(readers)} topologies read {args.topic!r}"
+                  + (f" ({', '.join(readers)})" if readers else "")
+                  + ": name one with --topology", file=sys.stderr)
+            return 2
+        tid = readers[0]
+    got = c.message(tid, args.topic, args.partition, args.offset)
+    print(json.dumps(got, indent=2) if args.json else got["summary"])
+    return 0
+
+
+def cmd_letters(args: argparse.Namespace) -> int:
+    """``squall dead-letters list|show|replay``."""
+    from squall.client import format_table
+
+    c = api_client(args)
+    if args.action == "list":
+        got = c.dead_letters(args.topology, args.reason or "", 0, args.limit)
+        if args.json:
+            print(json.dumps(got, indent=2))
+            return 0
+        print(f"{got['total']} dead letters" + "".join(
+            f"; {n} {k}" for k, n in sorted(got["by_reason"].items())))
+        rows = [("offset", "when (UTC)", "from", "attempts", "replayed to", "reason")] + [
+            (str(r["dlq_offset"]), time.strftime("%Y-%m-%d %H:%M:%S",
+                                                 time.gmtime(r["time_ms"] / 1000)),
+             f"{r['topic']}[{r['partition']}]@{r['offset']}", str(r["attempts"]),
+             r["replayed_to"] or "", r["reason"][:80]) for r in got["letters"]]
+        print(format_table(rows))
+        return 0
+    if args.action == "show":
+        for n in args.offsets:
+            print(json.dumps(c.dead_letter(args.topology, n), indent=2))
+        return 0
+    if not args.offsets and args.reason is None:
+        print("squall dead-letters replay: name letters (their offsets) or --reason",
+              file=sys.stderr)
+        return 2
+    got = c.replay(args.topology, args.offsets, args.reason)
+    if args.json:
+        print(json.dumps(got, indent=2))
+    else:
+        print(f"replayed {len(got['replayed'])}, replayed before {len(got['already'])}, "
+              f"refused {len(got['refused'])}")
+        for r in got["replayed"]:
+            print(f"  {r['dlq_offset']} -> {r['replayed_to']}")
+        for r in got["refused"]:
+            print(f"  {r['dlq_offset']}: not replayed: {r['why']}")
+    return 0 if not got["refused"] else 1
+
+
+def api_client(args: argparse.Namespace) -> ApiClient:
+    """The REST API's client, as ``--api`` and ``--token`` say."""
+    from squall.client import ApiClient
+
+    return ApiClient(args.api, args.token)

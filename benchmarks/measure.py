@@ -3,12 +3,12 @@ their /metrics) and the CPU and memory of process trees (from /proc)."""
 
 from __future__ import annotations
 
-import os
 import urllib.request
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from squall import process_tree
 
 
 def histogram(port: int, name: str, **labels: str) -> list[tuple[float, float]]:
@@ -97,69 +97,26 @@ def quantile(before: list[tuple[float, float]], after: list[tuple[float, float]]
     return prev_le
 
 
-def tree_sum(pid: int, measure: Callable[[list[str]], float]) -> float:
-    """``measure`` of ``/proc/<pid>/stat``'s fields, summed over a process and its
-    descendants (the bolts job: its JVM and Python workers)."""
-    parent: dict[int, int] = {}
-    value: dict[int, float] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(d.name)] = int(f[1])
-        value[int(d.name)] = measure(f)
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += value.get(p, 0.0)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return total
-
-
 def tree_pids(pid: int) -> list[int]:
     """A process and its descendants."""
-    parent: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return out
+    return [p.pid for p in process_tree.tree(pid)]
 
 
 def cpu_by_kind(pid: int) -> dict[str, float]:
     """CPU seconds of the bolts job's process tree by kind: the driver (Python), the JVM,
     Spark's Python workers."""
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
-    for p in tree_pids(pid):
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        kind = ("jvm" if "java" in cmd.split(" ")[0] else
-                "python_workers" if "pyspark" in cmd else "driver")
-        out[kind] = out.get(kind, 0.0) + sum(int(x) for x in f[11:15]) / tick
+    for p in process_tree.tree(pid):
+        kind = "python_workers" if p.role == "python_worker" else p.role
+        out[kind] = out.get(kind, 0.0) + p.cpu_s
     return out
 
 
 def tree_cpu(pid: int) -> float:
     """CPU seconds of a process tree (own and reaped children's)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    return tree_sum(pid, lambda f: sum(int(x) for x in f[11:15]) / tick)
+    return process_tree.cpu_s(process_tree.tree(pid))
 
 
 def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process tree, in MiB (``rss`` is in pages)."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    return tree_sum(pid, lambda f: int(f[21]) * page / 2**20)
+    """Resident memory of a process tree, in MiB."""
+    return process_tree.rss_bytes(process_tree.tree(pid)) / 2**20

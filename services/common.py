@@ -18,7 +18,7 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Protocol, TypeVar, Union, get_args, get_origin
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from services import heap_decay
@@ -175,6 +175,7 @@ def run_service(name: str, load: Callable[[], Any],
         for handler in logging.getLogger().handlers:
             handler.addFilter(Scrubbing(secrets))
         registry = CollectorRegistry()
+        ProcessCollector(registry=registry)  # process_cpu_seconds_total, resident memory...
         errors = ErrorReports(secrets=secrets)
         service = build(settings, registry, errors)
         if settings.metrics_port:

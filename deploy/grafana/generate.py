@@ -66,10 +66,14 @@ def overview() -> dict[str, Any]:
         panel(4, "Pending trees", [
             (f"sum(squall_acker_pending_trees{{{T}}})", "in the ackers"),
             (f"sum(squall_spout_pending{{{T}}})", "in the spouts")], 12, 8),
-        panel(5, "Spout lag per partition", [
-            (f"sum by (topic, partition) (squall_spout_lag{{{T}}})",
-             "{{topic}}[{{partition}}]")], 0, 16,
-            description="High watermark minus committed offset"),
+        panel(5, "Lag per partition (messages, and seconds on the right)", [
+            (f"max by (topic, partition) (squall_source_lag_messages{{{T}}})",
+             "{{topic}}[{{partition}}]"),
+            (f"max by (topic, partition) (squall_source_lag_seconds{{{T}}})",
+             "{{topic}}[{{partition}}] seconds")], 0, 16,
+            description="The log's end minus the spout's committed offset, read from Kafka by "
+            "the API (shown while the spout is down too); seconds: the age of the oldest "
+            "message not yet committed"),
         panel(6, "Replays and dead letters per second", [
             (q("squall_spout_replayed_total"), "replayed"),
             (q("squall_spout_dead_lettered_total"), "dead-lettered"),
@@ -138,7 +142,38 @@ def component() -> dict[str, Any]:
                  'label_values(squall_bolt_executed_total{topology="$topology"}, component)')])
 
 
-DASHBOARDS = {"topology-overview.json": overview, "component.json": component}
+def processes() -> dict[str, Any]:
+    """Every Squall process: the services' own (Prometheus' process collector), and the
+    bolts jobs' Spark JVM and Python workers (squall_bolt_process_*, jvm_*)."""
+    sq = 'job=~"squall.*"'
+    who = "{{job}} {{process}} {{instance}}"
+    spark = "bolts {{topology}} {{role}} {{pid}}"
+    p = [
+        panel(1, "CPU per process (cores)", [
+            (f"rate(process_cpu_seconds_total{{{sq}}}[1m])", who),
+            ("rate(squall_bolt_process_cpu_seconds_total[1m])", spark)], 0, 0, unit="short"),
+        panel(2, "Resident memory per process", [
+            (f"process_resident_memory_bytes{{{sq}}}", who),
+            ("squall_bolt_process_resident_memory_bytes", spark)], 12, 0, unit="bytes"),
+        panel(3, "Open files per process", [
+            (f"process_open_fds{{{sq}}}", who),
+            ("squall_bolt_process_open_fds", spark)], 0, 8),
+        panel(4, "Spark processes of the bolts jobs", [
+            ("sum by (topology, role) (squall_bolt_processes)", "{{topology}} {{role}}")],
+            12, 8, description="The JVM and Spark's Python workers under each bolts job"),
+        panel(5, "JVM heap (bolts jobs)", [
+            ('jvm_memory_bytes_used{area="heap"}', "used {{instance}}"),
+            ('jvm_memory_bytes_committed{area="heap"}', "committed {{instance}}"),
+            ('jvm_memory_bytes_max{area="heap"}', "max {{instance}}")], 0, 16, unit="bytes"),
+        panel(6, "JVM garbage collection (seconds per second)", [
+            ("rate(jvm_gc_collection_seconds_sum[1m])", "{{gc}} {{instance}}")], 12, 16,
+            unit="s"),
+    ]
+    return dashboard("squall-processes", "Squall / Processes", p, [])
+
+
+DASHBOARDS = {"topology-overview.json": overview, "component.json": component,
+              "processes.json": processes}
 
 
 def render() -> dict[str, str]:

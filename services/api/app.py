@@ -15,6 +15,7 @@ from services.api import errors, middleware
 from services.api.cluster_view import ClusterView
 from services.api.context import ApiContext
 from services.api.control import Control
+from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
 from services.api.routes import health, messages, storm, topologies, ui
 from services.api.settings import ApiSettings
@@ -31,11 +32,17 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
     registry = CollectorRegistry()
     cluster = ClusterView(control.zk, ELECTION, control.clock.now_ms,
                           settings.stats_interval_s, settings.scrape_timeout_s)
-    ctx = ApiContext(control, settings, registry, ApiMetrics(registry, control), cluster)
+    lag = LagMonitor(settings.clients,
+                     lambda: cluster.records() if cluster.ready else control.store.list(),
+                     control.leading.is_set, control.clock.now_ms, settings.lag_interval_s)
+    registry.register(lag)
+    ctx = ApiContext(control, settings, registry, ApiMetrics(registry, control), cluster, lag)
     app.state.squall = ctx
     errors.install(app)
     middleware.install(app, ctx)
     for r in (health.router, topologies.router, messages.router, ui.router, storm.router):
         app.include_router(r)
+    app.router.add_event_handler("startup", lag.start)
     app.router.add_event_handler("shutdown", cluster.close)
+    app.router.add_event_handler("shutdown", lag.close)
     return app

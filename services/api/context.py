@@ -20,6 +20,7 @@ from services.api import views
 from services.api.cluster_view import ClusterView
 from services.api.control import Control
 from services.api.errors import WRITE_ERRORS, NoToken, WrongToken
+from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
 from services.api.settings import ApiSettings
 from services.api.storm_views import Numbers
@@ -59,6 +60,8 @@ class ApiContext:
     metrics: ApiMetrics
     #: the in-memory cluster the read routes serve (services/api/cluster_view.py)
     cluster: ClusterView
+    #: the spouts' lag, read from Kafka (services/api/lag.py)
+    lag: LagMonitor
     #: one replay of a topology's dead letters at a time (services/api/routes/messages.py)
     replaying: dict[str, asyncio.Lock] = field(default_factory=dict)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from services.api.control import Control
+from services.api.views import live_processes
+from squall.core.control.assignment import Kind
+from squall.core.control.lifecycle import Status
 
 
 class ClusterCollector(Collector):
@@ -36,14 +39,25 @@ class ClusterCollector(Collector):
             topo.add_metric([status], n)
         yield topo
         wk = GaugeMetricFamily("squall_workers", "Live workers by kind", labels=["kind"])
-        for kind, n in sorted(Tally(str(w.worker.kind) for w in workers).items()):
-            wk.add_metric([kind], n)
+        live = Tally(str(w.worker.kind) for w in workers)
+        for kind in sorted(set(live) | {str(k) for k in Kind}):  # 0 for a kind none is left of
+            wk.add_metric([kind], live[kind])
         yield wk
+        procs = GaugeMetricFamily(
+            "squall_component_processes", "Processes running a component of a topology that "
+            "is not being killed (neither stopping nor in a crash loop)",
+            labels=["topology", "component"])
+        for rec in recs:
+            if rec.lifecycle.status is not Status.KILLED:
+                for comp, n in sorted(live_processes(rec, workers).items()):
+                    procs.add_metric([rec.id, comp], n)
+        yield procs
 
 
 class ApiMetrics:
     def __init__(self, registry: CollectorRegistry, control: Control) -> None:
         self.registry = registry
+        ProcessCollector(registry=registry)  # process_cpu_seconds_total, resident memory...
         self.requests = Counter("squall_api_requests_total", "HTTP requests",
                                 ["method", "route", "status"], registry=registry)
         self.latency = Histogram("squall_api_request_duration_seconds", "HTTP request duration",

@@ -68,6 +68,8 @@ class PartitionLag(Body):
     consumerCommittedOffset: int
     logHeadOffset: int
     lag: int
+    lagSeconds: float = Field(description="age of the oldest message not yet committed "
+                              "(Squall)")
 
 
 class SpoutLag(Body):

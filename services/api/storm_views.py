@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from services.api.stats import ComponentStats, ReportedError, Sample, is_counter
+from services.api.stats import ComponentStats, ReportedError, is_counter
 from services.api.views import Health, placements_of, pretty_uptime, uptime_s
 from squall.core.control.assignment import ACKER
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
@@ -270,32 +270,6 @@ def acker_bolt(acker: dict[str, Any]) -> dict[str, Any]:
             "restarts": acker.get("restarts", 0),
             "crashLooping": acker.get("crashLooping", False),
             "lastExit": acker.get("lastExit", "")}
-
-
-def storm_lag(rec: TopologyRecord, samples: list[Sample]) -> dict[str, Any]:
-    """``GET /api/v1/topology/:id/lag`` in Storm's shape: per spout, per topic and partition,
-    the committed offset, the log's head and the lag between them."""
-    parts: dict[tuple[str, str, str], dict[str, int]] = {}
-    for name, labels, value in samples:
-        field = {"squall_spout_committed_offset": "consumerCommittedOffset",
-                 "squall_spout_lag": "lag"}.get(name)
-        if field is None:
-            continue
-        key = (labels.get("component", ""), labels.get("topic", ""),
-               labels.get("partition", ""))
-        parts.setdefault(key, {})[field] = int(value)
-    out: dict[str, Any] = {}
-    for sp in rec.spec.spouts:
-        result: dict[str, dict[str, dict[str, int]]] = {}
-        for (comp, topic, part), v in sorted(parts.items()):
-            if comp != sp.name or "consumerCommittedOffset" not in v:
-                continue
-            lag = v.get("lag", 0)
-            result.setdefault(topic, {})[part] = {
-                "consumerCommittedOffset": v["consumerCommittedOffset"],
-                "logHeadOffset": v["consumerCommittedOffset"] + lag, "lag": lag}
-        out[sp.name] = {"spoutId": sp.name, "spoutType": "KAFKA", "spoutLagResult": result}
-    return out
 
 
 def output_streams(rec: TopologyRecord, component: str) -> list[str]:

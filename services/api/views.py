@@ -53,6 +53,20 @@ def restarts_of(tid: str, workers: list[WorkerInfo]) -> dict[str, Health]:
     return out
 
 
+def live_processes(rec: TopologyRecord, workers: list[WorkerInfo]) -> dict[str, int]:
+    """Per component of ``rec`` (its spouts, bolts and ``__acker``): how many processes run
+    it, neither stopping nor in a crash loop; 0 for a component no worker runs."""
+    out = {c.name: 0 for c in rec.spec.components()} | {ACKER: 0}
+    for w in workers:
+        for url in {e["url"] for e in w.endpoints if e.get("topology") == rec.id
+                    and not e.get("stopping") and not e.get("crashLooping")}:
+            comps = {ACKER if e.get("kind") == "acker" else str(e.get("component", ""))
+                     for e in w.endpoints if e["url"] == url}
+            for comp in comps & out.keys():
+                out[comp] += 1
+    return out
+
+
 def uptime_s(rec: TopologyRecord, now_ms: int) -> float:
     return max(0.0, (now_ms - rec.submitted_ms) / 1000)
 

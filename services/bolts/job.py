@@ -169,6 +169,8 @@ class BoltJob:
                                   self.s.checkpoint_fs == "no-fork", self.s.java_options,
                                   cluster_conf(self.s.master, self.spec, plan) | self.s.conf())
             log.info("Spark session started (%.1f s)", time.monotonic() - t0)
+        if self.metrics:
+            self.metrics.processes.attach(spark)
         # The Python workers started, the bolts' modules imported, their Kafka clients open:
         # the active job (the lock free) does it while its queries start, which it does
         # not wait for; a standby (the lock held) before it waits, so that taking over costs

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from services.bolts.process_metrics import SparkProcesses
 from services.bolts.user_metrics import UserMetricsCollector
 from squall.core.control.error_reports import ErrorReports
 from squall.core.reliability.clock import Clock
@@ -32,6 +33,9 @@ class BoltMetrics:
         self.errors_seen = errors or ErrorReports()
         self.clock = clock or SystemClock()
         base = ["topology", "component"]
+        #: Spark's JVM and Python workers, and the JVM's heap once a session is attached
+        self.processes = SparkProcesses(topology)
+        registry.register(self.processes)
         self.active = Gauge("squall_bolt_query_active",
                             "1 while the bolt's Spark query runs", base, registry=registry)
         self.batches = Counter("squall_bolt_batches_total", "Micro-batches completed", base,

@@ -56,6 +56,10 @@ class WorkerService:
                                "Task processes in a crash loop (exiting again and again soon "
                                "after each start; still restarted with backoff)", lab,
                                registry=registry).labels(settings.worker_id, str(settings.kind))
+        Gauge("squall_worker_zookeeper_connected", "1 while the ZooKeeper session is "
+              "connected", lab, registry=registry).labels(
+            settings.worker_id, str(settings.kind)).set_function(
+            lambda: 1.0 if getattr(getattr(self, "zk", None), "connected", False) else 0.0)
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms,

@@ -17,11 +17,13 @@ from prometheus_client import CollectorRegistry
 
 from deploy.grafana.generate import render
 from services.acker.metrics import AckerMetrics
+from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
 from services.bolts.metrics import BoltMetrics
 from services.spout.metrics import SpoutMetrics
 from services.worker.settings import WorkerSettings
 from services.worker.supervisor import WorkerService
+from squall.kafka_clients import KafkaClients
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -52,6 +54,7 @@ def registered_metric_names() -> set[str]:
     BoltMetrics(reg, "t")
     WorkerService(WorkerSettings.model_validate({"kind": "spout"}), reg)
     ApiMetrics(reg, _NoZooKeeper())  # type: ignore[arg-type]
+    reg.register(LagMonitor(KafkaClients("nowhere:9092"), list, lambda: True, lambda: 0))
     names = set()
     for fam in reg.collect():
         names.add(fam.name)
@@ -112,15 +115,30 @@ def test_every_metric_in_an_alert_exists_in_the_registry() -> None:
                                            "SquallAckerPendingGrowing"}
     for r in rules:
         used = set(METRIC.findall(r["expr"]))
-        assert used and used <= names, f"{r['alert']} uses unknown {sorted(used - names)}"
-        assert r["annotations"]["summary"], r["alert"]
+        if not used:  # Prometheus' own series about its targets
+            assert r["expr"].startswith("up{"), r["alert"]
+        assert used <= names, f"{r['alert']} uses unknown {sorted(used - names)}"
+        assert r["annotations"]["summary"] and r["annotations"]["description"], r["alert"]
+
+
+def test_every_alert_has_a_rule_test_that_fires_it_and_one_that_does_not() -> None:
+    doc = yaml.safe_load((DEPLOY / "prometheus" / "alerts_test.yml").read_text())
+    cases = [c for t in doc["tests"] for c in t["alert_rule_test"]]
+    for r in alert_rules():
+        mine = [c for c in cases if c["alertname"] == r["alert"]]
+        assert any(c["exp_alerts"] for c in mine), f"nothing fires {r['alert']}"
+        assert any(not c["exp_alerts"] for c in mine), f"nothing keeps {r['alert']} quiet"
+        for c in mine:
+            for a in c["exp_alerts"]:  # the text is pinned, as Prometheus renders it
+                assert a["exp_annotations"]["summary"], r["alert"]
 
 
 def test_the_overview_dashboard_shows_what_the_issue_asks_for() -> None:
     exprs = " ".join(dashboard_exprs()["topology-overview.json"])
     for metric in ("squall_spout_acked_total", "squall_spout_failed_total",
                    "squall_spout_complete_latency_seconds_bucket", "squall_acker_records_total",
-                   "squall_acker_pending_trees", "squall_spout_lag", "squall_spout_replayed_total",
+                   "squall_acker_pending_trees", "squall_source_lag_messages",
+                   "squall_source_lag_seconds", "squall_spout_replayed_total",
                    "squall_spout_dead_lettered_total"):
         assert metric in exprs, metric
     assert "histogram_quantile(0.99" in exprs and "histogram_quantile(0.5" in exprs

@@ -50,13 +50,18 @@ async def prometheus_metrics(ctx: Ctx) -> PlainTextResponse:
             summary="Prometheus HTTP service discovery: every worker process's /metrics",
             response_model=list[TargetGroup])
 async def service_discovery(ctx: Ctx) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for w in await ctx.workers():
-        for url in sorted({e["url"] for e in w.endpoints}):
+        # One target per process: a process running several components lists one endpoint
+        # each, and a worker's URL is never listed by another.
+        kinds = {e["url"]: str(e.get("kind", "")) for e in reversed(w.endpoints)}
+        for url in sorted(kinds.keys() - seen):
+            seen.add(url)
             u = urlsplit(url)
             out.append({"targets": [u.netloc], "labels": {
                 "__metrics_path__": u.path or "/metrics", "worker": w.worker.id,
-                "worker_kind": str(w.worker.kind)}})
+                "worker_kind": str(w.worker.kind), "process": kinds[url]}})
     return out
 
 

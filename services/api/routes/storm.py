@@ -21,6 +21,7 @@ from services.api import storm_responses as sr
 from services.api.context import WRITE, ApiContext, Ctx, TopologyId, Wait
 from services.api.errors import READ_ERRORS, documented, error_response
 from squall import __version__
+from squall.core.control import lag as source_lag
 from squall.core.errors import NotFoundError, TopologyError, UsageError
 
 router = APIRouter(prefix="/api/v1", tags=["storm"], responses=READ_ERRORS)
@@ -203,7 +204,8 @@ async def storm_topology(ctx: Ctx, topology_id: TopologyId, window: WindowParam 
             response_model=scr.TopologyLag)
 async def storm_lag(ctx: Ctx, topology_id: TopologyId) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    return storm_views.storm_lag(rec, ctx.cluster.samples_of(topology_id))
+    lags = await asyncio.to_thread(ctx.lag.of, rec)
+    return source_lag.storm_lag([s.name for s in rec.spec.spouts], lags, ctx.now())
 
 
 @router.get("/topology/{topology_id}/component/{component}",

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from squall import __version__
-from squall.cli_messages import api_client as _client
+from squall.cli_common import api_client as _client
+from squall.cli_common import client_opts, show
 from squall.cli_messages import message_commands
+from squall.cli_ops import ops_commands
 from squall.core.errors import SquallError
 
 if TYPE_CHECKING:
@@ -127,6 +129,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     c = _client(args)
     out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive,
                    keep_state=args.keep_state)
+    if args.output == "json":
+        print(json.dumps(out, indent=2))
+        return 0
     kept = out.get("state_of")
     print(f"submitted {out.get('name', out['id'])} as {out['id']} ({out['status']})"
           + (f", keeping the state of {kept}" if kept else ""))
@@ -136,11 +141,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from squall.client import format_table
 
-    c = _client(args)
-    rows = [("name", "id", "status", "uptime s", "version")] + [
-        (t.get("name", t["id"]), t["id"], t["status"], f"{t['uptime_s']:.0f}", str(t["version"]))
-        for t in c.topologies()]
-    print(format_table(rows))
+    show(args, _client(args).topologies(), lambda ts: format_table(
+        [("name", "id", "status", "uptime s", "version")] + [
+            (t.get("name", t["id"]), t["id"], t["status"], f"{t['uptime_s']:.0f}",
+             str(t["version"])) for t in ts]))
     return 0
 
 
@@ -150,6 +154,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     c = _client(args)
     while True:
         st = c.storm_topology(args.id)
+        if args.output == "json":
+            print(json.dumps(st, indent=2), flush=True)
+            if not args.watch:
+                return 0
+            threading.Event().wait(args.watch)
+            continue
         table = "\n".join([f"{st['id']}  {st['status']}  up {st['uptimeSeconds']}s  "
                            f"workers {st['workersTotal']}", format_table(status_rows(st)),
                            *crash_loops(st)])
@@ -170,7 +180,8 @@ def cmd_operate(args: argparse.Namespace) -> int:
         par[name] = int(n)
     out = c.operate(args.id, args.command, getattr(args, "wait", None), par,
                     getattr(args, "purge_state", False))
-    print(f"{out['id']}: {out['status']}")
+    print(json.dumps(out, indent=2) if args.output == "json" else
+          f"{out['id']}: {out['status']}")
     if getattr(args, "follow", False):
         return _follow_teardown(c, str(out["id"]), float(out.get("deadline_ms") or 0) / 1000)
     return 0
@@ -194,6 +205,13 @@ def _follow_teardown(c: ApiClient, tid: str, deadline_s: float) -> int:
         time.sleep(1)
     print(f"{tid}: the teardown did not finish in time (GET /teardowns/{tid})", file=sys.stderr)
     return 1
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    print(shtab.complete(build_parser(), shell=args.shell))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -255,12 +273,6 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--workdir", default=".squall/demo", help="logs, state (wiped at start)")
     dm.set_defaults(func=cmd_demo)
 
-    def client_opts(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--api", default=os.environ.get("SQUALL_API_URL", "http://127.0.0.1:8080"),
-                        help="API URL (env SQUALL_API_URL; default http://127.0.0.1:8080)")
-        sp.add_argument("--token", default=os.environ.get("SQUALL_API_TOKEN"),
-                        help="bearer token (env SQUALL_API_TOKEN)")
-
     sb = sub.add_parser("submit", help="submit a topology (JSON / YAML) to the API")
     sb.add_argument("topology", help="topology file")
     sb.add_argument("--inactive", action="store_true", help="submit deactivated")
@@ -280,6 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
     client_opts(stt)
     stt.set_defaults(func=cmd_status)
     message_commands(sub, client_opts)
+    ops_commands(sub, client_opts)
+    co = sub.add_parser("completion", help="print the shell's completion script: "
+                        'eval "$(squall completion bash)"')
+    co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    co.set_defaults(func=cmd_completion)
     for op, what in (("activate", "spouts emit"), ("deactivate", "spouts stop; trees drain"),
                      ("rebalance", "drain, then apply new executors (a spout's parallelism, a "
                       "bolt's executors)"),

@@ -8,10 +8,9 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from squall.client import ApiClient
+from squall.cli_common import api_client, show
 
 
 def message_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], None]
@@ -24,7 +23,6 @@ def message_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], 
     tr.add_argument("offset", type=int)
     tr.add_argument("--topology", help="topology id or name (default: the one topology "
                     "that reads the topic)")
-    tr.add_argument("--json", action="store_true", help="the whole answer, as JSON")
     client_opts(tr)
     tr.set_defaults(func=cmd_trace)
     dl = sub.add_parser("dead-letters", help="a topology's dead letters: list them, show "
@@ -36,7 +34,6 @@ def message_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], 
     dl.add_argument("--reason", default=None,
                     help="list / replay: those whose reason contains this text")
     dl.add_argument("--limit", type=int, default=100, help="list: at most so many, newest first")
-    dl.add_argument("--json", action="store_true", help="the whole answer, as JSON")
     client_opts(dl)
     dl.set_defaults(func=cmd_letters)
 
@@ -56,30 +53,18 @@ def cmd_trace(args: argparse.Namespace) -> int:
             return 2
         tid = readers[0]
     got = c.message(tid, args.topic, args.partition, args.offset)
-    print(json.dumps(got, indent=2) if args.json else got["summary"])
+    show(args, got, lambda g: str(g["summary"]))
     return 0
 
 
 def cmd_letters(args: argparse.Namespace) -> int:
     """``squall dead-letters list|show|replay``."""
-    from squall.client import format_table
-
     c = api_client(args)
     if args.action == "list":
-        got = c.dead_letters(args.topology, args.reason or "", 0, args.limit)
-        if args.json:
-            print(json.dumps(got, indent=2))
-            return 0
-        print(f"{got['total']} dead letters" + "".join(
-            f"; {n} {k}" for k, n in sorted(got["by_reason"].items())))
-        rows = [("offset", "when (UTC)", "from", "attempts", "replayed to", "reason")] + [
-            (str(r["dlq_offset"]), time.strftime("%Y-%m-%d %H:%M:%S",
-                                                 time.gmtime(r["time_ms"] / 1000)),
-             f"{r['topic']}[{r['partition']}]@{r['offset']}", str(r["attempts"]),
-             r["replayed_to"] or "", r["reason"][:80]) for r in got["letters"]]
-        print(format_table(rows))
+        show(args, c.dead_letters(args.topology, args.reason or "", 0, args.limit),
+             _letter_table)
         return 0
-    if args.action == "show":
+    if args.action == "show":  # a letter is its payload and headers: JSON either way
         for n in args.offsets:
             print(json.dumps(c.dead_letter(args.topology, n), indent=2))
         return 0
@@ -88,7 +73,7 @@ def cmd_letters(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     got = c.replay(args.topology, args.offsets, args.reason)
-    if args.json:
+    if args.output == "json":
         print(json.dumps(got, indent=2))
     else:
         print(f"replayed {len(got['replayed'])}, replayed before {len(got['already'])}, "
@@ -100,8 +85,13 @@ def cmd_letters(args: argparse.Namespace) -> int:
     return 0 if not got["refused"] else 1
 
 
-def api_client(args: argparse.Namespace) -> ApiClient:
-    """The REST API's client, as ``--api`` and ``--token`` say."""
-    from squall.client import ApiClient
+def _letter_table(got: dict[str, Any]) -> str:
+    from squall.client import format_table
 
-    return ApiClient(args.api, args.token)
+    rows = [("offset", "when (UTC)", "from", "attempts", "replayed to", "reason")] + [
+        (str(r["dlq_offset"]), time.strftime("%Y-%m-%d %H:%M:%S",
+                                             time.gmtime(r["time_ms"] / 1000)),
+         f"{r['topic']}[{r['partition']}]@{r['offset']}", str(r["attempts"]),
+         r["replayed_to"] or "", r["reason"][:80]) for r in got["letters"]]
+    return f"{got['total']} dead letters" + "".join(
+        f"; {n} {k}" for k, n in sorted(got["by_reason"].items())) + "\n" + format_table(rows)

@@ -76,6 +76,24 @@ class ApiClient:
     def workers(self) -> Any:
         return self.request("GET", "/workers")
 
+    def errors(self, tid: str, component: str | None = None, limit: int = 50) -> Any:
+        params: dict[str, Any] = {"limit": limit}
+        if component:
+            params["component"] = component
+        return self.request("GET", f"/topologies/{tid}/errors", params=params)
+
+    def lag(self, tid: str) -> Any:
+        return self.request("GET", f"/api/v1/topology/{tid}/lag")
+
+    def logs(self, tid: str, component: str, task: int | None = None,
+             process: str | None = None, offset: int | None = None,
+             tail_bytes: int = 8192) -> Any:
+        params: dict[str, Any] = {"tail_bytes": tail_bytes}
+        for k, v in (("task", task), ("process", process), ("offset", offset)):
+            if v is not None:
+                params[k] = v
+        return self.request("GET", f"/topologies/{tid}/logs/{component}", params=params)
+
     def teardown(self, tid: str) -> Any:
         """A killed topology's teardown; None until its kill wait is over."""
         try:

@@ -148,7 +148,10 @@ class Progress:
         return float(sum(s.get(key, 0) for s in self.storm.get("spouts", ())))
 
     def line(self, fed: int, total: int | None, done: int) -> str:
-        lat = shown_stats(self.storm).get("completeLatency", "-")
+        try:
+            lat = f"{float(shown_stats(self.storm)['completeLatency']):,.0f}"
+        except (KeyError, TypeError, ValueError):
+            lat = "-"
         of = f"/{total:,}" if total else ""
         return (f"\r{time.monotonic() - self.start:6.1f}s  fed {fed:,}{of}  processed {done:,}"
                 f"  acked {self.spout('acked'):,.0f}  failed {self.spout('failed'):,.0f}"
@@ -329,10 +332,12 @@ def run_demo(s: DemoSettings) -> int:
                    and not stop.is_set()):
                 stop.wait(0.1)  # the API gathers every 0.25 s here: the summary waits no more
                 prog.refresh()
+            # The last progress line, on the final figures.
+            print(prog.line(fed, s.sentences, done), file=sys.stderr, flush=True)
             acker_records = float(prog.storm.get("acker", {}).get("records", 0.0)) - acker_before
             counts = state_counts(cl.state_url, tid)
             top = counts.most_common(10)
-            say("\n\ntop words:")
+            say("\ntop words:")
             for w, n in top:
                 say(f"  {w:<10} {n:>10,}")
             dead = int(prog.spout("dead_lettered"))

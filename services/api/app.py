@@ -17,7 +17,7 @@ from services.api.context import ApiContext
 from services.api.control import Control
 from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
-from services.api.routes import health, messages, storm, topologies, ui
+from services.api.routes import diagnostics, health, messages, storm, topologies, ui
 from services.api.settings import ApiSettings
 from squall import __version__
 from squall.coord import ELECTION
@@ -40,7 +40,8 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
     app.state.squall = ctx
     errors.install(app)
     middleware.install(app, ctx)
-    for r in (health.router, topologies.router, messages.router, ui.router, storm.router):
+    for r in (health.router, topologies.router, messages.router, diagnostics.router, ui.router,
+              storm.router):
         app.include_router(r)
     app.router.add_event_handler("startup", lag.start)
     app.router.add_event_handler("shutdown", cluster.close)

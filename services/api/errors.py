@@ -19,8 +19,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from squall.core.errors import (
     ConflictError,
     CoordinationError,
+    KafkaUnavailable,
     NotFoundError,
     NotLeader,
+    ProcessUnavailable,
     SquallError,
     TopologyError,
 )
@@ -57,7 +59,7 @@ class BadContentLength(BodyError):
 _STATUS: dict[type[SquallError], int] = {
     NoToken: 401, WrongToken: 403, BodyTooLarge: 413, BodyLengthUnknown: 411,
     BadContentLength: 400, TopologyError: 422, NotFoundError: 404, ConflictError: 409,
-    CoordinationError: 503}
+    CoordinationError: 503, KafkaUnavailable: 503, ProcessUnavailable: 503}
 
 
 class ErrorBody(BaseModel):
@@ -73,7 +75,8 @@ _WHY = {400: "a malformed request (e.g. an If-Match that is not a version)",
              "race (If-Match)",
         411: "a body of unknown length", 413: "a body too large",
         422: "an invalid spec, body, path or query: the detail names it",
-        503: "ZooKeeper unavailable, or this replica cannot reach the leader"}
+        503: "ZooKeeper or Kafka unavailable, this replica cannot reach the leader, or a "
+             "worker did not answer"}
 
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:

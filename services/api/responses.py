@@ -158,3 +158,34 @@ class WorkerView(View):
     started_ms: int
     running: list[EndpointView]
     placements: list[WorkerPlacement]
+
+
+class ErrorRow(View):
+    component: str
+    task: int = Field(description="the task that raised (-1: not one task's)")
+    time_ms: int
+    error: str
+    host: str
+    port: int
+    lapsed_s: int = Field(description="seconds since")
+
+
+class TopologyErrors(View):
+    """The last errors the topology's processes reported, newest first."""
+
+    errors: list[ErrorRow]
+
+
+class LogChunk(View):
+    worker: str
+    process: str = Field(description="the task process's name on its worker")
+    tasks: list[int]
+    size: int = Field(description="the log's size in bytes")
+    offset: int = Field(description="where this chunk starts")
+    next: int = Field(description="where the next chunk starts (follow with ?offset=)")
+    text: str
+
+
+class ComponentLogs(View):
+    component: str
+    processes: list[LogChunk]

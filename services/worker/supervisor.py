@@ -21,6 +21,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from services.loop_queries import Handler
+from services.worker.logs import log_route
 from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
 from squall.backends import default_state_path, purge
@@ -184,12 +186,16 @@ class WorkerService:
                       self.s.worker_id, e)
         self.wake.set()
 
+    def routes(self) -> dict[str, Handler]:
+        """``/logs/<process>/<offset>``: its task processes' logs (services/worker/logs.py)."""
+        return {"/logs/": log_route(self.s.workdir / "logs")}
+
     # ----- children -------------------------------------------------------
 
     def _endpoints(self, ps: ProcSpec, c: Child) -> list[dict[str, Any]]:
         url = f"http://{self.s.metrics_host}:{c.metrics_port}/metrics"
         return [{"topology": ps.topology, "kind": str(ps.kind), "component": comp, "url": url,
-                 "startedMs": c.started_ms, "tasks": list(ps.tasks)}
+                 "startedMs": c.started_ms, "tasks": list(ps.tasks), "process": c.name}
                 for comp in ps.component.split(",")]
 
     def reconcile(self) -> None:

@@ -87,6 +87,11 @@ class KafkaUnavailable(SquallError):
     """The broker did not answer, or refused an admin request."""
 
 
+class ProcessUnavailable(SquallError):
+    """A process asked on a caller's behalf (a worker serving a log) did not answer, or
+    cannot serve what was asked."""
+
+
 class ApiError(SquallError):
     """The API answered with an error (its status and detail are in the message), or could
     not be reached (status 0, not shown)."""

@@ -138,6 +138,9 @@ def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path
             wait_for(lambda: processed() > 0 or p.poll() is not None, 300,
                      "the demo to process sentences", every_s=0.5)
             assert p.poll() is None, log.read_text()[-3000:]
+            api = re.search(r"API on (http://[\d.:]+)", log.read_text())
+            assert api, log.read_text()[-3000:]
+            operator_commands_answer(api.group(1))
             os.kill(p.pid, signal.SIGINT)  # Ctrl-C
             t0 = time.monotonic()
             out, _ = p.communicate(timeout=180)
@@ -151,8 +154,77 @@ def test_demo_without_a_count_runs_until_ctrl_c_and_stops_cleanly(tmp_path: Path
     assert summary["lost"] is None  # stopped mid-stream: in flight is not lost
     assert summary["counts_exact"] is None  # nor yet counted
     assert summary["unfinished_at_stop"] == summary["sentences"] - summary["processed"]
+    # The last progress line shows the final figures, the latency in whole milliseconds.
+    last = [ln for ln in re.split(r"[\r\n]", log.read_text()) if "processed" in ln][-1]
+    assert f"processed {summary['processed']:,} " in last, last
+    assert re.search(r"latency [\d,]+ ms", last), last
+    assert summary["lost"] is None  # stopped mid-stream: in flight is not lost
+    assert summary["counts_exact"] is None  # nor yet counted
+    assert summary["unfinished_at_stop"] == summary["sentences"] - summary["processed"]
+    # The last progress line shows the final figures, the latency in whole milliseconds.
+    assert processed() == summary["processed"]
+    assert re.search(r"latency [\d,]+ ms", log.read_text().splitlines()[-1 - len(
+        [ln for ln in log.read_text().splitlines() if ln.startswith(("  ", "top words",
+                                                                      "acker throughput"))])]
+                     ) or re.search(r"latency [\d,]+ ms\s*\n", log.read_text())
     assert "stopping: spout worker (drains)" in log.read_text()
     # Paced and open-ended: its partitions grow as long as it runs; the services' waits.
     assert summary["fetch_wait_max_ms"] == FETCH_WAIT_MS
     assert _fetch_waits(tmp_path / "demo") == {"spout": {FETCH_WAIT_MS},
                                                "acker": {FETCH_WAIT_MS}}
+
+
+def operator_commands_answer(api: str) -> None:
+    """``squall workers``, ``lag``, ``logs``, ``errors`` and ``status -o json`` against the
+    running demo's API and workers."""
+    a = ["--api", api]
+    r = squall("workers", *a)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines()[1:]]
+    assert {row[1] for row in rows} == {"spout", "acker", "bolts"}, r.stdout
+    assert all("running" in row for row in rows if row[3].startswith("wordcount-")), r.stdout
+    workers = json.loads(squall("workers", *a, "-o", "json").stdout)
+    assert {w["kind"] for w in workers} == {"spout", "acker", "bolts"}
+
+    def lag() -> dict[str, dict[str, int]]:
+        r = squall("lag", "wordcount", *a, "-o", "json")
+        assert r.returncode == 0, r.stderr
+        return dict(json.loads(r.stdout)["sentences"]["spoutLagResult"].get("sentences", {}))
+
+    wait_for(lambda: len(lag()) > 0, 60, "a committed offset in the lag", every_s=1)
+    assert all(p["logHeadOffset"] >= p["consumerCommittedOffset"] >= 0 for p in lag().values())
+    r = squall("lag", "wordcount", *a)
+    assert r.returncode == 0 and r.stdout.split()[:3] == ["spout", "topic", "partition"]
+
+    r = squall("logs", "wordcount", "sentences", "--tail", "4000", *a)
+    assert r.returncode == 0 and "fetches wait up to" in r.stdout, (r.stdout[-2000:], r.stderr)
+    r = squall("logs", "wordcount", "nothing", *a)
+    assert r.returncode == 2 and "HTTP 404" in r.stderr and "nothing" in r.stderr
+
+    r = squall("errors", "wordcount", *a)
+    assert r.returncode == 0 and r.stdout.strip() == "no errors reported", r.stdout
+    assert json.loads(squall("errors", "wordcount", *a, "-o", "json").stdout) == {"errors": []}
+    st = json.loads(squall("status", "wordcount", *a, "-o", "json").stdout)
+    assert [s["spoutId"] for s in st["spouts"]] == ["sentences"]
+
+
+def test_validate_checks_a_spec_without_an_api(tmp_path: Path) -> None:
+    r = squall("validate", "examples/wordcount.yaml", token=None)
+    assert r.returncode == 0 and "topology 'wordcount' is valid" in r.stdout, r.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nspouts: [{name: s, topics: [t]}]\nbolts: [{name: b, class: "
+                   "'nowhere.mod:X', inputs: [{component: s}], outputs: {default: [w]}}]\n")
+    r = squall("validate", str(bad), token=None)
+    assert r.returncode == 1 and "cannot import nowhere.mod:X" in r.stderr, r.stderr
+    assert squall("validate", str(bad), "--no-import", token=None).returncode == 0
+    bad.write_text("name: x\nspouts: [{name: s}]\n")
+    r = squall("validate", str(bad), token=None)
+    assert r.returncode == 2 and "'topics' is required" in r.stderr
+
+
+def test_shell_completion_scripts_name_the_commands() -> None:
+    for shell in ("bash", "zsh"):
+        r = squall("completion", shell, token=None)
+        assert r.returncode == 0, r.stderr
+        for command in ("workers", "logs", "lag", "validate", "dead-letters"):
+            assert command in r.stdout, (shell, command)

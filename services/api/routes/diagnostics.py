@@ -1,0 +1,84 @@
+"""Routes for a bad day: a topology's last errors, and its task processes' logs, fetched
+from the workers that run them (``squall errors``, ``squall logs``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import httpx
+from fastapi import APIRouter, Path, Query
+
+from services.api import responses
+from services.api.context import Ctx, TopologyId
+from services.api.errors import READ_ERRORS
+from squall.core.control.assignment import ACKER
+from squall.core.errors import NotFoundError, ProcessUnavailable
+
+router = APIRouter(responses=READ_ERRORS, tags=["diagnostics"])
+
+
+@router.get("/topologies/{topology_id}/errors", response_model=responses.TopologyErrors,
+            summary="The last errors its processes reported, newest first")
+async def errors(ctx: Ctx, topology_id: TopologyId,
+                 component: Annotated[str | None, Query(max_length=200)] = None,
+                 limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    now = ctx.now()
+    got = [e for e in reversed(ctx.cluster.errors_of(rec.id))
+           if component is None or e.report.component == component]
+    return {"errors": [{"component": e.report.component, "task": e.report.task,
+                        "time_ms": e.report.time_ms, "error": e.report.error, "host": e.host,
+                        "port": e.port, "lapsed_s": max(0, (now - e.report.time_ms) // 1000)}
+                       for e in got[:limit]]}
+
+
+@router.get("/topologies/{topology_id}/logs/{component}", response_model=responses.ComponentLogs,
+            summary="The log of each process that runs a component (its end, or from an "
+            "offset)")
+async def logs(ctx: Ctx, topology_id: TopologyId,
+               component: Annotated[str, Path(max_length=200)],
+               task: Annotated[int | None, Query(ge=0, le=1 << 20)] = None,
+               process: Annotated[str | None, Query(max_length=250, description=(
+                   "one process (as an earlier answer named it)"))] = None,
+               offset: Annotated[int | None, Query(ge=0, description=(
+                   "with process: from this byte on (an earlier answer's next)"))] = None,
+               tail_bytes: Annotated[int, Query(ge=0, le=1 << 16)] = 8192) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    wanted = []
+    for w in await ctx.workers():
+        base = next((e["url"].removesuffix("/metrics") for e in w.endpoints
+                     if e.get("kind") == "worker"), None)
+        for e in w.endpoints:
+            comp = ACKER if e.get("kind") == "acker" else e.get("component")
+            if (e.get("topology") != rec.id or comp != component or not e.get("process")
+                    or (task is not None and task not in e.get("tasks", ()))
+                    or (process is not None and e["process"] != process)):
+                continue
+            if base is None:
+                raise ProcessUnavailable(f"worker {w.worker.id} serves no logs (it runs without "
+                                       "a metrics port)")
+            wanted.append((w.worker.id, base, e))
+    if not wanted:
+        which = f" task {task}" if task is not None else ""
+        raise NotFoundError(f"no process of {rec.id}/{component}{which} runs now"
+                            + (f" named {process!r}" if process else ""))
+    at = str(offset) if offset is not None and process is not None else str(-tail_bytes)
+
+    async def fetch(client: httpx.AsyncClient, worker: str, base: str, e: dict[str, Any]
+                    ) -> dict[str, Any]:
+        try:
+            r = await client.get(f"{base}/logs/{quote(e['process'], safe='')}/{at}")
+            body = r.json()
+        except (httpx.HTTPError, ValueError) as err:
+            raise ProcessUnavailable(f"worker {worker} did not serve the log of "
+                                   f"{e['process']}: {err}") from None
+        if r.status_code != 200:
+            raise ProcessUnavailable(f"worker {worker}: {body.get('error', r.text)}")
+        return {"worker": worker, "process": e["process"], "tasks": list(e.get("tasks", ())),
+                **{k: body[k] for k in ("size", "offset", "next", "text")}}
+
+    async with httpx.AsyncClient(timeout=ctx.settings.scrape_timeout_s * 5) as client:
+        chunks = await asyncio.gather(*(fetch(client, *x) for x in wanted))
+    return {"component": component, "processes": sorted(chunks, key=lambda c: c["process"])}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -108,7 +108,6 @@ class ClusterView:
         # The API replicas' election: each contender's node holds its URL.
         self.election = _Mirror(zk, election, lambda raw, _v: raw.decode())
         self._stats: dict[str, dict[str, ComponentStats]] = {}
-        self._samples: dict[str, list[Sample]] = {}
         # Per topology, per metrics endpoint (a process): its own sums per component.
         self._by_endpoint: dict[str, dict[str, dict[str, ComponentStats]]] = {}
         # Per topology: Storm's windows over its counters (squall/core/control/rolling.py), by
@@ -117,6 +116,7 @@ class ClusterView:
         self._rolling: dict[str, RollingTotals[tuple[str, str, str]]] = {}
         self._scraped = False
         self._errors: dict[str, list[ReportedError]] = {}
+        self._spark_ui: dict[str, str] = {}
         self._stop = threading.Event()
         self._scraper = threading.Thread(target=self._scrape_loop, name="api-stats",
                                          daemon=True)
@@ -182,9 +182,15 @@ class ClusterView:
         """The topology's processes' last errors, oldest first, with where they ran."""
         return self._errors.get(tid, [])
 
-    def samples_of(self, tid: str) -> list[Sample]:
-        """The topology's raw samples of the last scrape (per task, topic, partition)."""
-        return self._samples.get(tid, [])
+    def spark_ui_of(self, tid: str) -> str | None:
+        """The Spark UI of the topology's running bolts job, if it serves one."""
+        return self._spark_ui.get(tid)
+
+    def series_of(self, tid: str, now_ms: int, seconds: int
+                  ) -> list[tuple[int, Mapping[tuple[str, str, str], float]]]:
+        """The topology's running totals over the last ``seconds`` (its charts)."""
+        rolling = self._rolling.get(tid)
+        return rolling.series(now_ms, seconds) if rolling else []
 
     def settle(self, tid: str, version: int | None, timeout_s: float = 2.0) -> None:
         """Wait until the mirror holds topology ``tid`` at ``version`` (None: removed)."""
@@ -212,7 +218,8 @@ class ClusterView:
                             (url, sample))
                 self._stats = {t: aggregate([s for _, s in ss], t)
                                for t, ss in by_topology.items() if t}
-                self._samples = {t: [s for _, s in ss] for t, ss in by_topology.items()}
+                self._spark_ui = {t: ui for t, ss in by_topology.items()
+                                  if (ui := _spark_ui(ss)) is not None}
                 self._by_endpoint = {t: _per_endpoint(ss, t) for t, ss in by_topology.items()
                                      if t}
                 for t, ss in by_topology.items():
@@ -234,6 +241,14 @@ class ClusterView:
 
     def _mirrors(self) -> tuple[_Mirror, ...]:
         return (self.topologies, self.workers_, self.assignments_, self.election)
+
+
+def _spark_ui(samples: list[tuple[str, Sample]]) -> str | None:
+    """The Spark UI of the bolts job whose queries run (a standby's serves none of them)."""
+    active = {url for url, (name, _, v) in samples if name == "squall_bolt_query_active" and v}
+    uis = sorted((url not in active, labels.get("url", ""))
+                 for url, (name, labels, _) in samples if name == "squall_bolt_spark_ui_info")
+    return uis[0][1] if uis else None
 
 
 def _per_endpoint(samples: list[tuple[str, Sample]], tid: str

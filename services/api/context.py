@@ -29,7 +29,7 @@ from squall.core.errors import UsageError
 from squall.core.topology.model import TopologySpec
 
 
-def _topology_id(request: Request, topology_id: Annotated[str, Path(
+def topology_id_of(request: Request, topology_id: Annotated[str, Path(
         pattern=r"^[A-Za-z0-9._-]{1,200}$",
         description="a topology's id, or the name of a live topology")]) -> str:
     """The id a route's ``topology_id`` names (Storm's CLI takes names, its UI ids)."""
@@ -45,7 +45,7 @@ def _topology_id(request: Request, topology_id: Annotated[str, Path(
 
 
 #: A route's topology: its id, or the name of a live topology, resolved to the id.
-TopologyId = Annotated[str, Depends(_topology_id)]
+TopologyId = Annotated[str, Depends(topology_id_of)]
 Wait = Annotated[float, Path(ge=0, le=86_400, description="seconds to let trees drain")]
 IfMatch = Annotated[str | None, Header(description="expected version (409 if stale)")]
 _bearer = HTTPBearer(auto_error=False)
@@ -105,8 +105,12 @@ class ApiContext:
 
     async def view(self, tid: str) -> dict[str, Any]:
         rec = await self.record(tid)
+        grafana = self.settings.grafana_url
+        links = {"spark_ui": self.cluster.spark_ui_of(rec.id),
+                 "grafana": f"{grafana.rstrip('/')}/d/squall-topology?var-topology={rec.id}"
+                 if grafana else None}
         return views.topology_view(rec, self.now(), await self.assignments(),
-                                   await self.stats_of(tid))
+                                   await self.stats_of(tid), links)
 
     async def operate(self, tid: str, event: str, if_match: str | None,
                       wait_s: float | None = None,

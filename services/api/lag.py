@@ -21,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from squall.core.control.cluster import TopologyRecord
+from squall.core.control.history import GaugeHistory, LagPoint
 from squall.core.control.lag import PartitionLag
 from squall.core.topology.topics import spout_group
 from squall.kafka_clients import KafkaClients, quiet_logger
@@ -38,6 +39,8 @@ class LagMonitor(Collector):
         self.interval_s, self.timeout_s = interval_s, timeout_s
         self._lags: dict[str, list[PartitionLag]] = {}
         self._read_ms: int | None = None
+        #: per topology: its lag over time, for the topology page's chart
+        self._history: dict[str, GaugeHistory] = {}
         self._lock = threading.Lock()  # one reading at a time: the loop's or a route's
         self._consumer: Any = None
         self._stop = threading.Event()
@@ -58,13 +61,25 @@ class LagMonitor(Collector):
             self._lags[rec.id] = have
         return have
 
+    def history(self, tid: str, now_ms: int, seconds: int) -> list[LagPoint]:
+        """The topology's lag as read over the last ``seconds``: all its partitions'
+        messages, and the oldest waiting message's age."""
+        h = self._history.get(tid)
+        return h.over(now_ms, seconds) if h else []
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
                 recs = self.records()
                 got = self.read(recs)
                 self._lags = got
-                self._read_ms = self.now_ms()
+                now = self._read_ms = self.now_ms()
+                for tid, lags in got.items():
+                    self._history.setdefault(tid, GaugeHistory()).add(LagPoint(
+                        now, sum(x.messages for x in lags),
+                        max((x.seconds(now) for x in lags), default=0.0)))
+                for gone in set(self._history) - set(got):
+                    del self._history[gone]
             except Exception as e:  # Kafka or ZooKeeper trouble: the next round tries again
                 log.warning("could not read the spouts' lag: %s", e)
 

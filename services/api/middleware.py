@@ -31,7 +31,7 @@ from squall.core.topology.checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 #: The reads ``reads_need_token`` closes: what topologies and the cluster are.
-_READS = ("/api/v1/", "/topologies", "/workers", "/ui")
+_READS = ("/api/v1/", "/topologies", "/workers")
 _FORWARDED = "x-squall-forwarded-by"
 #: The largest body a write may send: a spec at its limit, as JSON, with room to spare.
 MAX_BODY_BYTES = 2 * MAX_SPEC_BYTES

@@ -49,6 +49,8 @@ class TopologyView(TopologyItem):
     spec: dict[str, Any] = Field(description="the spec as submitted (POST /topologies)")
     state_of: str | None = Field(description="the killed submission whose state it keeps")
     assignment: list[PlacementRow] = Field(description="where its tasks run")
+    links: dict[str, str | None] = Field(description="spark_ui: its bolts job's Spark UI; "
+                                         "grafana: its dashboard (with --grafana-url)")
     stats: dict[str, dict[str, float]] = Field(
         description="per component, its processes' numbers summed over their lifetime")
 
@@ -189,3 +191,29 @@ class LogChunk(View):
 class ComponentLogs(View):
     component: str
     processes: list[LogChunk]
+
+
+class HistoryPoint(View):
+    t_ms: int
+    emitted_per_s: float
+    acked_per_s: float
+    failed_per_s: float
+    replayed_per_s: float
+    dead_lettered_per_s: float
+    latency_p50_ms: float | None = Field(description="complete latency (None: no tree "
+                                         "completed in the interval)")
+    latency_p99_ms: float | None
+
+
+class LagHistoryPoint(View):
+    t_ms: int
+    messages: int = Field(description="over all the spouts' partitions")
+    seconds: float = Field(description="the oldest waiting message's age")
+
+
+class TopologyHistory(View):
+    """The topology's spouts' numbers over a window, for charts."""
+
+    window: str
+    points: list[HistoryPoint]
+    lag: list[LagHistoryPoint]

@@ -41,6 +41,8 @@ class ApiSettings(BaseSettings):
         "how long a scrape of a worker's metrics may take"))
     stats_interval_s: float = Field(2.0, gt=0, le=300, description=(
         "how often the workers' metrics are gathered for the statistics routes"))
+    grafana_url: str | None = Field(None, max_length=2000, description=(
+        "Grafana's URL, for the topology page's links to its dashboards"))
     lag_interval_s: float = Field(10.0, gt=0, le=300, description=(
         "how often the spouts' lag is read from Kafka (/api/v1/topology/:id/lag, /metrics)"))
     leader_interval_s: float = Field(0.5, gt=0, le=30, description=(

@@ -9,7 +9,6 @@ API keeps no history of its own - Prometheus does, for real windows.
 from __future__ import annotations
 
 import logging
-import math
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -21,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from squall.core.bolt_api.metrics import EXPORT_PREFIX
 from squall.core.control.error_reports import ErrorReport, parse_reports
+from squall.core.control.history import LE, histogram_quantile
 from squall.core.errors import WireFormatError
 
 log = logging.getLogger("squall.api")
@@ -85,20 +85,7 @@ class ComponentStats:
 
     def quantile(self, q: float) -> float | None:
         """From the histogram buckets, interpolated as Prometheus's histogram_quantile does."""
-        if not self.latency_count:
-            return None
-        bounds = sorted(self.buckets)
-        rank = q * self.buckets[math.inf]
-        prev_b, prev_c = 0.0, 0.0
-        for b in bounds:
-            c = self.buckets[b]
-            if c >= rank:
-                if math.isinf(b):
-                    return prev_b
-                return prev_b + (b - prev_b) * ((rank - prev_c) / (c - prev_c) if c > prev_c
-                                                else 0.0)
-            prev_b, prev_c = b, c
-        return prev_b
+        return histogram_quantile(q, self.buckets) if self.latency_count else None
 
     def latency_ms(self) -> float | None:
         return 1000 * self.latency_sum / self.latency_count if self.latency_count else None
@@ -119,6 +106,7 @@ _SUMMED = {
     "squall_bolt_errors_total": "errors", "squall_bolt_execute_seconds_total": "execute_seconds",
 }
 _LATENCY = ("squall_spout_complete_latency_seconds", "squall_acker_complete_latency_seconds")
+_SPOUT_BUCKETS = "squall_spout_complete_latency_seconds_bucket"
 #: How the bolts' own metrics are named among a component's statistics.
 USER = "user_"
 
@@ -182,9 +170,15 @@ def aggregate(samples: Sequence[Sample], topology: str) -> dict[str, ComponentSt
 def windowed(samples: Iterable[tuple[str, Sample]]
              ) -> list[tuple[Any, tuple[str, str, str], float]]:
     """``(endpoint, sample)`` pairs as :class:`squall.core.control.rolling.RollingTotals` series:
-    ``(series id, (endpoint, component, statistic), value)``, counters only."""
+    ``(series id, (endpoint, component, statistic), value)``, counters only (the spouts'
+    complete latency buckets among them, as ``latency_le_<bound>``)."""
     out: list[tuple[Any, tuple[str, str, str], float]] = []
     for url, (name, labels, value) in samples:
+        if name == _SPOUT_BUCKETS:  # the complete latency over time (its chart)
+            sid = (url, name, tuple(sorted(labels.items())))
+            out.append((sid, (url, labels.get("component", ""), LE + labels.get("le", "")),
+                        value))
+            continue
         got = statistic(name, labels)
         if got is None:
             continue

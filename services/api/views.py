@@ -99,8 +99,10 @@ def nimbus_summary(contenders: list[Contender], this_url: str, this_started_ms: 
 
 
 def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, WorkerAssignment],
-                  stats: dict[str, ComponentStats] | None = None) -> dict[str, Any]:
-    """Our own route's view: the record, where its tasks run, and its numbers."""
+                  stats: dict[str, ComponentStats] | None = None,
+                  links: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """Our own route's view: the record, where its tasks run, its numbers, and where to
+    look further (its bolts job's Spark UI, its Grafana dashboard)."""
     lc = rec.lifecycle
     return {
         "id": rec.id, "name": rec.display_name, "status": str(lc.status), "version": rec.version,
@@ -112,6 +114,7 @@ def topology_view(rec: TopologyRecord, now_ms: int, assignments: dict[str, Worke
         "state_of": rec.spec.state_of,
         "assignment": placements_of(rec.id, assignments),
         "stats": {c: _numbers(s) for c, s in sorted((stats or {}).items())},
+        "links": links or {"spark_ui": None, "grafana": None},
     }
 
 

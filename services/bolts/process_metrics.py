@@ -1,6 +1,6 @@
 """The bolts job's other processes on its /metrics: Spark's JVM and Python workers (CPU,
-resident memory, open files, from /proc), and the JVM's heap and garbage collection (its
-management beans, through Py4J). Read at scrape time.
+resident memory, open files, from /proc), the JVM's heap and garbage collection (its
+management beans, through Py4J), and where its Spark UI is. Read at scrape time.
 
 Names follow Prometheus' client_java (``jvm_memory_bytes_used``,
 ``jvm_gc_collection_seconds``), so JVM dashboards and queries users know apply.
@@ -35,9 +35,11 @@ class SparkProcesses(Collector):
         self.topology = topology
         self.root_pid = os.getpid() if root_pid is None else root_pid
         self._jvm: Any = None
+        self._ui: str | None = None
 
     def attach(self, spark: Any) -> None:
         self._jvm = spark.sparkContext._jvm
+        self._ui = spark.sparkContext.uiWebUrl  # None with spark.ui.enabled=false
 
     def collect(self) -> Iterator[Metric]:
         labels = ["topology", "role", "pid"]
@@ -65,6 +67,11 @@ class SparkProcesses(Collector):
         for role, n in roles.items():
             count.add_metric([self.topology, role], n)
         yield from (cpu, rss, fds, count)
+        if self._ui:
+            ui = GaugeMetricFamily("squall_bolt_spark_ui_info", "The bolts job's Spark UI",
+                                   labels=["topology", "url"])
+            ui.add_metric([self.topology, self._ui], 1)
+            yield ui
         if self._jvm is not None:
             yield from self._jvm_metrics()
 

@@ -137,7 +137,7 @@ def test_reads_are_open_unless_the_setting_closes_them(api: ApiProcess, zookeepe
                         "--reads-need-token").start()
     try:
         for path in ("/api/v1/topology/summary", "/api/v1/cluster/summary", "/topologies",
-                     "/workers", "/ui"):
+                     "/workers", "/topologies/x/history", "/topologies/x/errors"):
             r = httpx.get(closed.url + path, timeout=10)
             assert r.status_code == 401 and "bearer token" in r.json()["detail"], (path, r.text)
         with closed.client() as authed:
@@ -146,6 +146,11 @@ def test_reads_are_open_unless_the_setting_closes_them(api: ApiProcess, zookeepe
             assert wrong.get("/topologies").status_code == 403
         for path in ("/healthz", "/metrics", "/openapi.json"):
             assert httpx.get(closed.url + path, timeout=10).status_code == 200, path
+        # The pages hold no data (their scripts read with the token): open, saying nothing
+        # of which topologies exist.
+        for path in ("/ui", "/ui/topologies/ghost"):
+            r = httpx.get(closed.url + path, timeout=10)
+            assert r.status_code == 200 and "token-form" in r.text, path
     finally:
         closed.stop()
 

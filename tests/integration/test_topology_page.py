@@ -3,6 +3,8 @@ live API numbers, and a screenshot is taken and checked."""
 
 from __future__ import annotations
 
+import itertools
+import re
 import shutil
 import struct
 import subprocess
@@ -16,7 +18,7 @@ import httpx
 import pytest
 
 from squall.kafka import ensure_topics
-from tests.integration.cluster import ApiProcess, namespace
+from tests.integration.cluster import TOKEN, ApiProcess, namespace
 from tests.integration.helpers import ServiceProcess, produce_source, wait_for
 
 pytestmark = pytest.mark.integration
@@ -58,7 +60,8 @@ def png_pixels(path: Path) -> tuple[int, int, bytes]:
 def running(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A topology whose spout and acker run (no Spark here: its bolt stays unassigned)."""
     zookeeper = namespace(zookeeper)
-    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log").start()
+    api = ApiProcess(zookeeper, bootstrap, tmp_path / "api.log", "--lag-interval-s", "1",
+                     "--grafana-url", "http://grafana.example:3000").start()
     name = f"pg{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
     ensure_topics(bootstrap, {source: 1}, 30)
@@ -82,7 +85,7 @@ def running(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str
         produce_source(bootstrap, source, [b"the cow jumped over the moon"] * 250, 1)
         wait_for(lambda: httpx.get(f"{api.url}/api/v1/topology/{name}", timeout=10).json()
                  ["spouts"][0]["emitted"] >= 250, 60, "the spout to emit")
-        yield {"api": api, "name": name}
+        yield {"api": api, "name": name, "zookeeper": zookeeper, "bootstrap": bootstrap}
     finally:
         for w in workers:
             w.stop()
@@ -101,6 +104,70 @@ def test_topology_page_draws_the_dag_with_live_numbers(running: dict[str, Any],
     assert "emitted 250" in dom  # the spout's number, from the live API
     assert "fields(word)" in dom and "shuffle" in dom  # edges carry their groupings
     assert 'class="status ACTIVE"' in dom
+    # Charts over the window, the errors panel, and where to look further.
+    assert 'data-charted="' in dom
+    for title in ("Tuple trees per second", "Complete latency",
+                  "Replays and dead letters per second", "Lag (messages not yet committed)",
+                  "Oldest waiting message"):
+        assert f'data-chart="{title}"' in dom, title
+    assert "no errors reported" in dom
+    assert 'href="http://grafana.example:3000/d/squall-topology?var-topology=' in dom
+    assert "no Spark UI" in dom  # no bolts job runs here
+
+
+def test_the_charts_show_the_numbers_over_time(running: dict[str, Any], tmp_path: Path
+                                               ) -> None:
+    api, name = running["api"], running["name"]
+
+    def history() -> dict[str, Any]:
+        got: dict[str, Any] = httpx.get(f"{api.url}/topologies/{name}/history",
+                                        params={"window": "600"}, timeout=10).json()
+        return got
+
+    # The spout's emits between two of the API's snapshots (10 s apart) make a rate; no
+    # bolt runs here, so no tree completes: no acks and no latency. The lag is read from
+    # Kafka every second.
+    wait_for(lambda: any(p["emitted_per_s"] > 0 for p in history()["points"])
+             and len(history()["points"]) >= 2, 60, "an emitted rate in the history",
+             every_s=1)
+    points = history()["points"]
+    assert all(p["t_ms"] < q["t_ms"] for p, q in itertools.pairwise(points))
+    assert all(p["acked_per_s"] == 0 and p["latency_p99_ms"] is None for p in points)
+    assert history()["lag"] and all(x["messages"] >= 0 for x in history()["lag"])
+    assert httpx.get(f"{api.url}/topologies/{name}/history", params={"window": "7"},
+                     timeout=10).status_code == 422
+    r = browse(f"{api.url}/ui/topologies/{name}", tmp_path, "--dump-dom")
+    lines = re.findall(r'<path class="line" d="([^"]*)"', r.stdout)
+    assert any(d.count("L") >= 1 for d in lines), lines  # a drawn line, not a dot
+
+
+def test_a_link_opens_a_component_over_a_window(running: dict[str, Any], tmp_path: Path
+                                               ) -> None:
+    url = f"{running['api'].url}/ui/topologies/{running['name']}#window=10800&component=sentences"
+    dom = browse(url, tmp_path, "--dump-dom").stdout
+    assert re.search(r'<div id="drill" data-component="sentences"', dom), dom[-3000:]
+    assert "sentences · spout" in dom and "where is my message?" in dom
+    assert "over <b>3h 0m 0s</b>" in dom  # the window the link chose
+    assert 'data-window="10800" class="on"' in dom
+
+
+def test_the_page_works_with_reads_behind_a_token(running: dict[str, Any], tmp_path: Path
+                                                  ) -> None:
+    closed = ApiProcess(running["zookeeper"], running["bootstrap"], tmp_path / "closed.log",
+                        "--reads-need-token").start()
+    try:
+        url = f"{closed.url}/ui/topologies/{running['name']}"
+        dom = browse(url, tmp_path, "--dump-dom").stdout
+        assert '<form id="token-form">' in dom  # shown: the page asks for the token
+        assert "data-rendered" not in dom and 'data-component="sentences"' not in dom
+        dom = browse(f"{url}#token={TOKEN}", tmp_path, "--dump-dom").stdout
+        assert 'data-rendered="' in dom and 'data-charted="' in dom
+        assert 'data-component="sentences"' in dom and 'class="status ACTIVE"' in dom
+        assert '<form id="token-form" hidden="">' in dom
+        index = browse(f"{closed.url}/ui#token={TOKEN}", tmp_path, "--dump-dom").stdout
+        assert running["name"] in index  # the index lists it once the token is known
+    finally:
+        closed.stop()
 
 
 def test_topology_page_screenshot(running: dict[str, Any], tmp_path: Path) -> None:

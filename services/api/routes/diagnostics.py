@@ -1,10 +1,12 @@
-"""Routes for a bad day: a topology's last errors, and its task processes' logs, fetched
-from the workers that run them (``squall errors``, ``squall logs``)."""
+"""Routes for a bad day: a topology's numbers over time (the topology page's charts), its
+last errors, and its task processes' logs, fetched from the workers that run them
+(``squall errors``, ``squall logs``)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+import dataclasses
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -14,6 +16,7 @@ from services.api import responses
 from services.api.context import Ctx, TopologyId
 from services.api.errors import READ_ERRORS
 from squall.core.control.assignment import ACKER
+from squall.core.control.history import rate_points
 from squall.core.errors import NotFoundError, ProcessUnavailable
 
 router = APIRouter(responses=READ_ERRORS, tags=["diagnostics"])
@@ -32,6 +35,20 @@ async def errors(ctx: Ctx, topology_id: TopologyId,
                         "time_ms": e.report.time_ms, "error": e.report.error, "host": e.host,
                         "port": e.port, "lapsed_s": max(0, (now - e.report.time_ms) // 1000)}
                        for e in got[:limit]]}
+
+
+@router.get("/topologies/{topology_id}/history", response_model=responses.TopologyHistory,
+            summary="Its spouts' rates, complete latency and lag over one of Storm's windows")
+async def history(ctx: Ctx, topology_id: TopologyId,
+                  window: Annotated[Literal["600", "10800", "86400"], Query(description=(
+                      "Storm's windows: 10 minutes, 3 hours, 1 day"))] = "600"
+                  ) -> dict[str, Any]:
+    rec = await ctx.record(topology_id)
+    now, seconds = ctx.now(), int(window)
+    points = rate_points(ctx.cluster.series_of(rec.id, now, seconds),
+                         {s.name for s in rec.spec.spouts})
+    lag = [dataclasses.asdict(p) for p in ctx.lag.history(rec.id, now, seconds)]
+    return {"window": window, "points": points, "lag": lag}
 
 
 @router.get("/topologies/{topology_id}/logs/{component}", response_model=responses.ComponentLogs,

@@ -32,7 +32,13 @@ def spark_session(master: str, app: str, no_fork: bool = True,
         conf |= {"spark.driver.extraJavaOptions": driver_options}
     if java_options:
         conf |= {"spark.executor.extraJavaOptions": java_options}
-    conf |= {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+    conf |= {# The Spark UI on a port the kernel picks (the topology page links it), keeping
+             # a few hundred jobs rather than thousands: a streaming job makes one a batch.
+             "spark.ui.enabled": "true", "spark.ui.port": "0",
+             "spark.ui.retainedJobs": "200", "spark.ui.retainedStages": "200",
+             "spark.ui.retainedTasks": "10000", "spark.sql.ui.retainedExecutions": "200",
+             "spark.sql.streaming.ui.retainedProgressUpdates": "100",
+             "spark.sql.shuffle.partitions": "2",
              "spark.python.worker.reuse": "true",
              # The JVM and its Python workers over a Unix socket, not TCP: over TCP each
              # task's input waited out Nagle's algorithm against delayed ACKs

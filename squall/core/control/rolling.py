@@ -116,6 +116,20 @@ class RollingTotals(Generic[G]):
         return Window({g: v for g, v in out.items() if v}, max(0.0, (now_ms - base.at_ms)
                                                                 / 1000))
 
+    def series(self, now_ms: int, seconds: int) -> list[tuple[int, Mapping[G, float]]]:
+        """The running totals over the last ``seconds``, oldest first, at the finest
+        resolution kept that long (every 10 s over 10 minutes, every minute over 3 hours,
+        every 5 minutes over a day), and the totals as of the last observation: what a chart
+        of the window draws."""
+        start = now_ms - seconds * 1000
+        level = next((lv for (_, keep_ms), lv in zip(_LEVELS, self._levels, strict=True)
+                      if keep_ms >= seconds * 1000), self._levels[-1])
+        out: list[tuple[int, Mapping[G, float]]] = [(s.at_ms, s.totals) for s in level
+                                                    if s.at_ms >= start]
+        if self._now_ms is not None and (not out or out[-1][0] < self._now_ms):
+            out.append((self._now_ms, dict(self._totals)))  # the latest, for a live chart
+        return out
+
     def _snapshot(self, now_ms: int) -> None:
         snap = _Snapshot(now_ms, dict(self._totals))
         for (every_ms, keep_ms), level in zip(_LEVELS, self._levels, strict=True):

@@ -43,6 +43,7 @@ class LagMonitor(Collector):
         self._history: dict[str, GaugeHistory] = {}
         self._lock = threading.Lock()  # one reading at a time: the loop's or a route's
         self._consumer: Any = None
+        self._admin: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="api-lag", daemon=True)
 
@@ -90,7 +91,9 @@ class LagMonitor(Collector):
                   for r in recs for s in r.spec.spouts}
         if not groups:
             return {}
-        admin = self.clients.admin({"logger": quiet_logger("lag")})
+        if self._admin is None:
+            self._admin = self.clients.admin({"logger": quiet_logger("lag")})
+        admin = self._admin
         futures = {k: admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout_s)[g]
             for k, (g, _) in groups.items()}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from squall import __version__
 from squall.cli_common import api_client as _client
-from squall.cli_common import client_opts, show
+from squall.cli_common import client_opts, read_file, show
 from squall.cli_messages import message_commands
 from squall.cli_ops import ops_commands
 from squall.core.errors import SquallError
@@ -122,10 +122,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     path = Path(args.topology)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SquallError(f"cannot read {path}: {e}") from None
+    text = read_file(path)
     c = _client(args)
     out = c.submit(text, yaml=path.suffix in (".yaml", ".yml"), activate=not args.inactive,
                    keep_state=args.keep_state)

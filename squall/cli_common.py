@@ -7,7 +7,10 @@ import argparse
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from squall.core.errors import SquallError
 
 if TYPE_CHECKING:
     from squall.client import ApiClient
@@ -21,6 +24,14 @@ def client_opts(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-o", "--output", choices=("table", "json"), default="table",
                     help="table (default) for people, or the API's answer as JSON for "
                     "scripts")
+
+
+def read_file(path: Path) -> str:
+    """A file the user named (a topology), or an error saying why it cannot be read."""
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise SquallError(f"cannot read {path}: {e}") from None
 
 
 def api_client(args: argparse.Namespace) -> ApiClient:

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from squall.cli_common import api_client, show
-from squall.core.errors import SquallError
+from squall.cli_common import api_client, read_file, show
 
 
 def ops_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -152,11 +151,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from squall.core.topology.model import TopologySpec
 
     path = Path(args.topology)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SquallError(f"cannot read {path}: {e}") from None
-    spec = TopologySpec.from_text(text).validate()
+    spec = TopologySpec.from_text(read_file(path)).validate()
     problems = []
     if not args.no_import:
         for b in spec.bolts:

@@ -146,6 +146,20 @@ def test_every_panel_and_alert_has_data_in_a_live_word_count(demo: str, tmp_path
         kinds = {t["labels"].get("worker_kind") for t in targets["activeTargets"]
                  if t["labels"]["job"] == "squall-tasks"}
         assert kinds == {"spout", "acker", "bolts"}, kinds
+        urls = [t["scrapeUrl"] for t in targets["activeTargets"]]
+        assert len(urls) == len(set(urls)), f"a target scraped twice: {sorted(urls)}"
+        # Every kind of process says how much memory and CPU it uses; the bolts job its
+        # JVM's heap and its Spark Python workers too.
+
+        def by_process() -> set[str]:
+            return {r["metric"].get("process", r["metric"]["job"]) for r in query(
+                "count by (job, process) (process_resident_memory_bytes > 0)")}
+
+        wait_for(lambda: by_process() >= {"squall-api", "worker", "spout", "acker", "bolts"},
+                 60, "process metrics from every kind of process", every_s=1)
+        wait_for(lambda: bool(query('jvm_memory_bytes_used{area="heap"} > 0'))
+                 and bool(query('squall_bolt_processes{role="python_worker"} > 0')), 60,
+                 "the bolts job's JVM heap and Python workers", every_s=1)
         empty: dict[str, str] = {}
         exprs = [(f"{where}: {e}", e.replace("$topology", tid).replace(
             "$component", c)) for where, e in dashboard_exprs()

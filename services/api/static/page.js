@@ -134,7 +134,7 @@ function chart(title, series, unit, start, end) {
   const box = document.createElement('div');
   box.className = 'chart'; box.dataset.chart = title;
   const vals = series.flatMap(s => s.points.map(p => p[1]).filter(v => v !== null));
-  const top = Math.max(1e-9, ...vals) * 1.1;
+  const top = (Math.max(0, ...vals) || 1) * 1.1;  // all zero: a scale of one
   const x = t => L + (CW - L - 6) * (t - start) / Math.max(1, end - start);
   const y = v => 6 + (CH - B - 6) * (1 - v / top);
   const svg = el('svg', {width: '100%', viewBox: `0 0 ${CW} ${CH}`, role: 'img',

@@ -30,10 +30,14 @@ def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+#: Words in each benchmark sentence.
+WORDS = 10
+
+
 def make_sentences(n: int, seed: int) -> list[bytes]:
     rng = random.Random(seed)
     vocab = [f"w{i:03d}" for i in range(1000)]
-    return [" ".join(rng.choices(vocab, k=10)).encode() for _ in range(n)]
+    return [" ".join(rng.choices(vocab, k=WORDS)).encode() for _ in range(n)]
 
 
 def produce(bootstrap: str, topic: str, lines: list[bytes], rate: float | None = None) -> None:

@@ -22,7 +22,12 @@ micro-batches at half rate),
 "windowed_sentences_per_s", "sink_sentences_per_s", "sink_exactly_once_sentences_per_s"}``:
 the last three are other topologies over the same sentences, measured the same way (a
 windowed count in 1 s windows; every word written to Kafka by the Kafka bolt, at least and
-exactly once).
+exactly once). With ``--api both`` (the default) the word count runs twice, its bolts
+vectorized and then as Storm's per-tuple ``BasicBolt`` / ``Bolt`` (with ``--exact``: a
+per-tuple split into the persistent aggregate), measured the same way:
+``vectorized_sentences_per_s``, ``tuple_sentences_per_s``, ``*_bolts_cpu_us_per_word`` (the
+bolts job's CPU over the burst, per word tuple), ``*_complete_latency_p99_s`` and
+``tuple_to_vectorized``; the headline figures are the vectorized run's.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from benchmarks.measure import (
 )
 from benchmarks.pipeline import (
     PARTS,
+    WORDS,
     committed,
     launch,
     make_sentences,
@@ -60,6 +66,7 @@ from benchmarks.pipeline import (
     wait_committed,
 )
 from examples.windows import WordsPerWindow
+from examples.wordcount import topology
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.model import TopologySpec
 from squall.core.topology.windows import Duration
@@ -106,9 +113,13 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                trigger_ms: int = 50,
                latency_rate: float | None = None, exact: bool = False,
                profile: Path | None = None, pending: int = 50_000,
-               profile_phase: str = "throughput") -> dict[str, float]:
+               profile_phase: str = "throughput", api: str = "vectorized") -> dict[str, float]:
+    """``api``: the word count's bolts, ``vectorized`` (Arrow batch bolts) or ``tuple``
+    (Storm's per-tuple ``BasicBolt`` split and ``Bolt`` count, or with ``exact`` the split
+    into a persistent aggregate)."""
     launched = time.perf_counter()
-    pipe = launch(b, tmp, max_rows, trigger_ms, exact, pending)
+    pipe = launch(b, tmp, max_rows, trigger_ms, exact, pending, build=lambda name, src:
+                  topology(name=name, source=src, vectorized=api == "vectorized", exact=exact))
     name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
     procs = [pipe.procs[k] for k in ("acker", "bolts", "spout")]
     watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{name}.sentences",
@@ -174,6 +185,7 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                 "batch_p50": quantile(batches_before, batches_after, 0.5),
                 "batch_p99": quantile(batches_before, batches_after, 0.99),
                 "wall_s": t1 - t0,
+                "bolts_cpu_us_per_word": cpu["bolts"] / (n * WORDS) * 1e6,
                 **{f"cpu_s_{k}": v for k, v in cpu.items()}}
     except RuntimeError:
         pipe.log_tails(tmp)
@@ -356,6 +368,9 @@ def main() -> None:
                     help="other topologies measured beside it, comma-separated, from "
                          f"{', '.join(VARIANTS)} (empty: none)")
     ap.add_argument("--variant-sentences", type=int, default=30_000)
+    ap.add_argument("--api", choices=["tuple", "vectorized", "both"], default="both",
+                    help="the word count's bolts: vectorized (Arrow), Storm's per-tuple "
+                    "BasicBolt / Bolt, or both (the headline is the vectorized)")
     ap.add_argument("--profile-phase", choices=["throughput", "latency"],
                     default="throughput",
                     help="the phase --profile records: the burst, or the paced half rate "
@@ -370,10 +385,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
-        sq = run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
-                        args.max_rows_per_batch, args.trigger_ms,
-                        args.latency_rate, args.exact, args.profile, args.max_spout_pending,
-                        args.profile_phase)
+        apis = ["vectorized", "tuple"] if args.api == "both" else [args.api]
+        runs = {api: run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
+                                args.max_rows_per_batch, args.trigger_ms,
+                                args.latency_rate, args.exact, args.profile,
+                                args.max_spout_pending, args.profile_phase, api)
+                for api in apis}
+        sq = runs[apis[0]]
         others = {v: run_variant(info.bootstrap_servers, tmp, v, args.variant_sentences,
                                  args.warmup, args.max_rows_per_batch, args.trigger_ms)
                   for v in variants}
@@ -397,6 +415,14 @@ def main() -> None:
         **{k: round(v, 1) for k, v in sq.items() if k.startswith(("cpu_s_", "wall_s"))},
         **{f"{v}_sentences_per_s": round(r) for v, r in others.items()},
         "variant_sentences": args.variant_sentences if others else None,
+        "api": apis[0],
+        **{f"{api}_sentences_per_s": round(r["sentences_per_s"]) for api, r in runs.items()},
+        **{f"{api}_bolts_cpu_us_per_word": round(r["bolts_cpu_us_per_word"], 2)
+           for api, r in runs.items()},
+        **{f"{api}_complete_latency_p99_s": round(r["p99"], 3) for api, r in runs.items()},
+        "tuple_to_vectorized": round(runs["tuple"]["sentences_per_s"]
+                                     / runs["vectorized"]["sentences_per_s"], 3)
+        if len(runs) == 2 else None,
     }))
 
 

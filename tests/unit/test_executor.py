@@ -366,3 +366,52 @@ def test_an_emitted_value_that_cannot_share_its_column_fails_only_its_tree() -> 
     assert out.data.column("n").to_pylist() == [1, 2, 4]
     h.send(res.acks)
     assert h.decided == {roots[2]: Outcome.FAILED}  # the others wait for their children
+
+
+class _Fanout(Bolt):
+    """Per input: ``plan[i]`` children anchored to it (and, for the odd ones, also to the
+    input before it), then an ack, or a fail where the plan says -1."""
+
+    outputs: ClassVar = {"default": ("n",)}
+
+    def __init__(self, plan: list[int]) -> None:
+        self.plan, self.i, self.prev = plan, 0, None
+
+    def execute(self, t: Tuple) -> None:
+        k = self.plan[self.i % len(self.plan)]
+        self.i += 1
+        for j in range(max(k, 0)):
+            both = j % 2 == 1 and self.prev is not None and not self.prev.settled
+            self.collector.emit((j,), [t, self.prev] if both else t)
+        if k < 0:
+            self.collector.fail(t)
+        else:
+            self.prev = t
+            self.collector.ack(t)
+
+
+@given(st.lists(st.integers(-1, 3), min_size=1, max_size=8), st.integers(1, 12),
+       st.sampled_from(["shuffle", "all", "two"]), st.integers(0, 2**16))
+def test_every_emit_path_keeps_the_trees_arithmetic(
+        plan: list[int], n: int, subscribers: str, seed: int) -> None:
+    """The one-anchor, one-subscriber path and the general one (several anchors, an all
+    grouping, two subscribers): a tree with children stays open in a real ledger until
+    they are acked downstream; then it is complete exactly when none of its tuples
+    failed."""
+    h = Harness(seed)
+    edges = {"shuffle": [Edge("a", "ta", 2, Grouping.SHUFFLE)],
+             "all": [Edge("a", "ta", 3, Grouping.ALL)],
+             "two": [Edge("a", "ta", 2, Grouping.SHUFFLE),
+                     Edge("b", "tb", 2, Grouping.FIELDS, ("n",))]}[subscribers]
+    roots, batch = h.spout([f"s{i}" for i in range(n)])
+    ex = make_executor(_Fanout(plan), ctx("fan"), edges, ids=h.ids)
+    res = ex.run(through([batch]))
+    h.send(res.acks)
+    # A tree with children is open until they are acked downstream.
+    parents = {roots[i] for i in range(n) if plan[i % len(plan)] > 0}
+    assert not {r for r, o in h.decided.items() if o is Outcome.ACKED} & parents
+    for _, _, out in res.outputs:  # downstream acks every child
+        h.send([r for t in decode_tuples(encode_tuples(out)).tuples() for r in h.anch.ack(t)])
+    failed = {roots[i] for i in range(n) if plan[i % len(plan)] < 0}
+    assert {r for r, o in h.decided.items() if o is Outcome.ACKED} == set(roots) - failed
+    assert {r for r, o in h.decided.items() if o is Outcome.FAILED} == failed

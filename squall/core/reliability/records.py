@@ -90,6 +90,15 @@ class AckerBatch:
         )
 
     @classmethod
+    def acks(cls, roots: Sequence[int], values: Sequence[int], ts_ms: int) -> AckerBatch:
+        """An ACK record for each root with its value: a per-tuple bolt's thousands a
+        micro-batch, kept as two lists of ints rather than a record object each."""
+        n = len(roots)
+        return cls(np.array(roots, np.uint64), np.array(values, np.uint64),
+                   np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
+                   np.full(n, ts_ms, np.int64))
+
+    @classmethod
     def fails(cls, roots: npt.NDArray[np.uint64], ts_ms: int) -> AckerBatch:
         """A FAIL record for each of ``roots``."""
         n = int(roots.size)

@@ -32,8 +32,8 @@ Fields = tuple[str, ...]
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "nth",
-                 "origin", "source", "source_task", "stream", "values")
+    __slots__ = ("_ack_val", "_children", "_path", "_settled", "anchors", "emitted_by", "fields",
+                 "nth", "origin", "source", "source_task", "stream", "values")
 
     def __init__(
         self,
@@ -67,6 +67,21 @@ class Tuple:
         self._children = 0
         self._ack_val = 0
         self._settled = False
+        self._path: int | None = None
+
+    @classmethod
+    def of_batch(cls, values: tuple[Any, ...], fields: Fields, anchors: dict[int, int],
+                 stream: str, source: str, source_task: int, origin: tuple[str, int] | None,
+                 emitted_by: int, nth: int) -> Tuple:
+        """A tuple read from a batch's columns: ``values`` fit ``fields`` and ``anchors``
+        is its own already, so nothing is checked or copied (a micro-batch makes
+        thousands)."""
+        t = cls.__new__(cls)
+        t.values, t.fields, t.anchors, t.stream = values, fields, anchors, stream
+        t.source, t.source_task, t.origin = source, source_task, origin
+        t.emitted_by, t.nth, t._children, t._ack_val, t._settled = emitted_by, nth, 0, 0, False
+        t._path = None
+        return t
 
     def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):
@@ -86,8 +101,11 @@ class Tuple:
 
     @property
     def path(self) -> int:
-        """Its path in its source message's tree (0: a spout's tuple)."""
-        return path_of(self.emitted_by, self.nth)
+        """Its path in its source message's tree (0: a spout's tuple); hashed once, as
+        each child it emits asks for it."""
+        if self._path is None:
+            self._path = path_of(self.emitted_by, self.nth)
+        return self._path
 
     def next_child(self) -> tuple[int, int]:
         """The (emitted_by, nth) of the next tuple emitted anchored to this one first."""
@@ -152,6 +170,20 @@ class Anchoring:
             out.append(child)
         return out
 
+    def emit_one(self, parent: Tuple) -> dict[int, int]:
+        """``emit([parent])[0]``: the anchors of one copy of a child of one tuple, the
+        common case, without the loops."""
+        if not parent.anchors:
+            return {}
+        if parent._settled:
+            raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
+        edge = self._ids()
+        parent._ack_val ^= edge
+        if len(parent.anchors) == 1:  # one tree: a literal is cheaper than fromkeys
+            for root in parent.anchors:
+                return {root: edge}
+        return dict.fromkeys(parent.anchors, edge)
+
     def ack(self, t: Tuple) -> list[AckerRecord]:
         """Ack records for ``t``; a second ack or fail of the same tuple sends nothing."""
         if t._settled or not t.anchors:
@@ -159,6 +191,16 @@ class Anchoring:
             return []
         t._settled = True
         return [AckerRecord(RecordKind.ACK, r, e ^ t._ack_val) for r, e in t.anchors.items()]
+
+    def ack_into(self, t: Tuple, roots: list[int], values: list[int]) -> None:
+        """:meth:`ack`, its records appended as ``(root, value)`` to ``roots`` and
+        ``values`` (no record object each: a micro-batch acks thousands)."""
+        if not t._settled:
+            v = t._ack_val
+            for r, e in t.anchors.items():
+                roots.append(r)
+                values.append(e ^ v)
+        t._settled = True
 
     def children_so_far(self, t: Tuple) -> list[AckerRecord]:
         """Records that put ``t``'s children so far into its trees now and leave ``t``

@@ -16,6 +16,9 @@ from squall.core.wire.tuple_batch import TupleBatch
 class ExecResult:
     outputs: list[tuple[str, int, TupleBatch]] = field(default_factory=list)
     records: list[AckerRecord] = field(default_factory=list)
+    #: plain acks, as their roots and values (a record object each would cost per tuple)
+    ack_roots: list[int] = field(default_factory=list)
+    ack_values: list[int] = field(default_factory=list)
     #: the acker records of the micro-batch, XOR-coalesced per root
     acks: AckerBatch = field(default_factory=AckerBatch.empty)
     errors: list[str] = field(default_factory=list)
@@ -67,6 +70,8 @@ def merged(results: Sequence[ExecResult]) -> ExecResult:
     for r in results:
         out.outputs += r.outputs
         out.records += r.records
+        out.ack_roots += r.ack_roots
+        out.ack_values += r.ack_values
         out.errors += r.errors
         out.reasons.update(r.reasons)
         out.warnings += [w for w in r.warnings if w not in out.warnings]

@@ -12,7 +12,6 @@ component's last error; it never stops the job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,28 +29,17 @@ from squall.core.reliability.ids import IdBatcher, new_id
 from squall.core.reliability.lineage import NO_NTH, occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
+from squall.core.tasks.emits import EdgeBuffer, plans
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
 from squall.core.tasks.scratch import ScratchWatch
 from squall.core.tasks.window_runs import run_windows
 from squall.core.tasks.windows import WindowManager
 from squall.core.topology.grouping import Edge, Grouping
-from squall.core.topology.routing import Router
 from squall.core.topology.windows import window_of
 from squall.core.wire.columns import to_columns
 from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, Origins, TupleBatch
 
 _ANCHORS = pa.list_(pa.uint64())
-
-
-@dataclass
-class _EdgeBuffer:
-    edge: Edge
-    router: Router
-    rows: list[Sequence[Any]] = field(default_factory=list)
-    anchors: list[dict[int, int]] = field(default_factory=list)
-    parts: list[int | None] = field(default_factory=list)  # fixed partition (all / direct)
-    origins: list[tuple[str, int] | None] = field(default_factory=list)
-    lineage: list[tuple[int, int]] = field(default_factory=list)  # (emitted_by, nth)
 
 
 class BoltExecutor:
@@ -73,14 +61,7 @@ class BoltExecutor:
             bolt.outputs if outputs is None else outputs).items()}
         self._anch = Anchoring(ids)
         self._batch_ids = IdBatcher()
-        self._edges: dict[str, list[_EdgeBuffer]] = {}
-        for e in edges:
-            fields = self.outputs.get(e.stream)
-            if fields is None:
-                raise TopologyError(f"bolt {context.component!r} declares no stream {e.stream!r} "
-                                    f"for its subscriber {e.target!r}")
-            self._edges.setdefault(e.stream, []).append(
-                _EdgeBuffer(e, Router.for_edge(e, fields, context.task)))
+        self._plans = plans(self.outputs, edges, context.component, context.task)
         self.result = ExecResult()
         #: the task's keyed state, if the bolt is stateful or windowed (the caller keeps it
         #: current)
@@ -114,47 +95,48 @@ class BoltExecutor:
 
     def emit(self, stream: str, values: Sequence[Any], anchors: list[Tuple],
              direct: int | None) -> None:
-        fields = self.outputs.get(stream)
-        if fields is None:
+        plan = self._plans.get(stream)
+        if plan is None:
             raise TopologyError(f"emit on undeclared stream {stream!r}")
-        if len(values) != len(fields):
+        if len(values) != len(plan.fields):
             raise TopologyError(f"emit of {len(values)} values on stream {stream!r} declared "
-                                f"with fields {list(fields)}")
-        buffers = self._edges.get(stream, [])
+                                f"with fields {list(plan.fields)}")
+        if plan.only is not None and direct is None and len(anchors) == 1:
+            # The common case in line: one anchor, one subscriber routed at the flush.
+            a = anchors[0]
+            origin = a.origin
+            plan.only.rows.append((values, self._anch.emit_one(a), None, origin,
+                                   (0, NO_NTH) if origin is None else a.next_child()))
+            self.result.emitted += 1
+            return
         # A custom grouping chooses now, before anything is buffered: if it fails, the
         # bolt's execute raises and its input fails.
-        chosen = {id(b): b.router.choose(values) for b in buffers if b.router.custom}
-        copies = sum(b.edge.copies for b in buffers)
-        child = iter(self._anch.emit(anchors, copies))
+        chosen = {id(b): b.router.choose(values) for b in plan.buffers if b.router.custom}
+        children = iter(self._anch.emit(anchors, plan.copies))
         # A child descends from its first anchor's source message (exact state's key), as
         # that anchor's next child (squall/core/reliability/lineage.py).
         first = next((a for a in anchors if a.origin is not None), None)
         origin = None if first is None else first.origin
         lineage = (0, NO_NTH) if first is None else first.next_child()
-        for b in buffers:
+        for b in plan.buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:
                 for p in range(b.edge.partitions):
-                    b.rows.append(values)
-                    b.anchors.append(next(child))
-                    b.parts.append(p)
-                    b.origins.append(origin)
-                    b.lineage.append(lineage)
+                    b.rows.append((values, next(children), p, origin, lineage))
                 continue
             if g is Grouping.DIRECT and direct is None:
                 raise TopologyError(f"stream {stream!r} is direct-grouped to {b.edge.target!r}: "
                                     "use emit_direct")
-            b.rows.append(values)
-            b.anchors.append(next(child))
-            b.parts.append(direct if g is Grouping.DIRECT else chosen.get(id(b)))
-            b.origins.append(origin)
-            b.lineage.append(lineage)
+            b.rows.append((values, next(children),
+                           direct if g is Grouping.DIRECT else chosen.get(id(b)), origin,
+                           lineage))
         self.result.emitted += 1
 
     def ack(self, t: Tuple) -> None:
         if not t.settled:
-            self.result.records += self._anch.ack(t)
-            self.result.acked += 1
+            res = self.result
+            self._anch.ack_into(t, res.ack_roots, res.ack_values)
+            res.acked += 1
 
     def fail(self, t: Tuple) -> None:
         if not t.settled:
@@ -243,34 +225,38 @@ class BoltExecutor:
 
     def _flush(self) -> ExecResult:
         res = self.result
-        for buffers in self._edges.values():
-            for b in buffers:
+        for plan in self._plans.values():
+            for b in plan.buffers:
                 if not b.rows:
                     continue
-                routed = b.router.route(b.rows) if any(p is None for p in b.parts) else None
+                rows, b.rows = b.rows, []
+                values = [r[0] for r in rows]
+                parts = [r[2] for r in rows]
+                routed = b.router.route(values) if any(p is None for p in parts) else None
                 by_part: dict[int, list[int]] = {}
-                for i, p in enumerate(b.parts):
+                for i, p in enumerate(parts):
                     part = int(routed[i]) if p is None and routed is not None else int(p or 0)
                     by_part.setdefault(part, []).append(i)
-                fields = self.outputs[b.edge.stream]
                 for part, idx in sorted(by_part.items()):
-                    cols, bad = to_columns(fields, [b.rows[i] for i in idx])
+                    cols, bad = to_columns(plan.fields, [values[i] for i in idx])
                     for k, reason in bad.items():
                         # A value that cannot share its column fails its trees, like an
                         # exception in the bolt would: the batch and the process go on.
-                        res.records += [AckerRecord(RecordKind.FAIL, r) for r in b.anchors[idx[k]]]
+                        anchors = rows[idx[k]][1]
+                        res.records += [AckerRecord(RecordKind.FAIL, r) for r in anchors]
                         self.failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
-                                        b.anchors[idx[k]])
-                    keep = [i for k, i in enumerate(idx) if k not in bad]
+                                       anchors)
+                    keep = [rows[i] for k, i in enumerate(idx) if k not in bad]
                     if not keep:
                         continue
                     res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
-                        cols, [b.anchors[i] for i in keep], stream=b.edge.stream,
+                        cols, [r[1] for r in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task,
-                        origins=[b.origins[i] for i in keep],
-                        lineage=[b.lineage[i] for i in keep])))
-                b.rows, b.anchors, b.parts, b.origins, b.lineage = [], [], [], [], []
-        res.acks = AckerBatch.from_records(res.records, self.clock.now_ms()).coalesced()
+                        origins=[r[3] for r in keep], lineage=[r[4] for r in keep])))
+        now = self.clock.now_ms()
+        res.acks = AckerBatch.concat([AckerBatch.from_records(res.records, now),
+                                      AckerBatch.acks(res.ack_roots, res.ack_values, now)]
+                                     ).coalesced()
         return res
 
     def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
@@ -299,7 +285,7 @@ class BoltExecutor:
             for stream, fields in self.outputs.items():
                 sel = np.flatnonzero(streams == stream) if streams is not None else \
                     (np.arange(len(out)) if stream == DEFAULT_STREAM else np.empty(0, np.int64))
-                if not sel.size or stream not in self._edges:
+                if not sel.size or not self._plans[stream].buffers:
                     continue
                 missing = [f for f in fields if not out.has(f)]
                 if missing:
@@ -309,7 +295,7 @@ class BoltExecutor:
                 res.emitted += int(sel.size)
                 lin = None if paths is None or nth is None else (
                     paths[par], nth[sel].astype(np.uint32))
-                for buf in self._edges[stream]:
+                for buf in self._plans[stream].buffers:
                     self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins, lin)
         except Exception as e:
             failed = np.unique(roots)
@@ -321,7 +307,7 @@ class BoltExecutor:
         res.acks = _coalesced_acks(roots, ack_vals, now)
         return res
 
-    def _emit_vectorized(self, buf: _EdgeBuffer, cols: dict[str, pa.Array],
+    def _emit_vectorized(self, buf: EdgeBuffer, cols: dict[str, pa.Array],
                          parents: npt.NDArray[np.int64],
                          roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
                          res: ExecResult, origins: Origins | None,

@@ -13,6 +13,8 @@ on a malformed payload, naming what was wrong.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from squall.core.errors import WireFormatError
 from squall.core.reliability.lineage import NO_NTH, paths_of
@@ -193,21 +196,29 @@ class TupleBatch:
         return np.asarray(lists.flatten().to_numpy(zero_copy_only=False), np.uint64)
 
     def anchors(self) -> list[dict[int, int]]:
-        roots = self.data.column(ROOTS_COL).to_pylist()
-        ids = self.data.column(IDS_COL).to_pylist()
-        return [dict(zip(r, i, strict=True)) for r, i in zip(roots, ids, strict=True)]
+        roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
+        r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
+        i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
+        starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
+        flat_r = r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist()
+        flat_i = i.flatten().to_numpy(zero_copy_only=False).tolist()
+        if len(flat_r) == len(r) and (starts[1:] - starts[:-1] == 1).all():
+            # one anchor each (most batches): no list per tuple
+            return [{a: b} for a, b in zip(flat_r, flat_i, strict=True)]
+        bounds = (starts - starts[0]).tolist()
+        return [dict(zip(flat_r[lo:hi], flat_i[lo:hi], strict=True))
+                for lo, hi in itertools.pairwise(bounds)]
 
     def tuples(self) -> list[Tuple]:
         fields = self.fields
         cols = [self.data.column(f).to_pylist() for f in fields]
         o = self.origins()
-        origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else [
-            None if name is None else (name, off)
-            for name, off in zip(o[0].to_pylist(), o[1].tolist(), strict=True)]
+        origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else \
+            _origin_list(o)
         by, nth = self.lineage()
+        make, stream, source, task = Tuple.of_batch, self.stream, self.source, self.source_task
         return [
-            Tuple(vals, fields, anc, stream=self.stream, source=self.source,
-                  source_task=self.source_task, origin=origin, emitted_by=e, nth=j)
+            make(vals, fields, anc, stream, source, task, origin, e, j)
             for vals, anc, origin, e, j in zip(
                 zip(*cols, strict=True) if cols else [()] * len(self), self.anchors(), origins,
                 by.tolist(), nth.tolist(), strict=True)
@@ -232,11 +243,26 @@ def _with_lineage(arrays: list[Any], names: list[str], by: npt.NDArray[np.uint64
     return [*arrays, pa.array(nth, pa.uint32())], [*names, NTH_COL]
 
 
+def _origin_list(o: Origins) -> list[tuple[str, int] | None]:
+    """``(source partition, offset)`` per tuple, through the dictionary's few names (its
+    ``to_pylist`` decodes each row on its own: a tenth of a per-tuple bolt's time)."""
+    src = o[0].combine_chunks() if isinstance(o[0], pa.ChunkedArray) else o[0]
+    names = src.dictionary.to_pylist()
+    idx = pc.fill_null(src.indices, -1).to_numpy(zero_copy_only=False).tolist()
+    return [None if i < 0 else (names[i], off)
+            for i, off in zip(idx, o[1].tolist(), strict=True)]
+
+
+_values = operator.methodcaller("values")
+
+
 def _anchor_columns(anchors: Sequence[Mapping[int, int]]) -> tuple[pa.Array, pa.Array]:
     offsets = np.zeros(len(anchors) + 1, np.int32)
-    np.cumsum([len(a) for a in anchors], out=offsets[1:])
-    flat_roots = np.fromiter((r for a in anchors for r in a), np.uint64, int(offsets[-1]))
-    flat_ids = np.fromiter((e for a in anchors for e in a.values()), np.uint64, int(offsets[-1]))
+    np.cumsum(np.fromiter(map(len, anchors), np.int32, len(anchors)), out=offsets[1:])
+    # the dicts' keys and values chained in C: no Python frame per anchor
+    flat_roots = np.fromiter(itertools.chain.from_iterable(anchors), np.uint64, int(offsets[-1]))
+    flat_ids = np.fromiter(itertools.chain.from_iterable(map(_values, anchors)), np.uint64,
+                           int(offsets[-1]))
     off = pa.array(offsets, pa.int32())
     return (pa.ListArray.from_arrays(off, pa.array(flat_roots, pa.uint64())),
             pa.ListArray.from_arrays(off, pa.array(flat_ids, pa.uint64())))

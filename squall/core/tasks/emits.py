@@ -1,0 +1,61 @@
+"""Where a per-tuple bolt's emits wait until the end of the micro-batch: one buffer per
+subscribed edge, and per stream a plan made once, so that an emit does the least work.
+
+Most emits are a word count's: one anchor, one subscriber with a shuffle or fields
+grouping. Their plan has ``only`` set and :meth:`StreamPlan.fast` says so; the executor
+then appends one row to one buffer (squall/core/tasks/executor.py). The rest (several
+subscribers, all / direct / custom groupings, several anchors) take the general path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from squall.core.errors import TopologyError
+from squall.core.topology.grouping import Edge, Grouping
+from squall.core.topology.routing import Router
+
+#: One emitted copy: its values, its anchors (root -> edge id), its fixed partition (all,
+#: direct, custom: else None, routed at the flush), its source message and lineage.
+Row = tuple[Sequence[Any], dict[int, int], int | None, tuple[str, int] | None,
+            tuple[int, int]]
+
+
+@dataclass
+class EdgeBuffer:
+    edge: Edge
+    router: Router
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def plain(self) -> bool:
+        """One copy per emit, its partition chosen by the router at the flush."""
+        return self.edge.grouping not in (Grouping.ALL, Grouping.DIRECT) and \
+            not self.router.custom
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    fields: tuple[str, ...]
+    buffers: tuple[EdgeBuffer, ...]
+    #: copies per emit over every subscriber (an all grouping sends one per partition)
+    copies: int
+    #: the stream's one subscriber, if it is plain (:attr:`EdgeBuffer.plain`)
+    only: EdgeBuffer | None
+
+
+def plans(outputs: Mapping[str, tuple[str, ...]], edges: Sequence[Edge], component: str,
+          task: int) -> dict[str, StreamPlan]:
+    """A plan per declared stream; an edge on an undeclared stream is an error."""
+    buffers: dict[str, list[EdgeBuffer]] = {s: [] for s in outputs}
+    for e in edges:
+        fields = outputs.get(e.stream)
+        if fields is None:
+            raise TopologyError(f"bolt {component!r} declares no stream {e.stream!r} "
+                                f"for its subscriber {e.target!r}")
+        buffers[e.stream].append(EdgeBuffer(e, Router.for_edge(e, fields, task)))
+    return {s: StreamPlan(outputs[s], tuple(bs), sum(b.edge.copies for b in bs),
+                          bs[0] if len(bs) == 1 and bs[0].plain else None)
+            for s, bs in buffers.items()}

@@ -107,11 +107,13 @@ class Tuple:
             self._path = path_of(self.emitted_by, self.nth)
         return self._path
 
-    def next_child(self) -> tuple[int, int]:
-        """The (emitted_by, nth) of the next tuple emitted anchored to this one first."""
+    def next_slot(self) -> tuple[int, int, int]:
+        """Where the next tuple emitted anchored to this one first goes in the tree: this
+        one's (emitted_by, nth) and the child's index. The child's ``emitted_by`` is this
+        one's path, hashed with the rest of the batch's (``lineage.paths_of``)."""
         j = self._children
         self._children += 1
-        return self.path, j
+        return self.emitted_by, self.nth, j
 
     @property
     def roots(self) -> list[int]:

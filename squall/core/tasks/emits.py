@@ -13,14 +13,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from squall.core.errors import TopologyError
+from squall.core.reliability.lineage import NO_NTH, paths_of
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
 
 #: One emitted copy: its values, its anchors (root -> edge id), its fixed partition (all,
-#: direct, custom: else None, routed at the flush), its source message and lineage.
+#: direct, custom: else None, routed at the flush), its source message, and its slot in
+#: the message's tree (its parent's emitted_by and nth, and its index: ``Tuple.next_slot``).
 Row = tuple[Sequence[Any], dict[int, int], int | None, tuple[str, int] | None,
-            tuple[int, int]]
+            tuple[int, int, int]]
+#: The slot of a tuple that descends from no known source message.
+NO_SLOT = (0, NO_NTH, NO_NTH)
+
+
+def child_lineage(slots: Sequence[tuple[int, int, int]]
+                  ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+    """The children's (emitted_by, nth) columns: each parent's path hashed for the whole
+    batch at once (a Python hash per emit was a tenth of a per-tuple bolt's time)."""
+    n = len(slots)
+    by = np.fromiter((s[0] for s in slots), np.uint64, n)
+    nth = np.fromiter((s[1] for s in slots), np.uint32, n)
+    index = np.fromiter((s[2] for s in slots), np.uint32, n)
+    return np.where(index == NO_NTH, np.uint64(0), paths_of(by, nth)), index
 
 
 @dataclass

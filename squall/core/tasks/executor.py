@@ -26,10 +26,10 @@ from squall.core.bolt_api.windowed import WindowedBolt, WindowedOutputCollector
 from squall.core.errors import TopologyError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher, new_id
-from squall.core.reliability.lineage import NO_NTH, occurrence
+from squall.core.reliability.lineage import occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
-from squall.core.tasks.emits import EdgeBuffer, plans
+from squall.core.tasks.emits import NO_SLOT, EdgeBuffer, child_lineage, plans
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
 from squall.core.tasks.scratch import ScratchWatch
 from squall.core.tasks.window_runs import run_windows
@@ -106,7 +106,7 @@ class BoltExecutor:
             a = anchors[0]
             origin = a.origin
             plan.only.rows.append((values, self._anch.emit_one(a), None, origin,
-                                   (0, NO_NTH) if origin is None else a.next_child()))
+                                   NO_SLOT if origin is None else a.next_slot()))
             self.result.emitted += 1
             return
         # A custom grouping chooses now, before anything is buffered: if it fails, the
@@ -117,7 +117,7 @@ class BoltExecutor:
         # that anchor's next child (squall/core/reliability/lineage.py).
         first = next((a for a in anchors if a.origin is not None), None)
         origin = None if first is None else first.origin
-        lineage = (0, NO_NTH) if first is None else first.next_child()
+        lineage = NO_SLOT if first is None else first.next_slot()
         for b in plan.buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:
@@ -252,7 +252,8 @@ class BoltExecutor:
                     res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
                         cols, [r[1] for r in keep], stream=b.edge.stream,
                         source=self.context.component, source_task=self.context.task,
-                        origins=[r[3] for r in keep], lineage=[r[4] for r in keep])))
+                        origins=[r[3] for r in keep],
+                        lineage_columns=child_lineage([r[4] for r in keep]))))
         now = self.clock.now_ms()
         res.acks = AckerBatch.concat([AckerBatch.from_records(res.records, now),
                                       AckerBatch.acks(res.ack_roots, res.ack_values, now)]

@@ -80,8 +80,10 @@ class TupleBatch:
         source_task: int = 0,
         origins: Sequence[tuple[str, int] | None] | None = None,
         lineage: Sequence[tuple[int, int]] | None = None,
+        lineage_columns: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]] | None = None,
     ) -> TupleBatch:
-        """``lineage``: each tuple's (emitted_by, nth), carried with its origin."""
+        """``lineage``: each tuple's (emitted_by, nth), carried with its origin (or
+        ``lineage_columns``: the same as two arrays)."""
         bad = RESERVED.intersection(columns)
         if bad:
             raise WireFormatError(f"field names {sorted(bad)} are reserved")
@@ -101,9 +103,10 @@ class TupleBatch:
                        pa.array([o[1] if o else -1 for o in origins], pa.int64())]
             names += [SRC_COL, OFF_COL]
             if lineage is not None:
-                by = np.fromiter((b for b, _ in lineage), np.uint64, len(lineage))
-                nth = np.fromiter((j for _, j in lineage), np.uint32, len(lineage))
-                arrays, names = _with_lineage(arrays, names, by, nth)
+                lineage_columns = (np.fromiter((b for b, _ in lineage), np.uint64, n),
+                                   np.fromiter((j for _, j in lineage), np.uint32, n))
+            if lineage_columns is not None:
+                arrays, names = _with_lineage(arrays, names, *lineage_columns)
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
 
     @classmethod

@@ -109,6 +109,13 @@ class BoltExecutor:
                                    NO_SLOT if origin is None else a.next_slot()))
             self.result.emitted += 1
             return
+        if not plan.buffers:  # no subscriber: only the child's place in its tree is taken
+            for a in anchors:
+                if a.origin is not None:
+                    a.next_slot()
+                    break
+            self.result.emitted += 1
+            return
         # A custom grouping chooses now, before anything is buffered: if it fails, the
         # bolt's execute raises and its input fails.
         chosen = {id(b): b.router.choose(values) for b in plan.buffers if b.router.custom}
@@ -227,38 +234,45 @@ class BoltExecutor:
         res = self.result
         for plan in self._plans.values():
             for b in plan.buffers:
-                if not b.rows:
-                    continue
-                rows, b.rows = b.rows, []
-                values = [r[0] for r in rows]
-                parts = [r[2] for r in rows]
-                routed = b.router.route(values) if any(p is None for p in parts) else None
-                by_part: dict[int, list[int]] = {}
-                for i, p in enumerate(parts):
-                    part = int(routed[i]) if p is None and routed is not None else int(p or 0)
-                    by_part.setdefault(part, []).append(i)
-                for part, idx in sorted(by_part.items()):
-                    cols, bad = to_columns(plan.fields, [values[i] for i in idx])
-                    for k, reason in bad.items():
-                        # A value that cannot share its column fails its trees, like an
-                        # exception in the bolt would: the batch and the process go on.
-                        anchors = rows[idx[k]][1]
-                        res.records += [AckerRecord(RecordKind.FAIL, r) for r in anchors]
-                        self.failed_by(f"emitted on stream {b.edge.stream!r}: {reason}",
-                                       anchors)
-                    keep = [rows[i] for k, i in enumerate(idx) if k not in bad]
-                    if not keep:
-                        continue
-                    res.outputs.append((b.edge.topic, part, TupleBatch.from_columns(
-                        cols, [r[1] for r in keep], stream=b.edge.stream,
-                        source=self.context.component, source_task=self.context.task,
-                        origins=[r[3] for r in keep],
-                        lineage_columns=child_lineage([r[4] for r in keep]))))
+                if b.rows:
+                    self._flush_buffer(plan.fields, b, res)
         now = self.clock.now_ms()
         res.acks = AckerBatch.concat([AckerBatch.from_records(res.records, now),
                                       AckerBatch.acks(res.ack_roots, res.ack_values, now)]
                                      ).coalesced()
         return res
+
+    def _flush_buffer(self, fields: tuple[str, ...], b: EdgeBuffer, res: ExecResult) -> None:
+        """A buffer's rows as one batch of columns, then a slice per target partition."""
+        rows, b.rows = b.rows, []
+        values = [r[0] for r in rows]
+        fixed = [r[2] for r in rows]
+        free = [i for i, p in enumerate(fixed) if p is None]  # routed now, on their values
+        if len(free) == len(rows):
+            parts = b.router.route(values)  # per row (a column's type may differ from a row's)
+        else:  # all, direct, custom: chosen at the emit
+            parts = np.array([-1 if p is None else p for p in fixed], np.int64)
+            if free:
+                parts[free] = b.router.route([values[i] for i in free])
+        cols, bad = to_columns(fields, values)
+        if bad:
+            for k, reason in bad.items():
+                # A value that cannot share its column fails its trees, like an exception
+                # in the bolt would: the batch and the process go on.
+                res.records += [AckerRecord(RecordKind.FAIL, r) for r in rows[k][1]]
+                self.failed_by(f"emitted on stream {b.edge.stream!r}: {reason}", rows[k][1])
+            good = np.array([k not in bad for k in range(len(rows))])
+            rows, parts = [r for k, r in enumerate(rows) if k not in bad], parts[good]
+            if not rows:
+                return
+        batch = TupleBatch.from_columns(
+            cols, [r[1] for r in rows], stream=b.edge.stream, source=self.context.component,
+            source_task=self.context.task, origins=[r[3] for r in rows],
+            lineage_columns=child_lineage([r[4] for r in rows]))
+        targets = np.flatnonzero(np.bincount(parts, minlength=b.edge.partitions)).tolist()
+        for p in targets:
+            res.outputs.append((b.edge.topic, p, batch if len(targets) == 1 else
+                                batch.select(np.flatnonzero(parts == p))))
 
     def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
                         watch: CallWatch | None) -> ExecResult:

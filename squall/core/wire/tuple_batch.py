@@ -156,6 +156,11 @@ class TupleBatch:
                 arrays, names = _with_lineage(arrays, names, *lineage)
         return cls(pa.RecordBatch.from_arrays(arrays, names=names), stream, source, source_task)
 
+    def select(self, rows: npt.NDArray[np.intp]) -> TupleBatch:
+        """The tuples at ``rows``, in that order."""
+        return TupleBatch(self.data.take(pa.array(rows)), self.stream, self.source,
+                          self.source_task)
+
     def lineage(self) -> Lineage:
         """Each tuple's (emitted_by, nth): (0, NO_NTH) where the batch carries none."""
         names = self.data.schema.names

@@ -375,14 +375,16 @@ class _Fanout(Bolt):
     outputs: ClassVar = {"default": ("n",)}
 
     def __init__(self, plan: list[int]) -> None:
-        self.plan, self.i, self.prev = plan, 0, None
+        self.plan, self.i = plan, 0
+        self.prev: Tuple | None = None
 
     def execute(self, t: Tuple) -> None:
         k = self.plan[self.i % len(self.plan)]
         self.i += 1
         for j in range(max(k, 0)):
-            both = j % 2 == 1 and self.prev is not None and not self.prev.settled
-            self.collector.emit((j,), [t, self.prev] if both else t)
+            prev = self.prev
+            both = j % 2 == 1 and prev is not None and not prev.settled
+            self.collector.emit((j,), [t, prev] if both and prev is not None else t)
         if k < 0:
             self.collector.fail(t)
         else:

@@ -32,8 +32,8 @@ Fields = tuple[str, ...]
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_children", "_path", "_settled", "anchors", "emitted_by", "fields",
-                 "nth", "origin", "source", "source_task", "stream", "values")
+    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "nth",
+                 "origin", "source", "source_task", "stream", "values")
 
     def __init__(
         self,
@@ -67,7 +67,6 @@ class Tuple:
         self._children = 0
         self._ack_val = 0
         self._settled = False
-        self._path: int | None = None
 
     @classmethod
     def of_batch(cls, values: tuple[Any, ...], fields: Fields, anchors: dict[int, int],
@@ -80,7 +79,6 @@ class Tuple:
         t.values, t.fields, t.anchors, t.stream = values, fields, anchors, stream
         t.source, t.source_task, t.origin = source, source_task, origin
         t.emitted_by, t.nth, t._children, t._ack_val, t._settled = emitted_by, nth, 0, 0, False
-        t._path = None
         return t
 
     def __getitem__(self, key: int | str) -> Any:
@@ -101,11 +99,8 @@ class Tuple:
 
     @property
     def path(self) -> int:
-        """Its path in its source message's tree (0: a spout's tuple); hashed once, as
-        each child it emits asks for it."""
-        if self._path is None:
-            self._path = path_of(self.emitted_by, self.nth)
-        return self._path
+        """Its path in its source message's tree (0: a spout's tuple)."""
+        return path_of(self.emitted_by, self.nth)
 
     def next_slot(self) -> tuple[int, int, int]:
         """Where the next tuple emitted anchored to this one first goes in the tree: this

@@ -13,6 +13,7 @@ from examples.wordcount import SplitSentence, SplitSentenceArrow, SplitSentenceB
 from squall.bolt import TaskContext
 from squall.core.errors import WireFormatError
 from squall.core.reliability.lineage import child_path, child_paths, occurrence
+from squall.core.reliability.tuples import Tuple
 from squall.core.tasks.exec_result import ExecResult
 from squall.core.wire.tuple_batch import (
     BY_COL,
@@ -115,9 +116,10 @@ def test_a_replayed_input_gives_its_children_the_same_paths() -> None:
 def test_lineage_crosses_the_wire_and_bad_lineage_columns_are_refused() -> None:
     h = Harness()
     batch = _sentences_with_origins(h, ["x y", "z"])
-    first, second = batch.tuples()
-    first.emitted_by, first.nth = 5, 3
-    second.nth = 0  # a first bolt's output: emitted_by 0, no __by column needed
+    first, second = (Tuple(t.values, t.fields, t.anchors, origin=t.origin, emitted_by=by,
+                           nth=nth)
+                     # the second: a first bolt's output, emitted_by 0, no __by column needed
+                     for t, (by, nth) in zip(batch.tuples(), [(5, 3), (0, 0)], strict=True))
     both = TupleBatch.from_tuples([first, second], ("str",))
     back = decode_tuples(encode_tuples(both)).tuples()
     assert [(x.emitted_by, x.nth, x.path) for x in back] == [

@@ -50,7 +50,8 @@ class KeyValueState(MutableMapping[Any, Any]):
 
     # Storm's names
     def put(self, key: Any, value: Any) -> None:
-        self[key] = value
+        self._data[key] = value  # not through __setitem__: one call less a put
+        self._dirty.add(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self._data.get(key, default)

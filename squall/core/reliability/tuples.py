@@ -11,7 +11,7 @@ children's edges enter it, in one record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,39 @@ SYSTEM_COMPONENT = "__system"
 Fields = tuple[str, ...]
 
 
+class TupleGroup:
+    """What the tuples read from one batch share (fields, stream, source component and
+    task) and, row by row, their source messages and places in their trees: kept once
+    per batch, not per tuple (a micro-batch reads thousands)."""
+
+    __slots__ = ("_origins", "_read_origins", "by", "fields", "index", "nth", "source",
+                 "source_task", "stream")
+
+    def __init__(self, fields: Fields, stream: str, source: str, source_task: int,
+                 by: Sequence[int], nth: Sequence[int],
+                 origins: Callable[[], Sequence[tuple[str, int] | None]] | None = None) -> None:
+        """``origins``: reads the rows' source messages (None: none known), once, when a
+        tuple's is first asked for."""
+        self.fields, self.stream, self.source, self.source_task = fields, stream, source, \
+            source_task
+        self.index = {f: i for i, f in enumerate(fields)}
+        self.by, self.nth = by, nth
+        self._read_origins = origins
+        self._origins: Sequence[tuple[str, int] | None] | None = None
+
+    def origin(self, row: int) -> tuple[str, int] | None:
+        if self._origins is None:
+            read = self._read_origins
+            if read is None:
+                return None
+            self._origins = read()
+        return self._origins[row]
+
+
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_children", "_settled", "anchors", "emitted_by", "fields", "nth",
-                 "origin", "source", "source_task", "stream", "values")
+    __slots__ = ("_ack_val", "_children", "_group", "_row", "_settled", "anchors", "values")
 
     def __init__(
         self,
@@ -48,44 +76,86 @@ class Tuple:
         emitted_by: int = 0,
         nth: int = NO_NTH,
     ) -> None:
+        """``origin``: the source message it descends from (source partition, offset), if
+        known; ``emitted_by`` and ``nth``: its place in that message's tree, its parent's
+        path and which child of it it is (squall/core/reliability/lineage.py)."""
         if len(values) != len(fields):
             raise UsageError(
                 f"tuple on stream {stream!r} has {len(values)} values for fields {list(fields)}"
             )
         self.values = tuple(values)
-        self.fields = fields
         self.anchors: dict[int, int] = dict(anchors or {})
-        self.stream = stream
-        self.source = source
-        self.source_task = source_task
-        #: the source message it descends from (source partition, offset), if known
-        self.origin = origin
-        #: its place in that message's tree: its parent's path and which child of it it is
-        #: (squall/core/reliability/lineage.py)
-        self.emitted_by = emitted_by
-        self.nth = nth
+        self._group = TupleGroup(fields, stream, source, source_task, [emitted_by], [nth],
+                                 None if origin is None else (lambda: [origin]))
+        self._row = 0
         self._children = 0
         self._ack_val = 0
         self._settled = False
 
     @classmethod
-    def of_batch(cls, values: tuple[Any, ...], fields: Fields, anchors: dict[int, int],
-                 stream: str, source: str, source_task: int, origin: tuple[str, int] | None,
-                 emitted_by: int, nth: int) -> Tuple:
-        """A tuple read from a batch's columns: ``values`` fit ``fields`` and ``anchors``
-        is its own already, so nothing is checked or copied (a micro-batch makes
-        thousands)."""
-        t = cls.__new__(cls)
-        t.values, t.fields, t.anchors, t.stream = values, fields, anchors, stream
-        t.source, t.source_task, t.origin = source, source_task, origin
-        t.emitted_by, t.nth, t._children, t._ack_val, t._settled = emitted_by, nth, 0, 0, False
-        return t
+    def of_group(cls, group: TupleGroup, values: Iterable[tuple[Any, ...]],
+                 anchors: Iterable[dict[int, int]]) -> list[Tuple]:
+        """The tuples of a batch's rows: each row's ``values`` fit the group's fields and
+        its ``anchors`` are its own already, so nothing is checked or copied."""
+        new = cls.__new__
+        out: list[Tuple] = []
+        append = out.append
+        for row, (vals, anc) in enumerate(zip(values, anchors, strict=True)):
+            t = new(cls)
+            t.values = vals  # one store a statement: quicker than a tuple unpacked
+            t.anchors = anc
+            t._group = group
+            t._row = row
+            t._children = 0
+            t._ack_val = 0
+            t._settled = False
+            append(t)
+        return out
+
+    @property
+    def fields(self) -> Fields:
+        return self._group.fields
+
+    @property
+    def stream(self) -> str:
+        return self._group.stream
+
+    @property
+    def source(self) -> str:
+        return self._group.source
+
+    @property
+    def source_task(self) -> int:
+        return self._group.source_task
+
+    @property
+    def origin(self) -> tuple[str, int] | None:
+        """The source message it descends from (source partition, offset), if known."""
+        return self._group.origin(self._row)
+
+    @origin.setter
+    def origin(self, origin: tuple[str, int] | None) -> None:
+        g = self._group
+        self._group = TupleGroup(g.fields, g.stream, g.source, g.source_task,
+                                 [self.emitted_by], [self.nth],
+                                 None if origin is None else (lambda: [origin]))
+        self._row = 0
+
+    @property
+    def emitted_by(self) -> int:
+        """Its parent's path in its source message's tree (lineage.py)."""
+        return self._group.by[self._row]
+
+    @property
+    def nth(self) -> int:
+        """Which child of its parent it is (``NO_NTH``: a spout's tuple)."""
+        return self._group.nth[self._row]
 
     def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):
             try:
-                return self.values[self.fields.index(key)]
-            except ValueError:
+                return self.values[self._group.index[key]]
+            except KeyError:
                 raise FieldError(f"no field {key!r} in {list(self.fields)}") from None
         return self.values[key]
 
@@ -108,7 +178,8 @@ class Tuple:
         one's path, hashed with the rest of the batch's (``lineage.paths_of``)."""
         j = self._children
         self._children += 1
-        return self.emitted_by, self.nth, j
+        g, row = self._group, self._row
+        return g.by[row], g.nth[row], j
 
     @property
     def roots(self) -> list[int]:
@@ -189,15 +260,29 @@ class Anchoring:
         t._settled = True
         return [AckerRecord(RecordKind.ACK, r, e ^ t._ack_val) for r, e in t.anchors.items()]
 
-    def ack_into(self, t: Tuple, roots: list[int], values: list[int]) -> None:
+    def ack_into(self, t: Tuple, roots: list[int], values: list[int]) -> bool:
         """:meth:`ack`, its records appended as ``(root, value)`` to ``roots`` and
-        ``values`` (no record object each: a micro-batch acks thousands)."""
-        if not t._settled:
-            v = t._ack_val
-            for r, e in t.anchors.items():
-                roots.append(r)
-                values.append(e ^ v)
+        ``values`` (no record object each: a micro-batch acks thousands). Whether ``t``
+        was acked now (not before, nor failed)."""
+        if t._settled:
+            return False
         t._settled = True
+        v = t._ack_val
+        for r, e in t.anchors.items():
+            roots.append(r)
+            values.append(e ^ v)
+        return True
+
+    @staticmethod
+    def held(t: Tuple) -> tuple[int, int]:
+        """``t``'s children so far and the XOR of their edges (what its ack will carry)."""
+        return t._children, t._ack_val
+
+    @staticmethod
+    def settle(tuples: Iterable[Tuple]) -> None:
+        """Mark ``tuples`` acked or failed: their records were made in columns."""
+        for t in tuples:
+            t._settled = True
 
     def children_so_far(self, t: Tuple) -> list[AckerRecord]:
         """Records that put ``t``'s children so far into its trees now and leave ``t``

@@ -15,31 +15,32 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from squall.core.bolt_api.batch_io import BatchOutput
-from squall.core.bolt_api.bolt import BatchBolt, Bolt, OutputCollector, TaskContext
+from squall.core.bolt_api.bolt import BasicBolt, BatchBolt, Bolt, TaskContext
 from squall.core.bolt_api.state import KeyValueState
 from squall.core.bolt_api.windowed import WindowedBolt, WindowedOutputCollector
 from squall.core.errors import TopologyError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher, new_id
-from squall.core.reliability.lineage import occurrence
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, TICK_STREAM, Anchoring, Tuple
+from squall.core.tasks.collector import TaskCollector
+from squall.core.tasks.column_runs import (
+    basic_in_columns,
+    called,
+    run_basic,
+    run_batch_bolt,
+    single_anchored,
+)
 from squall.core.tasks.emits import NO_SLOT, EdgeBuffer, child_lineage, plans
-from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
+from squall.core.tasks.exec_result import CallWatch, ExecResult
 from squall.core.tasks.scratch import ScratchWatch
 from squall.core.tasks.window_runs import run_windows
 from squall.core.tasks.windows import WindowManager
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.windows import window_of
 from squall.core.wire.columns import to_columns
-from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, Origins, TupleBatch
-
-_ANCHORS = pa.list_(pa.uint64())
+from squall.core.wire.tuple_batch import TupleBatch
 
 
 class BoltExecutor:
@@ -60,8 +61,11 @@ class BoltExecutor:
         self.outputs = {s: tuple(f) for s, f in (
             bolt.outputs if outputs is None else outputs).items()}
         self._anch = Anchoring(ids)
-        self._batch_ids = IdBatcher()
-        self._plans = plans(self.outputs, edges, context.component, context.task)
+        #: edge ids drawn for a batch at once (squall/core/tasks/column_runs.py)
+        self.batch_ids = IdBatcher()
+        #: per declared stream, its subscribers' buffers (squall/core/tasks/emits.py)
+        self.plans = plans(self.outputs, edges, context.component, context.task)
+        self._collector: TaskCollector | None = None
         self.result = ExecResult()
         #: the task's keyed state, if the bolt is stateful or windowed (the caller keeps it
         #: current)
@@ -83,7 +87,8 @@ class BoltExecutor:
             raise TopologyError(f"{where} has a window in its config but its class "
                                 f"{type(bolt).__name__} is not a WindowedBolt")
         elif isinstance(bolt, Bolt):
-            bolt.prepare(conf or {}, context, OutputCollector(self))
+            self._collector = TaskCollector(self, self.plans, self._anch)
+            bolt.prepare(conf or {}, context, self._collector)
         else:
             bolt.prepare(conf or {}, context)
         if not isinstance(bolt, WindowedBolt) and bolt.stateful:
@@ -95,7 +100,7 @@ class BoltExecutor:
 
     def emit(self, stream: str, values: Sequence[Any], anchors: list[Tuple],
              direct: int | None) -> None:
-        plan = self._plans.get(stream)
+        plan = self.plans.get(stream)
         if plan is None:
             raise TopologyError(f"emit on undeclared stream {stream!r}")
         if len(values) != len(plan.fields):
@@ -140,9 +145,8 @@ class BoltExecutor:
         self.result.emitted += 1
 
     def ack(self, t: Tuple) -> None:
-        if not t.settled:
-            res = self.result
-            self._anch.ack_into(t, res.ack_roots, res.ack_values)
+        res = self.result
+        if self._anch.ack_into(t, res.ack_roots, res.ack_values):
             res.acked += 1
 
     def fail(self, t: Tuple) -> None:
@@ -173,34 +177,51 @@ class BoltExecutor:
     def run(self, batches: Sequence[TupleBatch], watch: CallWatch | None = None) -> ExecResult:
         """``watch``: told of each call into the bolt."""
         self.result = ExecResult()
-        if isinstance(self.bolt, BatchBolt):  # ticks reach execute, which it has not
+        if self._collector is not None:
+            self._collector.result = self.result
+        bolt = self.bolt
+        if isinstance(bolt, BatchBolt):  # ticks reach execute, which it has not
             batches = [b for b in batches if b.stream != TICK_STREAM]
-        if isinstance(self.bolt, BatchBolt) and batches and _single_anchored(batches):
-            out = self._run_vectorized(self.bolt, batches, watch)
+        if isinstance(bolt, BatchBolt) and batches and single_anchored(batches):
+            out = run_batch_bolt(self, bolt, batches, watch)
             out.warnings += self._scratch.check()
             out.user = self.context.metrics.take()
             return out
         tuples = [t for b in batches for t in b.tuples()]
+        acks = None
         if self._windows is not None:
-            assert isinstance(self.bolt, WindowedBolt)
-            run_windows(self, self.bolt, *self._windows, tuples, watch, self._timeout_ms)
-        elif isinstance(self.bolt, Bolt):
-            for i, t in enumerate(tuples):
-                self.result.executed += 1
-                if watch is not None:
-                    watch.enter(i)
+            assert isinstance(bolt, WindowedBolt)
+            run_windows(self, bolt, *self._windows, tuples, watch, self._timeout_ms)
+        elif isinstance(bolt, BasicBolt) and basic_in_columns(bolt, self.plans.get(
+                DEFAULT_STREAM)) and tuples and single_anchored(batches):
+            acks = run_basic(self, bolt, batches, tuples, watch)
+        elif isinstance(bolt, Bolt):
+            self._run_tuples(bolt, tuples, watch)
+        elif isinstance(bolt, BatchBolt):
+            self._run_batch(bolt, batches, tuples, watch)
+        self.result.warnings += self._scratch.check()
+        self.result.user = self.context.metrics.take()
+        return self._flush(acks)
+
+    def _run_tuples(self, bolt: Bolt, tuples: list[Tuple], watch: CallWatch | None) -> None:
+        self.result.executed += len(tuples)
+        execute = bolt.execute
+        if watch is None:
+            for t in tuples:
                 try:
-                    self.bolt.execute(t)
+                    execute(t)
                 except Exception as e:  # user code: fail the input, keep going
                     self.failed_by(e, t.roots)
                     self.fail(t)
-                if watch is not None:
-                    watch.leave()
-        elif isinstance(self.bolt, BatchBolt):
-            self._run_batch(self.bolt, batches, tuples, watch)
-        self.result.warnings += self._scratch.check()
-        self.result.user = self.context.metrics.take()
-        return self._flush()
+            return
+        for i, t in enumerate(tuples):
+            watch.enter(i)
+            try:
+                execute(t)
+            except Exception as e:
+                self.failed_by(e, t.roots)
+                self.fail(t)
+            watch.leave()
 
     def _run_batch(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
                    tuples: list[Tuple], watch: CallWatch | None) -> None:
@@ -208,7 +229,7 @@ class BoltExecutor:
         if not tuples:
             return
         try:
-            out = _called(bolt, batches, len(tuples), watch)
+            out = called(bolt, batches, len(tuples), watch)
             parents = out.parents.tolist()
             stream_col = out.streams.tolist() if out.streams is not None else None
             cols: dict[str, list[Any]] = {}
@@ -230,16 +251,17 @@ class BoltExecutor:
         for t in tuples:
             self.ack(t)
 
-    def _flush(self) -> ExecResult:
+    def _flush(self, acks: AckerBatch | None = None) -> ExecResult:
+        """``acks``: the acks and fails a run made in columns."""
         res = self.result
-        for plan in self._plans.values():
+        for plan in self.plans.values():
             for b in plan.buffers:
                 if b.rows:
                     self._flush_buffer(plan.fields, b, res)
         now = self.clock.now_ms()
         res.acks = AckerBatch.concat([AckerBatch.from_records(res.records, now),
-                                      AckerBatch.acks(res.ack_roots, res.ack_values, now)]
-                                     ).coalesced()
+                                      AckerBatch.acks(res.ack_roots, res.ack_values, now),
+                                      *([] if acks is None else [acks])]).coalesced()
         return res
 
     def _flush_buffer(self, fields: tuple[str, ...], b: EdgeBuffer, res: ExecResult) -> None:
@@ -273,127 +295,6 @@ class BoltExecutor:
         for p in targets:
             res.outputs.append((b.edge.topic, p, batch if len(targets) == 1 else
                                 batch.select(np.flatnonzero(parts == p))))
-
-    def _run_vectorized(self, bolt: BatchBolt, batches: Sequence[TupleBatch],
-                        watch: CallWatch | None) -> ExecResult:
-        """A batch bolt over inputs with one anchor each: no Python work per row.
-
-        Each output row gets a fresh edge id per target copy; the edge is XORed
-        into its parent's ack value (``np.bitwise_xor.at``) and becomes the
-        child's anchor; then every input is acked and the acks are coalesced
-        per root with one sort.
-        """
-        res = self.result
-        roots = _flat(batches, ROOTS_COL)
-        ids = _flat(batches, IDS_COL)
-        origins = _origins(batches)
-        paths = np.concatenate([b.paths() for b in batches]) if origins is not None else None
-        n = len(roots)
-        res.executed = n
-        now = self.clock.now_ms()
-        try:
-            out = _called(bolt, batches, n, watch)
-            parents, streams = out.parents, out.streams
-            # which child of its parent each row is, over every stream (lineage.py)
-            nth = occurrence(parents) if paths is not None else None
-            ack_vals = ids.copy()
-            for stream, fields in self.outputs.items():
-                sel = np.flatnonzero(streams == stream) if streams is not None else \
-                    (np.arange(len(out)) if stream == DEFAULT_STREAM else np.empty(0, np.int64))
-                if not sel.size or not self._plans[stream].buffers:
-                    continue
-                missing = [f for f in fields if not out.has(f)]
-                if missing:
-                    raise TopologyError(f"batch bolt output lacks declared fields {missing}")
-                cols = {f: out.arrow(f, sel) for f in fields}
-                par = parents[sel]
-                res.emitted += int(sel.size)
-                lin = None if paths is None or nth is None else (
-                    paths[par], nth[sel].astype(np.uint32))
-                for buf in self._plans[stream].buffers:
-                    self._emit_vectorized(buf, cols, par, roots, ack_vals, res, origins, lin)
-        except Exception as e:
-            failed = np.unique(roots)
-            self.failed_by(e, failed.tolist())
-            res.failed = n
-            res.acks = AckerBatch.fails(failed, now)
-            return res
-        res.acked = n
-        res.acks = _coalesced_acks(roots, ack_vals, now)
-        return res
-
-    def _emit_vectorized(self, buf: EdgeBuffer, cols: dict[str, pa.Array],
-                         parents: npt.NDArray[np.int64],
-                         roots: npt.NDArray[np.uint64], ack_vals: npt.NDArray[np.uint64],
-                         res: ExecResult, origins: Origins | None,
-                         lineage: Lineage | None) -> None:
-        """``lineage``: each output row's (emitted_by, nth), with ``origins``."""
-        e = buf.edge
-        m = parents.size
-        if e.grouping is Grouping.ALL:
-            idx = np.repeat(np.arange(m), e.partitions)
-            parts = np.tile(np.arange(e.partitions), m)
-        elif e.grouping is Grouping.DIRECT:
-            raise TopologyError(f"a batch bolt cannot emit direct to {e.target!r}")
-        else:
-            idx = np.arange(m)
-            parts = buf.router.route_columns(cols, m)
-        edge_ids = self._batch_ids.ids(idx.size)
-        np.bitwise_xor.at(ack_vals, parents[idx], edge_ids)
-        child_roots = roots[parents[idx]]
-        for p in np.flatnonzero(np.bincount(parts, minlength=e.partitions)).tolist():  # no sort
-            s = np.flatnonzero(parts == p)
-            rows = idx[s]
-            take = pa.array(rows)
-            of = parents[rows]
-            res.outputs.append((e.topic, p, TupleBatch.single_anchored(
-                {f: c.take(take) for f, c in cols.items()}, child_roots[s], edge_ids[s],
-                stream=e.stream, source=self.context.component, source_task=self.context.task,
-                origins=None if origins is None else (origins[0].take(pa.array(of)),
-                                                      origins[1][of]),
-                lineage=None if lineage is None else (lineage[0][rows], lineage[1][rows]))))
-
-
-def _called(bolt: BatchBolt, batches: Sequence[TupleBatch], n: int,
-            watch: CallWatch | None) -> BatchOutput:
-    """A batch bolt's one call over all ``n`` inputs, watched."""
-    if watch is None:
-        return BatchOutput.run(bolt, batches, n)
-    watch.enter(ALL_INPUTS)
-    try:
-        return BatchOutput.run(bolt, batches, n)
-    finally:
-        watch.leave()
-
-
-def _single_anchored(batches: Sequence[TupleBatch]) -> bool:
-    """Whether every input tuple has exactly one anchor (one compute call for them all)."""
-    roots = pa.chunked_array([b.data.column(ROOTS_COL) for b in batches], _ANCHORS)
-    return len(roots) > 0 and pc.all(pc.equal(pc.list_value_length(roots), 1)).as_py() is True
-
-
-def _flat(batches: Sequence[TupleBatch], col: str) -> npt.NDArray[np.uint64]:
-    return np.asarray(pc.list_flatten(pa.chunked_array([b.data.column(col) for b in batches],
-                                                        _ANCHORS)).to_numpy(), np.uint64)
-
-
-def _origins(batches: Sequence[TupleBatch]) -> Origins | None:
-    """The inputs' source messages, one row each (None if no input carries them)."""
-    got = [b.origins() for b in batches]
-    if all(o is None for o in got):
-        return None
-    src = pa.chunked_array([pa.nulls(len(b), SRC_TYPE) if o is None else o[0]
-                            for b, o in zip(batches, got, strict=True)], SRC_TYPE)
-    off = np.concatenate([np.full(len(b), -1, np.int64) if o is None else o[1]
-                          for b, o in zip(batches, got, strict=True)])
-    return src.unify_dictionaries().combine_chunks(), off
-
-
-def _coalesced_acks(roots: npt.NDArray[np.uint64], vals: npt.NDArray[np.uint64],
-                    now: int) -> AckerBatch:
-    n = roots.size
-    return AckerBatch(roots, vals, np.full(n, RecordKind.ACK, np.uint8), np.zeros(n, np.uint16),
-                      np.full(n, now, np.int64)).coalesced()
 
 
 def _describe(error: BaseException | str) -> str:

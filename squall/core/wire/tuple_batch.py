@@ -32,6 +32,7 @@ from squall.core.reliability.tuples import (
     TICK_STREAM,
     Fields,
     Tuple,
+    TupleGroup,
 )
 
 _VERSION = 1
@@ -221,16 +222,11 @@ class TupleBatch:
         fields = self.fields
         cols = [self.data.column(f).to_pylist() for f in fields]
         o = self.origins()
-        origins: list[tuple[str, int] | None] = [None] * len(self) if o is None else \
-            _origin_list(o)
         by, nth = self.lineage()
-        make, stream, source, task = Tuple.of_batch, self.stream, self.source, self.source_task
-        return [
-            make(vals, fields, anc, stream, source, task, origin, e, j)
-            for vals, anc, origin, e, j in zip(
-                zip(*cols, strict=True) if cols else [()] * len(self), self.anchors(), origins,
-                by.tolist(), nth.tolist(), strict=True)
-        ]
+        group = TupleGroup(fields, self.stream, self.source, self.source_task, by.tolist(),
+                           nth.tolist(), None if o is None else (lambda: _origin_list(o)))
+        return Tuple.of_group(group, zip(*cols, strict=True) if cols else [()] * len(self),
+                              self.anchors())
 
 
 def tick_batch(freq_s: float) -> TupleBatch:

@@ -2,10 +2,10 @@
 has been in one call past it.
 
 A worker notes, in a small file it maps into memory, that its bolt is running a micro-batch
-(which task, since when) and counts each call into the bolt there; a process of its own
+(which task, since when) and notes each call into the bolt there; a process of its own
 (started with the worker's first bolt task, ``python -m services.bolts.guardian``) reads it
-every tenth of a second and kills the worker once the count has not moved for the deadline:
-a call has not returned. A large micro-batch whose calls keep returning is never killed. A
+every tenth of a second and kills the worker once no call has begun for the deadline: a
+call has not returned. A large micro-batch whose calls keep returning is never killed. A
 watcher outside the worker sees a worker that holds the interpreter's lock for ever (a loop
 in C, a lock taken with it held) as well as one that sleeps. Spark then runs the task again,
 and its second attempt runs the micro-batch in parts in sandboxes
@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # the watcher's own process imports nothing heavier than the 
     from squall.core.tasks.exec_result import CallWatch
 
 #: ``phase, since_ns, deadline_ns``, then the running task's name and where to write a
-#: verdict (UTF-8, NUL-padded); then the calls' count and the input of the last call.
+#: verdict (UTF-8, NUL-padded); then the count of calls on all inputs and the input of the
+#: last call.
 _FIELDS = struct.Struct("<qqq")
 _LABEL = 240
 _VERDICT = _FIELDS.size + _LABEL
@@ -78,7 +79,7 @@ class Guard:
 
 
 class Calls:
-    """Counts the calls into the bolt and notes the input of the last one (a
+    """Notes the input of each call into the bolt, and counts the calls on all inputs (a
     :class:`~squall.core.tasks.executor.CallWatch`)."""
 
     __slots__ = ("count",)
@@ -87,9 +88,11 @@ class Calls:
         self.count = count
 
     def enter(self, index: int) -> None:
-        c = self.count
-        c[0] += 1
-        c[1] = index
+        # A per-tuple run's inputs count up, so a new index is a new call; only the calls
+        # on all inputs (a window's, a batch bolt's) need the count (one store a call).
+        if index < 0:
+            self.count[0] += 1
+        self.count[1] = index
 
     def leave(self) -> None:
         pass
@@ -110,14 +113,14 @@ def watch(pid: int, journal: Path) -> int:
     """Until ``pid`` is gone: kill it once its bolt runs past its deadline."""
     with open(journal, "r+b") as f:
         memory = mmap.mmap(f.fileno(), _SIZE)
-    calls, moved = -1, 0
+    calls, moved = (-1, -1), 0
     try:
         while _alive(pid):
             phase, since, deadline = _FIELDS.unpack_from(memory, 0)
             now = time.monotonic_ns()
             count, index = struct.unpack_from("<qq", memory, _CALLS)
-            if count != calls:  # a call began since the last look: the bolt moves
-                calls, moved = count, now
+            if (count, index) != calls:  # a call began since the last look: the bolt moves
+                calls, moved = (count, index), now
             if phase == EXECUTING and now - max(since, moved) > deadline:
                 label = bytes(memory[_FIELDS.size:_VERDICT]).rstrip(b"\0").decode(
                     errors="replace")

@@ -160,7 +160,7 @@ def run_basic(ex: Books, bolt: BasicBolt, batches: Sequence[TupleBatch],
             f"{list(plan.fields)}"))
     held = [Anchoring.held(t) for t in tuples]
     settled = [i for i, t in enumerate(tuples) if t.settled]
-    for i in settled:  # acked or failed through the collector in process
+    for i in settled if plan.buffers else ():  # acked or failed through the collector
         if ends[i] > (ends[i - 1] if i else 0):
             failed.setdefault(i, TopologyError(
                 f"cannot anchor to {tuples[i]!r}: it is already acked or failed"))
@@ -178,8 +178,7 @@ def run_basic(ex: Books, bolt: BasicBolt, batches: Sequence[TupleBatch],
         for k, reason in bad.items():
             # A value that cannot share its column fails its input, like an exception
             # in the bolt would: the batch and the process go on.
-            failed[int(parents[k])] = TopologyError(f"emitted on stream {DEFAULT_STREAM!r}: "
-                                                    f"{reason}")
+            failed[int(parents[k])] = f"emitted on stream {DEFAULT_STREAM!r}: {reason}"
     for i, e in failed.items():
         ex.failed_by(e, tuples[i].roots)
     ins = _Inputs(batches)
@@ -209,12 +208,12 @@ def run_basic(ex: Books, bolt: BasicBolt, batches: Sequence[TupleBatch],
 
 def _gathered(process: Callable[[Tuple], Iterable[Sequence[Any]] | None],
               tuples: Sequence[Tuple], watch: CallWatch | None
-              ) -> tuple[list[Sequence[Any]], I64, dict[int, BaseException]]:
+              ) -> tuple[list[Sequence[Any]], I64, dict[int, BaseException | str]]:
     """Every input's rows, one list; where each input's rows end in it; the inputs whose
     call raised, with what it raised."""
     rows: list[Sequence[Any]] = []
     ends = np.empty(len(tuples), np.int64)
-    failed: dict[int, BaseException] = {}
+    failed: dict[int, BaseException | str] = {}
     extend = rows.extend
     for i, t in enumerate(tuples):
         if watch is not None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from squall.core.bolt_api.bolt import BasicBolt
-from squall.core.reliability.ledger import Outcome
+from squall.core.reliability.records import Outcome
 from squall.core.reliability.tuples import Tuple
 from squall.core.tasks.exec_result import ExecResult
 from squall.core.topology.grouping import Edge, Grouping

@@ -3,6 +3,8 @@ its input to each child, through both executor paths and across the wire."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -13,7 +15,7 @@ from examples.wordcount import SplitSentence, SplitSentenceArrow, SplitSentenceB
 from squall.bolt import TaskContext
 from squall.core.errors import WireFormatError
 from squall.core.reliability.lineage import child_path, child_paths, occurrence
-from squall.core.reliability.tuples import Tuple
+from squall.core.reliability.tuples import Anchoring, Tuple
 from squall.core.tasks.exec_result import ExecResult
 from squall.core.wire.tuple_batch import (
     BY_COL,
@@ -150,3 +152,18 @@ def test_child_paths_are_child_path_for_many_and_never_zero(parents: list[int],
     many = child_paths(paths, nth)
     assert many.tolist() == [child_path(base, j) for j in nth.tolist()]
     assert 0 not in many.tolist()
+
+
+def test_a_tuple_read_from_a_batch_pickles_on_its_own() -> None:
+    """A bolt's state may keep tuples (a join's held inputs): each pickles with its
+    values, tree membership and bookkeeping, not its batch's group."""
+    h = Harness()
+    first, second, *_ = _sentences_with_origins(
+        h, ["x y", "z", *(f"s{i}" for i in range(500))]).tuples()
+    Anchoring(h.ids).emit_one(second)
+    back = pickle.loads(pickle.dumps(second))
+    assert (back.values, back.fields, back.anchors, back.origin, back.path, back.stream,
+            back.source) == (second.values, second.fields, second.anchors,
+                             ("sentences:0", 101), second.path, "default", "sentences")
+    assert Anchoring.held(back) == Anchoring.held(second) != (0, 0)
+    assert len(pickle.dumps(first)) < 200  # its own values, not its batch's columns

@@ -151,6 +151,12 @@ class Tuple:
         """Which child of its parent it is (``NO_NTH``: a spout's tuple)."""
         return self._group.nth[self._row]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled on its own, not with its batch's group (a bolt's state may keep it)."""
+        return _restored, (self.values, self.fields, self.anchors, self.stream, self.source,
+                           self.source_task, self.origin, self.emitted_by, self.nth,
+                           self._children, self._ack_val, self._settled)
+
     def __getitem__(self, key: int | str) -> Any:
         if isinstance(key, str):
             try:
@@ -193,6 +199,15 @@ class Tuple:
     def settled(self) -> bool:
         """Acked or failed already."""
         return self._settled
+
+
+def _restored(values: tuple[Any, ...], fields: Fields, anchors: dict[int, int], stream: str,
+              source: str, source_task: int, origin: tuple[str, int] | None, emitted_by: int,
+              nth: int, children: int, ack_val: int, settled: bool) -> Tuple:
+    t = Tuple(values, fields, anchors, stream=stream, source=source, source_task=source_task,
+              origin=origin, emitted_by=emitted_by, nth=nth)
+    t._children, t._ack_val, t._settled = children, ack_val, settled
+    return t
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,9 +37,8 @@ def test_every_word_carries_its_sentence_s_source_message(split_cls: type) -> No
     _, batch = h.spout(sentences)
     offsets = [40, 41, 7]
     names = ["sentences:0", "sentences:0", "sentences:1"]
-    tuples = batch.tuples()
-    for t, name, off in zip(tuples, names, offsets, strict=True):
-        t.origin = (name, off)
+    tuples = [Tuple(t.values, t.fields, t.anchors, origin=(name, off))
+              for t, name, off in zip(batch.tuples(), names, offsets, strict=True)]
     batch = TupleBatch.from_tuples(tuples, ("str",), source="sentences")
     out = split.run(through([batch]))
     seen: dict[str, tuple[str, int]] = {}
@@ -63,9 +62,8 @@ def test_tuples_without_origins_emit_children_without_them() -> None:
 
 def _sentences_with_origins(h: Harness, sentences: list[str]) -> TupleBatch:
     _, batch = h.spout(sentences)
-    tuples = batch.tuples()
-    for i, t in enumerate(tuples):
-        t.origin = ("sentences:0", 100 + i)
+    tuples = [Tuple(t.values, t.fields, t.anchors, origin=("sentences:0", 100 + i))
+              for i, t in enumerate(batch.tuples())]
     return TupleBatch.from_tuples(tuples, ("str",), source="sentences")
 
 

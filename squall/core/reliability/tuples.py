@@ -30,22 +30,26 @@ Fields = tuple[str, ...]
 
 
 class TupleGroup:
-    """What the tuples read from one batch share (fields, stream, source component and
-    task) and, row by row, their source messages and places in their trees: kept once
-    per batch, not per tuple (a micro-batch reads thousands)."""
+    """The tuples read from one batch: what they share (fields, stream, source component
+    and task) and, row by row, their values, anchors, source messages and places in their
+    trees, as columns. A tuple is a row of them: a micro-batch reads thousands, and one
+    object each is what reading them costs."""
 
-    __slots__ = ("_origins", "_read_origins", "by", "fields", "index", "nth", "source",
-                 "source_task", "stream")
+    __slots__ = ("_origins", "_read_origins", "by", "columns", "fields", "ids", "index", "nth",
+                 "roots", "source", "source_task", "stream")
 
     def __init__(self, fields: Fields, stream: str, source: str, source_task: int,
-                 by: Sequence[int], nth: Sequence[int],
-                 origins: Callable[[], Sequence[tuple[str, int] | None]] | None = None) -> None:
-        """``origins``: reads the rows' source messages (None: none known), once, when a
-        tuple's is first asked for."""
+                 columns: Sequence[Sequence[Any]], by: Sequence[int], nth: Sequence[int],
+                 origins: Callable[[], Sequence[tuple[str, int] | None]] | None = None,
+                 roots: Sequence[int] = (), ids: Sequence[int] = ()) -> None:
+        """``columns``: each field's values by row; ``origins``: reads the rows' source
+        messages (None: none known), once, when a tuple's is first asked for; ``roots``
+        and ``ids``: each row's one anchor, where every row has exactly one (else empty:
+        each tuple is given its own)."""
         self.fields, self.stream, self.source, self.source_task = fields, stream, source, \
             source_task
         self.index = {f: i for i, f in enumerate(fields)}
-        self.by, self.nth = by, nth
+        self.columns, self.by, self.nth, self.roots, self.ids = columns, by, nth, roots, ids
         self._read_origins = origins
         self._origins: Sequence[tuple[str, int] | None] | None = None
 
@@ -61,7 +65,7 @@ class TupleGroup:
 class Tuple:
     """A named list of values flowing on one stream, with its tree membership."""
 
-    __slots__ = ("_ack_val", "_children", "_group", "_row", "_settled", "anchors", "values")
+    __slots__ = ("_ack_val", "_anchors", "_children", "_group", "_row", "_settled")
 
     def __init__(
         self,
@@ -83,34 +87,48 @@ class Tuple:
             raise UsageError(
                 f"tuple on stream {stream!r} has {len(values)} values for fields {list(fields)}"
             )
-        self.values = tuple(values)
-        self.anchors: dict[int, int] = dict(anchors or {})
-        self._group = TupleGroup(fields, stream, source, source_task, [emitted_by], [nth],
+        self._group = TupleGroup(fields, stream, source, source_task, [[v] for v in values],
+                                 [emitted_by], [nth],
                                  None if origin is None else (lambda: [origin]))
         self._row = 0
+        self._anchors: dict[int, int] | None = dict(anchors or {})
         self._children = 0
         self._ack_val = 0
         self._settled = False
 
     @classmethod
-    def of_group(cls, group: TupleGroup, values: Iterable[tuple[Any, ...]],
-                 anchors: Iterable[dict[int, int]]) -> list[Tuple]:
-        """The tuples of a batch's rows: each row's ``values`` fit the group's fields and
-        its ``anchors`` are its own already, so nothing is checked or copied."""
+    def of_group(cls, group: TupleGroup, rows: int,
+                 anchors: Sequence[dict[int, int]] | None) -> list[Tuple]:
+        """The group's ``rows`` tuples; ``anchors``: each one's own (None: the group's
+        ``roots`` and ``ids``). Nothing is checked or copied."""
         new = cls.__new__
         out: list[Tuple] = []
         append = out.append
-        for row, (vals, anc) in enumerate(zip(values, anchors, strict=True)):
+        for row in range(rows):
             t = new(cls)
-            t.values = vals  # one store a statement: quicker than a tuple unpacked
-            t.anchors = anc
-            t._group = group
+            t._group = group  # one store a statement: quicker than a tuple unpacked
             t._row = row
+            t._anchors = None if anchors is None else anchors[row]
             t._children = 0
             t._ack_val = 0
             t._settled = False
             append(t)
         return out
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        row = self._row
+        return tuple(c[row] for c in self._group.columns)
+
+    @property
+    def anchors(self) -> dict[int, int]:
+        """For every root it belongs to, the XOR of the edge ids linking it into that
+        root's tree."""
+        a = self._anchors
+        if a is None:
+            g, row = self._group, self._row
+            a = self._anchors = {g.roots[row]: g.ids[row]}
+        return a
 
     @property
     def fields(self) -> Fields:
@@ -133,14 +151,6 @@ class Tuple:
         """The source message it descends from (source partition, offset), if known."""
         return self._group.origin(self._row)
 
-    @origin.setter
-    def origin(self, origin: tuple[str, int] | None) -> None:
-        g = self._group
-        self._group = TupleGroup(g.fields, g.stream, g.source, g.source_task,
-                                 [self.emitted_by], [self.nth],
-                                 None if origin is None else (lambda: [origin]))
-        self._row = 0
-
     @property
     def emitted_by(self) -> int:
         """Its parent's path in its source message's tree (lineage.py)."""
@@ -158,12 +168,13 @@ class Tuple:
                            self._children, self._ack_val, self._settled)
 
     def __getitem__(self, key: int | str) -> Any:
+        g = self._group
         if isinstance(key, str):
             try:
-                return self.values[self._group.index[key]]
+                return g.columns[g.index[key]][self._row]
             except KeyError:
-                raise FieldError(f"no field {key!r} in {list(self.fields)}") from None
-        return self.values[key]
+                raise FieldError(f"no field {key!r} in {list(g.fields)}") from None
+        return g.columns[key][self._row]
 
     def __repr__(self) -> str:
         return f"Tuple({dict(zip(self.fields, self.values, strict=True))}, stream={self.stream!r})"
@@ -256,16 +267,16 @@ class Anchoring:
     def emit_one(self, parent: Tuple) -> dict[int, int]:
         """``emit([parent])[0]``: the anchors of one copy of a child of one tuple, the
         common case, without the loops."""
-        if not parent.anchors:
+        anchors = parent._anchors
+        if anchors is not None and not anchors:
             return {}
         if parent._settled:
             raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
         edge = self._ids()
         parent._ack_val ^= edge
-        if len(parent.anchors) == 1:  # one tree: a literal is cheaper than fromkeys
-            for root in parent.anchors:
-                return {root: edge}
-        return dict.fromkeys(parent.anchors, edge)
+        if anchors is None:  # one tree, its group's: a literal is cheaper than fromkeys
+            return {parent._group.roots[parent._row]: edge}
+        return dict.fromkeys(anchors, edge)
 
     def ack(self, t: Tuple) -> list[AckerRecord]:
         """Ack records for ``t``; a second ack or fail of the same tuple sends nothing."""
@@ -283,7 +294,13 @@ class Anchoring:
             return False
         t._settled = True
         v = t._ack_val
-        for r, e in t.anchors.items():
+        anchors = t._anchors
+        if anchors is None:  # its group's one anchor
+            g, row = t._group, t._row
+            roots.append(g.roots[row])
+            values.append(g.ids[row] ^ v)
+            return True
+        for r, e in anchors.items():
             roots.append(r)
             values.append(e ^ v)
         return True

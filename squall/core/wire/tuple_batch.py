@@ -205,28 +205,40 @@ class TupleBatch:
         return np.asarray(lists.flatten().to_numpy(zero_copy_only=False), np.uint64)
 
     def anchors(self) -> list[dict[int, int]]:
+        one = self._one_anchor_each()
+        if one is not None:  # (most batches): no list per tuple
+            return [{a: b} for a, b in zip(*one, strict=True)]
         roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
         r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
         i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
         starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
         flat_r = r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist()
         flat_i = i.flatten().to_numpy(zero_copy_only=False).tolist()
-        if len(flat_r) == len(r) and (starts[1:] - starts[:-1] == 1).all():
-            # one anchor each (most batches): no list per tuple
-            return [{a: b} for a, b in zip(flat_r, flat_i, strict=True)]
         bounds = (starts - starts[0]).tolist()
         return [dict(zip(flat_r[lo:hi], flat_i[lo:hi], strict=True))
                 for lo, hi in itertools.pairwise(bounds)]
 
+    def _one_anchor_each(self) -> tuple[list[int], list[int]] | None:
+        """Each tuple's one root and anchor id, if every tuple has exactly one."""
+        roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
+        r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
+        i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
+        starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
+        if starts[-1] - starts[0] != len(r) or not (starts[1:] - starts[:-1] == 1).all():
+            return None
+        return (r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist(),
+                i.flatten().to_numpy(zero_copy_only=False).tolist())
+
     def tuples(self) -> list[Tuple]:
         fields = self.fields
-        cols = [self.data.column(f).to_pylist() for f in fields]
         o = self.origins()
         by, nth = self.lineage()
-        group = TupleGroup(fields, self.stream, self.source, self.source_task, by.tolist(),
-                           nth.tolist(), None if o is None else (lambda: _origin_list(o)))
-        return Tuple.of_group(group, zip(*cols, strict=True) if cols else [()] * len(self),
-                              self.anchors())
+        one = self._one_anchor_each()
+        group = TupleGroup(fields, self.stream, self.source, self.source_task,
+                           [self.data.column(f).to_pylist() for f in fields], by.tolist(),
+                           nth.tolist(), None if o is None else (lambda: _origin_list(o)),
+                           *(one or ()))
+        return Tuple.of_group(group, len(self), None if one is not None else self.anchors())
 
 
 def tick_batch(freq_s: float) -> TupleBatch:

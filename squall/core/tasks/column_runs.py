@@ -192,7 +192,11 @@ def run_basic(ex: Books, bolt: BasicBolt, batches: Sequence[TupleBatch],
             base = np.fromiter((c for c, _ in held), np.int64, n)
             lin = (ins.paths[parents], (occurrence(parents) + base[parents]).astype(np.uint32))
         for buf in plan.buffers:
-            parts = None if buf.edge.grouping is Grouping.ALL else buf.router.route(rows)
+            # On the columns where the keys are strings (the same partitions, hashed once
+            # per distinct key); else on the rows' own values, as emit by emit (a column
+            # may have widened them: integers among floats).
+            parts = None if all(pa.types.is_string(cols[f].type) for f in buf.edge.fields) \
+                else buf.router.route(rows)
             _emit(ex.context, ex.batch_ids, buf, cols, parents, parts, ins, ack_vals, res, lin)
     acked = np.ones(n, bool)
     acked[settled] = False

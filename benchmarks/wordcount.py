@@ -27,7 +27,9 @@ vectorized and then as Storm's per-tuple ``BasicBolt`` / ``Bolt`` (with ``--exac
 per-tuple split into the persistent aggregate), measured the same way:
 ``vectorized_sentences_per_s``, ``tuple_sentences_per_s``, ``*_bolts_cpu_us_per_word`` (the
 bolts job's CPU over the burst, per word tuple), ``*_complete_latency_p99_s`` and
-``tuple_to_vectorized``; the headline figures are the vectorized run's.
+``tuple_to_vectorized``; the headline figures are the vectorized run's. ``--api join`` (or
+``all``, the three) measures the per-tuple split into a multi-anchoring join the same way
+(``join_*``).
 """
 
 from __future__ import annotations
@@ -65,10 +67,12 @@ from benchmarks.pipeline import (
     say,
     wait_committed,
 )
+from examples.join import LogTotal, PairWords
 from examples.windows import WordsPerWindow
-from examples.wordcount import topology
+from examples.wordcount import SplitSentence, topology
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.model import TopologySpec
+from squall.core.topology.ticks import TICK_FREQ
 from squall.core.topology.windows import Duration
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
@@ -116,9 +120,11 @@ def run_squall(b: str, tmp: Path, n: int, warm: int, max_rows: int,
                profile_phase: str = "throughput", api: str = "vectorized") -> dict[str, float]:
     """``api``: the word count's bolts, ``vectorized`` (Arrow batch bolts) or ``tuple``
     (Storm's per-tuple ``BasicBolt`` split and ``Bolt`` count, or with ``exact`` the split
-    into a persistent aggregate)."""
+    into a persistent aggregate); or ``join``: the per-tuple split into a multi-anchoring
+    join (:func:`pair_join`)."""
     launched = time.perf_counter()
-    pipe = launch(b, tmp, max_rows, trigger_ms, exact, pending, build=lambda name, src:
+    pipe = launch(b, tmp, max_rows, trigger_ms, exact, pending, build=pair_join
+                  if api == "join" else lambda name, src:
                   topology(name=name, source=src, vectorized=api == "vectorized", exact=exact))
     name, src, port, bolts_port = pipe.name, pipe.source, pipe.spout_port, pipe.bolts_port
     procs = [pipe.procs[k] for k in ("acker", "bolts", "spout")]
@@ -220,6 +226,19 @@ def kafka_sink(exactly_once: bool) -> Callable[[str, str], TopologySpec]:
                      exactly_once=exactly_once).fields_grouping("split", ["word"])
         return b.build(name, ackers=2, message_timeout_s=60)
     return build
+
+
+def pair_join(name: str, source: str) -> TopologySpec:
+    """Per-tuple bolts with a multi-anchoring join: the split's words paired on each task,
+    each pair anchored to its two words (``examples.join.PairWords``), then acked by a sink;
+    a tick a second releases a word left waiting."""
+    b = TopologyBuilder()
+    b.set_spout("sentences", source)
+    b.set_bolt("split", SplitSentence, 2).shuffle_grouping("sentences")
+    b.set_bolt("join", PairWords, 2).fields_grouping("split", ["word"]) \
+        .add_configuration(TICK_FREQ, 1)
+    b.set_bolt("sink", LogTotal, 2).shuffle_grouping("join")
+    return b.build(name, ackers=2, message_timeout_s=30)
 
 
 VARIANTS = {"windowed": windowed_count, "sink": kafka_sink(False),
@@ -368,9 +387,11 @@ def main() -> None:
                     help="other topologies measured beside it, comma-separated, from "
                          f"{', '.join(VARIANTS)} (empty: none)")
     ap.add_argument("--variant-sentences", type=int, default=30_000)
-    ap.add_argument("--api", choices=["tuple", "vectorized", "both"], default="both",
+    ap.add_argument("--api", choices=["tuple", "vectorized", "both", "join", "all"],
+                    default="both",
                     help="the word count's bolts: vectorized (Arrow), Storm's per-tuple "
-                    "BasicBolt / Bolt, or both (the headline is the vectorized)")
+                    "BasicBolt / Bolt, or both (the headline is the vectorized); join: the "
+                    "per-tuple split into a multi-anchoring join; all: the three")
     ap.add_argument("--profile-phase", choices=["throughput", "latency"],
                     default="throughput",
                     help="the phase --profile records: the burst, or the paced half rate "
@@ -385,7 +406,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
         tmp = Path(tmpdir)
-        apis = ["vectorized", "tuple"] if args.api == "both" else [args.api]
+        apis = {"both": ["vectorized", "tuple"], "all": ["vectorized", "tuple", "join"]
+                }.get(args.api, [args.api])
         runs = {api: run_squall(info.bootstrap_servers, tmp, args.sentences, args.warmup,
                                 args.max_rows_per_batch, args.trigger_ms,
                                 args.latency_rate, args.exact, args.profile,
@@ -422,7 +444,7 @@ def main() -> None:
         **{f"{api}_complete_latency_p99_s": round(r["p99"], 3) for api, r in runs.items()},
         "tuple_to_vectorized": round(runs["tuple"]["sentences_per_s"]
                                      / runs["vectorized"]["sentences_per_s"], 3)
-        if len(runs) == 2 else None,
+        if {"tuple", "vectorized"} <= set(runs) else None,
     }))
 
 

@@ -1,4 +1,5 @@
-"""Multi-anchoring: a per-batch aggregate anchored to all its inputs (a join of trees)."""
+"""Multi-anchoring: a per-batch aggregate anchored to all its inputs (a join of trees), and
+a pairwise join of consecutive tuples."""
 
 from __future__ import annotations
 
@@ -56,3 +57,28 @@ class LogTotal(Bolt):
 
     def execute(self, t: Tuple) -> None:
         self.collector.ack(t)
+
+
+class PairWords(Bolt):
+    """Joins each word with the one before it on its task: the pair is emitted anchored to
+    both (multi-anchoring: it belongs to both words' trees), then the earlier word is acked;
+    on a tick tuple a word still waiting is acked alone, so that no tree waits for a word
+    that does not come.
+
+    The waiting word is the task's state, for the reason :class:`BatchTotal` gives.
+    """
+
+    outputs: ClassVar = {"default": ("first", "second")}
+    stateful = True
+
+    def execute(self, t: Tuple) -> None:
+        held: Tuple | None = self.state.get("held")
+        if t.is_tick:
+            if held is not None:
+                self.collector.ack(held)
+                self.state.put("held", None)
+            return
+        if held is not None:
+            self.collector.emit((held[0], t[0]), [held, t])
+            self.collector.ack(held)
+        self.state.put("held", t)

@@ -182,7 +182,8 @@ class Tuple:
     @property
     def is_tick(self) -> bool:
         """Whether it is a tick tuple (Storm's ``TupleUtils.isTick``)."""
-        return self.stream == TICK_STREAM and self.source == SYSTEM_COMPONENT
+        g = self._group
+        return g.stream == TICK_STREAM and g.source == SYSTEM_COMPONENT
 
     @property
     def path(self) -> int:
@@ -249,20 +250,22 @@ class Anchoring:
 
     def emit(self, anchors: Sequence[Tuple], n_targets: int = 1) -> list[dict[int, int]]:
         """Anchors for ``n_targets`` copies of a child of ``anchors`` (none: untracked)."""
-        out: list[dict[int, int]] = []
-        for _ in range(n_targets):
-            child: dict[int, int] = {}
-            for parent in anchors:
-                if not parent.anchors:
-                    continue
-                if parent._settled:
-                    raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
-                edge = self._ids()
-                parent._ack_val ^= edge
-                for root in parent.anchors:
-                    child[root] = child.get(root, 0) ^ edge
-            out.append(child)
-        return out
+        return [self.child_of(anchors) for _ in range(n_targets)]
+
+    def child_of(self, anchors: Sequence[Tuple]) -> dict[int, int]:
+        """The anchors of one copy of a child of ``anchors`` (a join's: several)."""
+        child: dict[int, int] = {}
+        for parent in anchors:
+            own = parent._anchors
+            if own is not None and not own:
+                continue
+            if parent._settled:
+                raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
+            edge = self._ids()
+            parent._ack_val ^= edge
+            for root in own if own is not None else (parent._group.roots[parent._row],):
+                child[root] = child.get(root, 0) ^ edge
+        return child
 
     def emit_one(self, parent: Tuple) -> dict[int, int]:
         """``emit([parent])[0]``: the anchors of one copy of a child of one tuple, the

@@ -15,7 +15,7 @@ from typing import Any
 
 from squall.core.bolt_api.bolt import OutputCollector
 from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
-from squall.core.tasks.emits import NO_SLOT, Row, StreamPlan
+from squall.core.tasks.emits import NO_SLOT, Row, StreamPlan, slot_of
 from squall.core.tasks.exec_result import ExecResult
 
 
@@ -37,17 +37,22 @@ class TaskCollector(OutputCollector):
     def emit(self, values: Sequence[Any], anchors: Tuple | Sequence[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> None:
         short = self._short.get(stream)
-        if short is not None and anchors.__class__ is Tuple and len(values) == short[0]:
-            a: Tuple = anchors
+        if short is not None and len(values) == short[0]:
             rows = short[1]
-            if rows is None:  # nobody subscribes: only the child's place in its tree
-                a._children += 1
-                self.result.emitted += 1
-                return
-            if not a.settled:  # (else the general path says why it cannot anchor)
-                origin = a.origin
-                rows.append((values, self._anch.emit_one(a), None, origin,
-                             NO_SLOT if origin is None else a.next_slot()))
+            if anchors.__class__ is Tuple:
+                a: Tuple = anchors
+                if rows is None:  # nobody subscribes: only the child's place in its tree
+                    a._children += 1
+                    self.result.emitted += 1
+                    return
+                if not a.settled:  # (else the general path says why it cannot anchor)
+                    origin = a.origin
+                    rows.append((values, self._anch.emit_one(a), None, origin,
+                                 NO_SLOT if origin is None else a.next_slot()))
+                    self.result.emitted += 1
+                    return
+            elif anchors.__class__ is list and rows is not None:  # a join's
+                rows.append((values, self._anch.child_of(anchors), None, *slot_of(anchors)))
                 self.result.emitted += 1
                 return
         super().emit(values, anchors, stream)

@@ -1,10 +1,10 @@
 """Where a per-tuple bolt's emits wait until the end of the micro-batch: one buffer per
 subscribed edge, and per stream a plan made once, so that an emit does the least work.
 
-Most emits are a word count's: one anchor, one subscriber with a shuffle or fields
-grouping. Their plan has ``only`` set and :meth:`StreamPlan.fast` says so; the executor
-then appends one row to one buffer (squall/core/tasks/executor.py). The rest (several
-subscribers, all / direct / custom groupings, several anchors) take the general path.
+Most emits are a word count's or a join's: one anchor or a few, one subscriber with a
+shuffle or fields grouping. Their plan has ``only`` set; the collector then appends one
+row to one buffer (squall/core/tasks/collector.py). The rest (several subscribers, all /
+direct / custom groupings) take the executor's general path.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from squall.core.errors import TopologyError
 from squall.core.reliability.lineage import NO_NTH, paths_of
+from squall.core.reliability.tuples import Tuple
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.routing import Router
 
@@ -39,6 +40,16 @@ def child_lineage(slots: Sequence[tuple[int, int, int]]
     nth = np.fromiter((s[1] for s in slots), np.uint32, n)
     index = np.fromiter((s[2] for s in slots), np.uint32, n)
     return np.where(index == NO_NTH, np.uint64(0), paths_of(by, nth)), index
+
+
+def slot_of(anchors: Sequence[Tuple]) -> tuple[tuple[str, int] | None, tuple[int, int, int]]:
+    """A child's source message and slot in its tree: its first anchor's that has a source
+    message, as that anchor's next child (squall/core/reliability/lineage.py)."""
+    for a in anchors:
+        origin = a.origin
+        if origin is not None:
+            return origin, a.next_slot()
+    return None, NO_SLOT
 
 
 @dataclass

@@ -32,7 +32,7 @@ from squall.core.tasks.column_runs import (
     run_batch_bolt,
     single_anchored,
 )
-from squall.core.tasks.emits import NO_SLOT, EdgeBuffer, child_lineage, plans
+from squall.core.tasks.emits import EdgeBuffer, child_lineage, plans, slot_of
 from squall.core.tasks.exec_result import CallWatch, ExecResult
 from squall.core.tasks.scratch import ScratchWatch
 from squall.core.tasks.window_runs import run_windows
@@ -106,30 +106,22 @@ class BoltExecutor:
         if len(values) != len(plan.fields):
             raise TopologyError(f"emit of {len(values)} values on stream {stream!r} declared "
                                 f"with fields {list(plan.fields)}")
-        if plan.only is not None and direct is None and len(anchors) == 1:
-            # The common case in line: one anchor, one subscriber routed at the flush.
-            a = anchors[0]
-            origin = a.origin
-            plan.only.rows.append((values, self._anch.emit_one(a), None, origin,
-                                   NO_SLOT if origin is None else a.next_slot()))
+        if plan.only is not None and direct is None:
+            # One subscriber routed at the flush: one copy.
+            child = self._anch.child_of(anchors)
+            plan.only.rows.append((values, child, None, *slot_of(anchors)))
             self.result.emitted += 1
             return
         if not plan.buffers:  # no subscriber: only the child's place in its tree is taken
-            for a in anchors:
-                if a.origin is not None:
-                    a.next_slot()
-                    break
+            slot_of(anchors)
             self.result.emitted += 1
             return
         # A custom grouping chooses now, before anything is buffered: if it fails, the
         # bolt's execute raises and its input fails.
         chosen = {id(b): b.router.choose(values) for b in plan.buffers if b.router.custom}
         children = iter(self._anch.emit(anchors, plan.copies))
-        # A child descends from its first anchor's source message (exact state's key), as
-        # that anchor's next child (squall/core/reliability/lineage.py).
-        first = next((a for a in anchors if a.origin is not None), None)
-        origin = None if first is None else first.origin
-        lineage = NO_SLOT if first is None else first.next_slot()
+        # A child descends from its first anchor's source message (exact state's key).
+        origin, lineage = slot_of(anchors)
         for b in plan.buffers:
             g = b.edge.grouping
             if g is Grouping.ALL:

@@ -408,12 +408,16 @@ def test_every_emit_path_keeps_the_trees_arithmetic(
              "none": []}[subscribers]
     roots, batch = h.spout([f"s{i}" for i in range(n)])
     ex = make_executor(_Fanout(plan), ctx("fan"), edges, ids=h.ids)
-    res = ex.run(through([batch]))
-    h.send(res.acks)
+    half = n // 2  # two micro-batches: the emits of each reach its flush
+    runs = [ex.run(through([TupleBatch(batch.data.slice(lo, hi - lo), batch.stream,
+                                       batch.source)]))
+            for lo, hi in ((0, half), (half, n)) if hi > lo]
+    for res in runs:
+        h.send(res.acks)
     # A tree with children is open until they are acked downstream.
     parents = {roots[i] for i in range(n) if plan[i % len(plan)] > 0 and edges}
     assert not {r for r, o in h.decided.items() if o is Outcome.ACKED} & parents
-    for _, _, out in res.outputs:  # downstream acks every child
+    for _, _, out in (o for res in runs for o in res.outputs):  # downstream acks every child
         h.send([r for t in decode_tuples(encode_tuples(out)).tuples() for r in h.anch.ack(t)])
     failed = {roots[i] for i in range(n) if plan[i % len(plan)] < 0}
     kept = {roots[-1]} if plan[(n - 1) % len(plan)] >= 0 else set()  # held: pending

@@ -15,7 +15,7 @@ from typing import Any
 
 from squall.core.bolt_api.bolt import OutputCollector
 from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
-from squall.core.tasks.emits import NO_SLOT, Row, StreamPlan, slot_of
+from squall.core.tasks.emits import NO_SLOT, EdgeBuffer, StreamPlan, slot_of
 from squall.core.tasks.exec_result import ExecResult
 
 
@@ -25,10 +25,10 @@ class TaskCollector(OutputCollector):
     def __init__(self, sink: Any, plans: Mapping[str, StreamPlan],
                  anchoring: Anchoring) -> None:
         super().__init__(sink)
-        #: per stream taking the short path: its field count and its one subscriber's rows
-        #: (None: nobody subscribes)
-        self._short: dict[str, tuple[int, list[Row] | None]] = {
-            s: (len(p.fields), None if p.only is None else p.only.rows)
+        #: per stream taking the short path: its field count and its one subscriber's
+        #: buffer (None: nobody subscribes)
+        self._short: dict[str, tuple[int, EdgeBuffer | None]] = {
+            s: (len(p.fields), p.only)
             for s, p in plans.items() if p.only is not None or not p.buffers}
         self._anch = anchoring
         #: the micro-batch's result (the executor sets it as a run begins)
@@ -38,21 +38,22 @@ class TaskCollector(OutputCollector):
              stream: str = DEFAULT_STREAM) -> None:
         short = self._short.get(stream)
         if short is not None and len(values) == short[0]:
-            rows = short[1]
+            buf = short[1]
             if anchors.__class__ is Tuple:
                 a: Tuple = anchors
-                if rows is None:  # nobody subscribes: only the child's place in its tree
+                if buf is None:  # nobody subscribes: only the child's place in its tree
                     a._children += 1
                     self.result.emitted += 1
                     return
                 if not a.settled:  # (else the general path says why it cannot anchor)
                     origin = a.origin
-                    rows.append((values, self._anch.emit_one(a), None, origin,
-                                 NO_SLOT if origin is None else a.next_slot()))
+                    buf.rows.append((values, self._anch.emit_one(a), None, origin,
+                                     NO_SLOT if origin is None else a.next_slot()))
                     self.result.emitted += 1
                     return
-            elif anchors.__class__ is list and rows is not None:  # a join's
-                rows.append((values, self._anch.child_of(anchors), None, *slot_of(anchors)))
+            elif anchors.__class__ is list and buf is not None:  # a join's
+                buf.rows.append((values, self._anch.child_of(anchors), None,
+                                 *slot_of(anchors)))
                 self.result.emitted += 1
                 return
         super().emit(values, anchors, stream)

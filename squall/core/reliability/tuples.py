@@ -263,7 +263,11 @@ class Anchoring:
                 raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
             edge = self._ids()
             parent._ack_val ^= edge
-            for root in own if own is not None else (parent._group.roots[parent._row],):
+            if own is None:  # its group's one anchor
+                root = parent._group.roots[parent._row]
+                child[root] = child.get(root, 0) ^ edge
+                continue
+            for root in own:
                 child[root] = child.get(root, 0) ^ edge
         return child
 

@@ -1,10 +1,10 @@
 """The bolt deadline on Spark's Python workers: a watcher process kills a worker whose bolt
 has been in one call past it.
 
-A worker notes, in a small file it maps into memory, that its bolt is running a micro-batch
-(which task, since when) and notes each call into the bolt there; a process of its own
-(started with the worker's first bolt task, ``python -m services.bolts.guardian``) reads it
-every tenth of a second and kills the worker once no call has begun for the deadline: a
+A worker notes, in a small memory map it shares with the watcher, that its bolt is running
+a micro-batch (which task, since when) and notes each call into the bolt there; a process
+of its own (started with the worker's first bolt task, ``python -m
+services.bolts.guardian``) reads it every tenth of a second and kills the worker once no call has begun for the deadline: a
 call has not returned. A large micro-batch whose calls keep returning is never killed. A
 watcher outside the worker sees a worker that holds the interpreter's lock for ever (a loop
 in C, a lock taken with it held) as well as one that sleeps. Spark then runs the task again,
@@ -50,15 +50,19 @@ class Guard:
     """The worker's side: one per process, its watcher started with it."""
 
     def __init__(self) -> None:
+        # Unlinked at once, shared by its descriptor: nothing is left behind in the temp
+        # directory however the worker and its watcher end (a job killed whole, say).
         fd, path = tempfile.mkstemp(prefix=f"squall-guard-{os.getpid()}-")
-        os.ftruncate(fd, _SIZE)
-        self.path = path
-        self.memory = mmap.mmap(fd, _SIZE)
-        os.close(fd)
-        self.calls = Calls(memoryview(self.memory)[_CALLS:].cast("q"))
-        self.watcher = subprocess.Popen(
-            [sys.executable, "-m", "services.bolts.guardian", "--pid", str(os.getpid()),
-             "--journal", path], stdin=subprocess.DEVNULL, close_fds=True)
+        os.unlink(path)
+        try:
+            os.ftruncate(fd, _SIZE)
+            self.memory = mmap.mmap(fd, _SIZE)
+            self.calls = Calls(memoryview(self.memory)[_CALLS:].cast("q"))
+            self.watcher = subprocess.Popen(
+                [sys.executable, "-m", "services.bolts.guardian", "--pid", str(os.getpid()),
+                 "--journal-fd", str(fd)], stdin=subprocess.DEVNULL, pass_fds=(fd,))
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def executing(self, label: str, deadline_s: float, verdict: str = ""
@@ -109,10 +113,10 @@ def guard() -> Guard:
     return g
 
 
-def watch(pid: int, journal: Path) -> int:
+def watch(pid: int, journal_fd: int) -> int:
     """Until ``pid`` is gone: kill it once its bolt runs past its deadline."""
-    with open(journal, "r+b") as f:
-        memory = mmap.mmap(f.fileno(), _SIZE)
+    memory = mmap.mmap(journal_fd, _SIZE)
+    os.close(journal_fd)
     calls, moved = (-1, -1), 0
     try:
         while _alive(pid):
@@ -137,8 +141,6 @@ def watch(pid: int, journal: Path) -> int:
         return 0
     finally:
         memory.close()
-        with contextlib.suppress(OSError):
-            journal.unlink()
 
 
 def _verdict(path: str, index: int, deadline_s: float) -> None:
@@ -162,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m services.bolts.guardian",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--pid", type=int, required=True, help="the Python worker to watch")
-    p.add_argument("--journal", type=Path, required=True, help="the file it maps")
+    p.add_argument("--journal-fd", type=int, required=True,
+                   help="the open descriptor of the memory the worker shares with it")
     a = p.parse_args(argv)
-    return watch(a.pid, a.journal)
+    return watch(a.pid, a.journal_fd)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,12 @@ def test_children_run_at_once_and_each_is_judged_alone() -> None:
 
 
 WORKER = textwrap.dedent("""
-    import sys, time
+    import glob, os, sys, tempfile, time
     from services.bolts.guardian import guard
-    with guard().executing("bolt 'b' task 0, micro-batch 7", 0.6, sys.argv[2]) as calls:
+    g = guard()
+    # Shared by its descriptor, not left as a file: a job killed whole leaves nothing behind.
+    print("files:", glob.glob(os.path.join(tempfile.gettempdir(), f"squall-guard-{os.getpid()}-*")))
+    with g.executing("bolt 'b' task 0, micro-batch 7", 0.6, sys.argv[2]) as calls:
         for i in range(15):  # 1.5 s of calls, each well within the deadline
             calls.enter(i); calls.leave(); time.sleep(0.1)
         print("progressing: alive", flush=True)
@@ -137,6 +140,7 @@ def test_the_guardian_kills_a_worker_whose_call_outran_the_deadline_and_no_other
     p = subprocess.run([sys.executable, "-c", WORKER, fate, str(verdict)], capture_output=True,
                        text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert "progressing: alive" in p.stdout, p.stderr
+    assert "files: []" in p.stdout
     if fate == "return":
         assert p.returncode == 0 and "done" in p.stdout, p.stderr
     else:

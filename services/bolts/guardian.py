@@ -4,13 +4,13 @@ has been in one call past it.
 A worker notes, in a small memory map it shares with the watcher, that its bolt is running
 a micro-batch (which task, since when) and notes each call into the bolt there; a process
 of its own (started with the worker's first bolt task, ``python -m
-services.bolts.guardian``) reads it every tenth of a second and kills the worker once no call has begun for the deadline: a
-call has not returned. A large micro-batch whose calls keep returning is never killed. A
-watcher outside the worker sees a worker that holds the interpreter's lock for ever (a loop
-in C, a lock taken with it held) as well as one that sleeps. Spark then runs the task again,
-and its second attempt runs the micro-batch in parts in sandboxes
-(services/bolts/isolation.py), where the call that hangs is named. The watcher ends with its
-worker.
+services.bolts.guardian``) reads it every tenth of a second and kills the worker once no
+call has begun for the deadline: a call has not returned. A large micro-batch whose calls
+keep returning is never killed. A watcher outside the worker sees a worker that holds the
+interpreter's lock for ever (a loop in C, a lock taken with it held) as well as one that
+sleeps. Spark then runs the task again, and its second attempt runs the micro-batch in
+parts in sandboxes (services/bolts/isolation.py), where the call that hangs is named. The
+watcher ends with its worker.
 """
 
 from __future__ import annotations

@@ -157,3 +157,34 @@ def test_a_bolts_acks_coalesce_to_one_per_root_in_root_order(
     assert {r: (v, t, ts) for r, v, t, ts in zip(
         out.roots.tolist(), out.values.tolist(), out.tasks.tolist(), out.ts_ms.tolist(),
         strict=True)} == want
+
+
+anchor_maps = st.dictionaries(st.integers(1, 2**64 - 2), st.integers(1, 2**64 - 2), max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(anchor_maps, min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.booleans()), max_size=20))
+def test_tuples_read_from_a_batch_keep_the_books_of_tuples_built_alone(
+        anchors: list[dict[int, int]], emits: list[tuple[int, int, bool]]) -> None:
+    """A batch's tuples take their anchors from its columns (one each, or a join's several)
+    without a dict each; emitting from them and acking them gives the records that the same
+    tuples built one by one give."""
+    from squall.core.wire.tuple_batch import TupleBatch
+
+    n = len(anchors)
+    batch = TupleBatch.from_columns({"word": [f"w{i}" for i in range(n)]}, anchors)
+    books = []
+    for read in (True, False):
+        ids = itertools.count(1)
+        a = Anchoring(lambda: next(ids))
+        ts = batch.tuples() if read else [Tuple([f"w{i}"], ("word",), anc)
+                                          for i, anc in enumerate(anchors)]
+        kids = [a.emit_one(ts[i % n]) if one else a.child_of([ts[i % n], ts[j % n]])
+                for i, j, one in emits]
+        roots: list[int] = []
+        values: list[int] = []
+        acked = [a.ack_into(t, roots, values) for t in ts]
+        books.append((kids, acked, roots, values, [t.anchors for t in ts]))
+    assert books[0] == books[1]
+    assert books[0][4] == anchors

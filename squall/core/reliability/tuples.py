@@ -36,22 +36,31 @@ class TupleGroup:
     object each is what reading them costs."""
 
     __slots__ = ("_origins", "_read_origins", "by", "columns", "fields", "ids", "index", "nth",
-                 "roots", "source", "source_task", "stream")
+                 "roots", "source", "source_task", "starts", "stream")
 
     def __init__(self, fields: Fields, stream: str, source: str, source_task: int,
                  columns: Sequence[Sequence[Any]], by: Sequence[int], nth: Sequence[int],
                  origins: Callable[[], Sequence[tuple[str, int] | None]] | None = None,
-                 roots: Sequence[int] = (), ids: Sequence[int] = ()) -> None:
+                 roots: Sequence[int] = (), ids: Sequence[int] = (),
+                 starts: Sequence[int] = ()) -> None:
         """``columns``: each field's values by row; ``origins``: reads the rows' source
         messages (None: none known), once, when a tuple's is first asked for; ``roots``
-        and ``ids``: each row's one anchor, where every row has exactly one (else empty:
-        each tuple is given its own)."""
+        and ``ids``: the rows' anchors, one each, or, with ``starts``, row ``r``'s from
+        ``starts[r]`` to ``starts[r + 1]`` (a join's children have several)."""
         self.fields, self.stream, self.source, self.source_task = fields, stream, source, \
             source_task
         self.index = {f: i for i, f in enumerate(fields)}
         self.columns, self.by, self.nth, self.roots, self.ids = columns, by, nth, roots, ids
+        self.starts = starts
         self._read_origins = origins
         self._origins: Sequence[tuple[str, int] | None] | None = None
+
+    def anchors(self, row: int) -> dict[int, int]:
+        st = self.starts
+        if not st:
+            return {self.roots[row]: self.ids[row]}
+        lo, hi = st[row], st[row + 1]
+        return dict(zip(self.roots[lo:hi], self.ids[lo:hi], strict=True))
 
     def origin(self, row: int) -> tuple[str, int] | None:
         if self._origins is None:
@@ -97,10 +106,9 @@ class Tuple:
         self._settled = False
 
     @classmethod
-    def of_group(cls, group: TupleGroup, rows: int,
-                 anchors: Sequence[dict[int, int]] | None) -> list[Tuple]:
-        """The group's ``rows`` tuples; ``anchors``: each one's own (None: the group's
-        ``roots`` and ``ids``). Nothing is checked or copied."""
+    def of_group(cls, group: TupleGroup, rows: int) -> list[Tuple]:
+        """The group's ``rows`` tuples, anchored as the group says. Nothing is checked or
+        copied."""
         new = cls.__new__
         out: list[Tuple] = []
         append = out.append
@@ -108,7 +116,7 @@ class Tuple:
             t = new(cls)
             t._group = group  # one store a statement: quicker than a tuple unpacked
             t._row = row
-            t._anchors = None if anchors is None else anchors[row]
+            t._anchors = None
             t._children = 0
             t._ack_val = 0
             t._settled = False
@@ -126,8 +134,7 @@ class Tuple:
         root's tree."""
         a = self._anchors
         if a is None:
-            g, row = self._group, self._row
-            a = self._anchors = {g.roots[row]: g.ids[row]}
+            a = self._anchors = self._group.anchors(self._row)
         return a
 
     @property
@@ -255,18 +262,27 @@ class Anchoring:
     def child_of(self, anchors: Sequence[Tuple]) -> dict[int, int]:
         """The anchors of one copy of a child of ``anchors`` (a join's: several)."""
         child: dict[int, int] = {}
+        ids = self._ids
         for parent in anchors:
             own = parent._anchors
-            if own is not None and not own:
+            if own is None:
+                g = parent._group
+                if not g.starts:  # its group's one anchor (the common case, first)
+                    if parent._settled:
+                        raise UsageError(f"cannot anchor to {parent!r}: it is already acked "
+                                         "or failed")
+                    edge = ids()
+                    parent._ack_val ^= edge
+                    root = g.roots[parent._row]
+                    child[root] = child.get(root, 0) ^ edge
+                    continue
+                own = parent.anchors
+            if not own:
                 continue
             if parent._settled:
                 raise UsageError(f"cannot anchor to {parent!r}: it is already acked or failed")
-            edge = self._ids()
+            edge = ids()
             parent._ack_val ^= edge
-            if own is None:  # its group's one anchor
-                root = parent._group.roots[parent._row]
-                child[root] = child.get(root, 0) ^ edge
-                continue
             for root in own:
                 child[root] = child.get(root, 0) ^ edge
         return child
@@ -275,6 +291,8 @@ class Anchoring:
         """``emit([parent])[0]``: the anchors of one copy of a child of one tuple, the
         common case, without the loops."""
         anchors = parent._anchors
+        if anchors is None and parent._group.starts:  # its group's, several
+            anchors = parent.anchors
         if anchors is not None and not anchors:
             return {}
         if parent._settled:
@@ -302,10 +320,18 @@ class Anchoring:
         t._settled = True
         v = t._ack_val
         anchors = t._anchors
-        if anchors is None:  # its group's one anchor
+        if anchors is None:  # its group's
             g, row = t._group, t._row
-            roots.append(g.roots[row])
-            values.append(g.ids[row] ^ v)
+            st = g.starts
+            if not st:
+                roots.append(g.roots[row])
+                values.append(g.ids[row] ^ v)
+                return True
+            lo, hi = st[row], st[row + 1]
+            roots += g.roots[lo:hi]
+            ids = g.ids
+            for k in range(lo, hi):
+                values.append(ids[k] ^ v)
             return True
         for r, e in anchors.items():
             roots.append(r)

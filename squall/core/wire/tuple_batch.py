@@ -208,15 +208,20 @@ class TupleBatch:
         one = self._one_anchor_each()
         if one is not None:  # (most batches): no list per tuple
             return [{a: b} for a, b in zip(*one, strict=True)]
+        flat_r, flat_i, bounds = self._anchor_lists()
+        return [dict(zip(flat_r[lo:hi], flat_i[lo:hi], strict=True))
+                for lo, hi in itertools.pairwise(bounds)]
+
+    def _anchor_lists(self) -> tuple[list[int], list[int], list[int]]:
+        """Every tuple's roots and anchor ids, flat, and where each tuple's begin (one
+        more bound than tuples)."""
         roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
         r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
         i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
         starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
         flat_r = r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist()
         flat_i = i.flatten().to_numpy(zero_copy_only=False).tolist()
-        bounds = (starts - starts[0]).tolist()
-        return [dict(zip(flat_r[lo:hi], flat_i[lo:hi], strict=True))
-                for lo, hi in itertools.pairwise(bounds)]
+        return flat_r, flat_i, (starts - starts[0]).tolist()
 
     def _one_anchor_each(self) -> tuple[list[int], list[int]] | None:
         """Each tuple's one root and anchor id, if every tuple has exactly one."""
@@ -237,8 +242,8 @@ class TupleBatch:
         group = TupleGroup(fields, self.stream, self.source, self.source_task,
                            [self.data.column(f).to_pylist() for f in fields], by.tolist(),
                            nth.tolist(), None if o is None else (lambda: _origin_list(o)),
-                           *(one or ()))
-        return Tuple.of_group(group, len(self), None if one is not None else self.anchors())
+                           *(one or self._anchor_lists()))
+        return Tuple.of_group(group, len(self))
 
 
 def tick_batch(freq_s: float) -> TupleBatch:

@@ -26,4 +26,4 @@ echo "== import contracts (pyproject.toml: services -> shell -> core)" && lint-i
 echo "== docs: no work-log language, every relative link resolves" && python scripts/check_docs.py
 echo "== pytest"
 # pytest exits 5 when it collected nothing: that is a failure here too.
-exec python -m pytest tests/unit tests/integration "$@"
+exec python -m pytest --durations=15 tests/unit tests/integration "$@"

@@ -176,8 +176,7 @@ def test_tuples_read_from_a_batch_keep_the_books_of_tuples_built_alone(
     batch = TupleBatch.from_columns({"word": [f"w{i}" for i in range(n)]}, anchors)
     books = []
     for read in (True, False):
-        ids = itertools.count(1)
-        a = Anchoring(lambda: next(ids))
+        a = Anchoring(itertools.count(1).__next__)
         ts = batch.tuples() if read else [Tuple([f"w{i}"], ("word",), anc)
                                           for i, anc in enumerate(anchors)]
         kids = [a.emit_one(ts[i % n]) if one else a.child_of([ts[i % n], ts[j % n]])

@@ -215,20 +215,21 @@ class TupleBatch:
     def _anchor_lists(self) -> tuple[list[int], list[int], list[int]]:
         """Every tuple's roots and anchor ids, flat, and where each tuple's begin (one
         more bound than tuples)."""
+        r, i, starts = self._anchor_arrays()
+        return (r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist(),
+                i.flatten().to_numpy(zero_copy_only=False).tolist(),
+                (starts - starts[0]).tolist())
+
+    def _anchor_arrays(self) -> tuple[pa.ListArray, pa.ListArray, npt.NDArray[np.int64]]:
+        """The roots and ids list columns as single arrays, and the roots' offsets."""
         roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
         r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
         i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
-        starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
-        flat_r = r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist()
-        flat_i = i.flatten().to_numpy(zero_copy_only=False).tolist()
-        return flat_r, flat_i, (starts - starts[0]).tolist()
+        return r, i, np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
 
     def _one_anchor_each(self) -> tuple[list[int], list[int]] | None:
         """Each tuple's one root and anchor id, if every tuple has exactly one."""
-        roots, ids = self.data.column(ROOTS_COL), self.data.column(IDS_COL)
-        r = roots if isinstance(roots, pa.ListArray) else pa.concat_arrays(roots.chunks)
-        i = ids if isinstance(ids, pa.ListArray) else pa.concat_arrays(ids.chunks)
-        starts = np.asarray(r.offsets.to_numpy(zero_copy_only=False), np.int64)
+        r, i, starts = self._anchor_arrays()
         if starts[-1] - starts[0] != len(r) or not (starts[1:] - starts[:-1] == 1).all():
             return None
         return (r.values.to_numpy(zero_copy_only=False)[starts[0]:starts[-1]].tolist(),

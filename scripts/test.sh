@@ -25,5 +25,8 @@ echo "== mypy" && mypy
 echo "== import contracts (pyproject.toml: services -> shell -> core)" && lint-imports
 echo "== docs: no work-log language, every relative link resolves" && python scripts/check_docs.py
 echo "== pytest"
+# Two test processes, a file each at a time (a module's fixtures stay in one process): the
+# integration tests mostly wait on services, so two at once take about half the time.
 # pytest exits 5 when it collected nothing: that is a failure here too.
-exec python -m pytest --durations=15 tests/unit tests/integration "$@"
+exec python -m pytest -n "${SQUALL_TEST_PROCESSES:-2}" --dist loadfile --durations=15 \
+  tests/unit tests/integration "$@"

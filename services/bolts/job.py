@@ -223,8 +223,7 @@ class BoltJob:
         shown: set[int] = set()
         watches = {q.name: StallWatch() for q in queries}
         limit = stall_limit_s(self.spec.deadline_s)
-        ticker = Ticker(self.spec, [h for h in heads if isinstance(h, BoltSpec)],
-                        self.s.clients)
+        ticker = Ticker(self.spec, plan, self.s.clients)
         try:
             while not stop.wait(0.5):
                 ticker.step(int(time.monotonic() * 1000))

@@ -38,6 +38,7 @@ from squall.core.tasks.exec_result import add_counts
 from squall.core.topology.chains import fused_edge
 from squall.core.topology.kafka_sink import KAFKA_BOLT
 from squall.core.topology.model import BoltSpec, TopologySpec
+from squall.core.topology.ticks import tick_routes
 from squall.core.topology.topics import acker_topic, dlq_topic
 from squall.core.topology.trident import STATEFUL
 from squall.core.wire.internal import encode_acker_messages, encode_reason_messages
@@ -139,6 +140,15 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
     # nothing of the micro-batch, and its next attempt runs it as if for the first time.
     out: list[Outgoing] = []
     batches = _decode(spec, head, got, out, reports[0])
+    # Ticks to the bolts fused behind the head: handed to their tasks after the head's
+    # emits (squall/core/topology/ticks.py). One to a bolt no longer in the chain (the
+    # topology changed) is dropped: ticks are not tracked.
+    ticks: dict[str, list[TupleBatch]] = {}
+    if any(b.to for b in batches):
+        for b in batches:
+            if b.to in chain[1:]:
+                ticks.setdefault(b.to, []).append(b)
+        batches = [b for b in batches if not b.to]
     suspects = resident.suspects(marks_dir) if marks_dir else None
     again = attempt.start() if attempt is not None else 0
     # In sandboxes: a second attempt (the first died, maybe on a record that kills or hangs
@@ -152,11 +162,17 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
         else ("", None)
     inputs: dict[int, list[TupleBatch]] = {task: batches}
     for i, comp in enumerate(chain):
+        mine = ticks.pop(comp, [])
+        if mine:
+            share = tick_routes(spec.component(head).parallelism,
+                                spec.component(comp).parallelism).get(task, [])
+            for t in share:
+                inputs.setdefault(t, []).extend(mine)
         fused = fused_edge(spec, comp, chain[i + 1]).topic if i + 1 < len(chain) else ""
         inputs = _run_component(spec, comp, inputs, fused, state_urls.get(comp, ""),
                                 bootstrap, out, reports[i], task, batch_id, isolate,
                                 suspects, *((verdict, hung) if i == 0 else ("", None)))
-        if not inputs:
+        if not inputs and not ticks:
             break
     # The head's execute phase is the chain's time less the fused bolts' own.
     laps.lap("execute", minus=sum(r.seconds for r in reports[1:]))

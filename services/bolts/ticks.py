@@ -1,5 +1,6 @@
 """The driver's side of tick tuples (squall/core/topology/ticks.py): each ticked bolt's tick,
-when due, goes to every task of it as a record of its first input's edge topic.
+when due, goes as a record to the first input topic of its chain's head, one a partition
+whose task hands it on (all of them for the head's own).
 
 A tick that cannot be sent (the broker away) is skipped with a warning, not queued: the
 next is due an interval later, and ticks are not tracked.
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from squall.core.topology.model import BoltSpec, TopologySpec
-from squall.core.topology.ticks import TickSchedule
+from squall.core.topology.ticks import TickSchedule, tick_routes
 from squall.core.wire.tuple_batch import encode_tuples, tick_batch
 from squall.kafka_clients import KafkaClients
 
@@ -20,14 +21,27 @@ log = logging.getLogger("squall.bolts.ticks")
 
 
 class Ticker:
-    def __init__(self, spec: TopologySpec, bolts: Sequence[BoltSpec],
+    def __init__(self, spec: TopologySpec, plan: Sequence[Sequence[str]],
                  clients: KafkaClients) -> None:
-        ticked = {b.name: (b, b.tick_s) for b in bolts if b.tick_s is not None}
-        self.schedule = TickSchedule({n: f for n, (_, f) in ticked.items()})
-        # a tick goes where the bolt's first input comes from: one partition per task
-        self.targets = {n: (spec.input_topics(n)[0], b.parallelism, encode_tuples(tick_batch(f)))
-                        for n, (b, f) in ticked.items()}
-        self._producer: Any = clients.producer({"linger.ms": 0}) if ticked else None
+        """``plan``: the job's chains, head first (squall/core/topology/chains.py)."""
+        #: per ticked bolt: its chain's head's first input topic, the partitions its ticks
+        #: go to, the tick
+        self.targets: dict[str, tuple[str, list[int], bytes]] = {}
+        freq: dict[str, float] = {}
+        for chain in plan:
+            head = spec.component(chain[0])
+            for name in chain:
+                b = spec.component(name)
+                if not isinstance(b, BoltSpec) or b.tick_s is None:
+                    continue
+                assert isinstance(head, BoltSpec)
+                freq[name] = b.tick_s
+                routes = tick_routes(head.parallelism, b.parallelism)
+                tick = tick_batch(b.tick_s, "" if name == head.name else name)
+                self.targets[name] = (spec.input_topics(head.name)[0], sorted(routes),
+                                      encode_tuples(tick))
+        self.schedule = TickSchedule(freq)
+        self._producer: Any = clients.producer({"linger.ms": 0}) if freq else None
 
     def step(self, now_ms: int) -> list[str]:
         """Send the ticks due now; the bolts they went to."""
@@ -37,10 +51,10 @@ class Ticker:
 
         sent = []
         for bolt in self.schedule.due(now_ms):
-            topic, tasks, payload = self.targets[bolt]
+            topic, partitions, payload = self.targets[bolt]
             try:
-                for task in range(tasks):
-                    self._producer.produce(topic, payload, partition=task,
+                for p in partitions:
+                    self._producer.produce(topic, payload, partition=p,
                                            on_delivery=self._delivered)
                 sent.append(bolt)
             except (BufferError, KafkaException) as e:

@@ -18,7 +18,7 @@ from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.chains import chains
 from squall.core.topology.grouping import Edge, Grouping
 from squall.core.topology.model import TopologySpec
-from squall.core.topology.ticks import TICK_FREQ, TickSchedule
+from squall.core.topology.ticks import TICK_FREQ, TickSchedule, tick_routes
 from squall.core.wire.tuple_batch import decode_tuples, encode_tuples, tick_batch
 from squall.tuples import Tuple
 from tests.unit.test_executor import SPLIT_TO_COUNT, Harness, ctx, make_executor, through
@@ -78,14 +78,33 @@ def test_an_aggregate_takes_no_ticks() -> None:
         TopologySpec.from_dict(spec)
 
 
-def test_a_ticked_bolt_heads_its_own_chain() -> None:
+def test_a_ticked_bolt_fuses_into_its_upstreams_query() -> None:
     spec = topology()
     assert spec.component("count").tick_s == 1.0  # type: ignore[union-attr]
-    assert chains(spec, ["split", "count", "log"]) == [("split",), ("count", "log")]
+    assert chains(spec, ["split", "count", "log"]) == [("split", "count", "log")]
 
 
-def test_a_tick_crosses_the_wire_as_storm_s() -> None:
-    (t,) = decode_tuples(encode_tuples(tick_batch(2.5))).tuples()
+@given(st.integers(1, 12), st.integers(1, 12))
+def test_every_task_of_a_ticked_bolt_gets_each_tick_from_one_head_task(
+        head: int, tasks: int) -> None:
+    routes = tick_routes(head, tasks)
+    got = sorted(t for share in routes.values() for t in share)
+    assert got == list(range(tasks))  # each task once
+    assert set(routes) <= set(range(head)) and all(routes.values())  # real heads, each used
+    if head == tasks:  # a head's own ticks: each task its own
+        assert routes == {t: [t] for t in range(tasks)}
+
+
+def test_tick_routes_refuse_a_side_without_tasks() -> None:
+    with pytest.raises(TopologyError, match="0 head tasks"):
+        tick_routes(0, 2)
+
+
+@pytest.mark.parametrize("to", ["", "count"])
+def test_a_tick_crosses_the_wire_as_storm_s(to: str) -> None:
+    b = decode_tuples(encode_tuples(tick_batch(2.5, to)))
+    assert b.to == to
+    (t,) = b.tuples()
     assert t.is_tick and (t.stream, t.source, t.source_task, t["freq_secs"]) == (
         "__tick", "__system", -1, 2.5)
     assert not t.tracked

@@ -10,7 +10,7 @@ state follows it through its log and lock, whichever Spark task runs it.
 
 A chain is linear: a bolt fuses at most one downstream bolt (the first, in the
 topology's order), and the rest of its subscribers read it through Kafka. A bolt that
-asks for tick tuples heads its own chain: its ticks come through its input topic
+asks for tick tuples fuses too: its ticks come through the head's input topic
 (squall/core/topology/ticks.py).
 
 A persistent aggregate (or partition_persist) fuses like any bolt: its txids are its tasks'
@@ -37,7 +37,7 @@ def chains(spec: TopologySpec, components: Sequence[str], fuse: bool = True
     for n in names:
         b = spec.component(n)
         assert isinstance(b, BoltSpec)
-        if len(b.inputs) != 1 or b.tick_s is not None:
+        if len(b.inputs) != 1:
             continue
         up = b.inputs[0].component
         if up in names and up not in nxt and up != n and not _reaches(nxt, n, up):

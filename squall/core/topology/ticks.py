@@ -2,10 +2,12 @@
 one tuple on stream ``__tick`` from component ``__system`` every so many seconds, per task.
 
 Ticks are not tracked: a tick has no root, is acked by nobody, and a tuple emitted anchored
-to one alone is untracked (as in Storm). They reach a task through its first input's edge
-topic, in order with its data, so a bolt that asks for them heads its own Spark query (it
-is not fused into its upstream's). :class:`TickSchedule` says when each is due; the bolts
-driver sends them (services/bolts/ticks.py).
+to one alone is untracked (as in Storm). They come through Kafka, so that a micro-batch runs
+when they are due even if no data comes: through the first input topic of the bolt's chain
+head (squall/core/topology/chains.py), after the data already there. A bolt fused behind
+the head gets its tick from a head task (:func:`tick_routes`), after that task's emits to
+it. :class:`TickSchedule` says when each is due; the bolts driver sends them
+(services/bolts/ticks.py).
 """
 
 from __future__ import annotations
@@ -55,3 +57,16 @@ class TickSchedule:
                 out.append(bolt)
                 self._next[bolt] = at + every if at + every > now_ms else now_ms + every
         return out
+
+
+def tick_routes(head_tasks: int, bolt_tasks: int) -> dict[int, list[int]]:
+    """Which of a bolt's tasks each task of its chain's head hands its ticks to (a head's
+    own: each to itself): every task of the bolt gets each tick once. Head tasks with no
+    share are left out: they are sent no tick."""
+    if head_tasks < 1 or bolt_tasks < 1:
+        raise TopologyError(f"tick routes need tasks on both sides, got {head_tasks} head "
+                            f"tasks and {bolt_tasks} bolt tasks")
+    routes: dict[int, list[int]] = {}
+    for task in range(bolt_tasks):
+        routes.setdefault(task % head_tasks, []).append(task)
+    return routes

@@ -7,12 +7,14 @@ and ``__ids`` (list<uint64>: the tuple's anchors, root -> XOR of edge ids), and 
 ``__nth`` (uint32) and ``__by`` (uint64; absent: all 0) (the tuple's place in that message's
 tree, squall/core/reliability/lineage.py; absent: a spout's tuples), what exact state needs
 (squall/core/trident/applied.py); stream, source component and task in the schema
-metadata. :func:`decode_tuples` raises :class:`WireFormatError` (and nothing else)
-on a malformed payload, naming what was wrong.
+metadata, and, for a tick to a bolt fused behind its chain's head, that bolt.
+:func:`decode_tuples` raises :class:`WireFormatError` (and nothing else) on a malformed
+payload, naming what was wrong.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import operator
 from collections.abc import Mapping, Sequence
@@ -62,6 +64,9 @@ class TupleBatch:
     stream: str = DEFAULT_STREAM
     source: str = ""
     source_task: int = 0
+    #: the bolt it is for when that is not its chain's head ("": the head), a tick to a bolt
+    #: fused behind it (squall/core/topology/ticks.py)
+    to: str = ""
 
     def __len__(self) -> int:
         return int(self.data.num_rows)
@@ -160,7 +165,7 @@ class TupleBatch:
     def select(self, rows: npt.NDArray[np.intp]) -> TupleBatch:
         """The tuples at ``rows``, in that order."""
         return TupleBatch(self.data.take(pa.array(rows)), self.stream, self.source,
-                          self.source_task)
+                          self.source_task, self.to)
 
     def lineage(self) -> Lineage:
         """Each tuple's (emitted_by, nth): (0, NO_NTH) where the batch carries none."""
@@ -247,11 +252,13 @@ class TupleBatch:
         return Tuple.of_group(group, len(self))
 
 
-def tick_batch(freq_s: float) -> TupleBatch:
+def tick_batch(freq_s: float, to: str = "") -> TupleBatch:
     """A tick tuple (squall/core/topology/ticks.py): its interval as its one value, from
-    Storm's ``__system`` component, task -1, anchored to nothing."""
-    return TupleBatch.from_columns({"freq_secs": pa.array([freq_s], pa.float64())}, [{}],
+    Storm's ``__system`` component, task -1, anchored to nothing; ``to``: the fused bolt it
+    is for ("": its chain's head)."""
+    tick = TupleBatch.from_columns({"freq_secs": pa.array([freq_s], pa.float64())}, [{}],
                                    stream=TICK_STREAM, source=SYSTEM_COMPONENT, source_task=-1)
+    return TupleBatch(tick.data, tick.stream, tick.source, tick.source_task, to)
 
 
 def _with_lineage(arrays: list[Any], names: list[str], by: npt.NDArray[np.uint64],
@@ -297,6 +304,8 @@ def encode_tuples(batch: TupleBatch) -> bytes:
         b"squall.source_task": str(batch.source_task).encode(),
         b"squall.version": str(_VERSION).encode(),
     }
+    if batch.to:
+        meta[b"squall.to"] = batch.to.encode()
     data = batch.data.replace_schema_metadata(meta)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as writer:
@@ -318,8 +327,8 @@ def encode_tuples_chunked(batch: TupleBatch, max_bytes: int = MAX_MESSAGE_BYTES)
     half = _split_point(batch)
     if half is None:
         return [raw]
-    parts = (TupleBatch(batch.data.slice(0, half), batch.stream, batch.source, batch.source_task),
-             TupleBatch(batch.data.slice(half), batch.stream, batch.source, batch.source_task))
+    parts = (dataclasses.replace(batch, data=batch.data.slice(0, half)),
+             dataclasses.replace(batch, data=batch.data.slice(half)))
     return [m for p in parts for m in encode_tuples_chunked(p, max_bytes)]
 
 
@@ -372,6 +381,7 @@ def decode_tuples(payload: bytes) -> TupleBatch:
         task = int(meta.get(b"squall.source_task", b"0"))
         stream = meta.get(b"squall.stream", DEFAULT_STREAM.encode()).decode()
         source = meta.get(b"squall.source", b"").decode()
+        to = meta.get(b"squall.to", b"").decode()
     except (ValueError, UnicodeDecodeError) as e:
         raise WireFormatError(f"tuple batch: bad metadata ({e})") from None
-    return TupleBatch(data.replace_schema_metadata(None), stream, source, task)
+    return TupleBatch(data.replace_schema_metadata(None), stream, source, task, to)

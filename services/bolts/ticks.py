@@ -30,11 +30,11 @@ class Ticker:
         freq: dict[str, float] = {}
         for chain in plan:
             head = spec.component(chain[0])
+            assert isinstance(head, BoltSpec)  # a chain is bolts only
             for name in chain:
                 b = spec.component(name)
                 if not isinstance(b, BoltSpec) or b.tick_s is None:
                     continue
-                assert isinstance(head, BoltSpec)
                 freq[name] = b.tick_s
                 routes = tick_routes(head.parallelism, b.parallelism)
                 tick = tick_batch(b.tick_s, "" if name == head.name else name)

@@ -264,7 +264,7 @@ def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poiso
         got: dict[str, Any] = http.get(f"/api/v1/topology/{name}").json()["bolts"][0]
         return got
 
-    wait_for(lambda: split()["crashLooping"], 300, "the bolts job's crash loop")
+    wait_for(lambda: split()["crashLooping"], 600, "the bolts job's crash loop")
     assert "cannot reach postgresql://db.example:5432: connection refused" in \
         split()["lastExit"], split()
     status = subprocess.run(

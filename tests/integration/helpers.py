@@ -159,6 +159,15 @@ class ResultReader:
             new += got
         return new
 
+    def caught_up(self) -> bool:
+        """Polled, and read to the end of every partition as it stands now."""
+        self.poll()
+        for tp in self.c.assignment():
+            _, high = self.c.get_watermark_offsets(tp, timeout=10)
+            if self.c.position([tp])[0].offset < high:
+                return False
+        return True
+
     def roots(self) -> dict[int, list[Result]]:
         out: dict[int, list[Result]] = {}
         for _, r in self.results:

@@ -202,11 +202,13 @@ def test_sigkill_and_restart_loses_no_completion(
         m1 = first.metrics()
         pending_at_kill = sum(v for k, v in m1.items()
                               if k.startswith("squall_acker_pending_trees"))
-        done_before = len(results.roots())
         first.signal(signal.SIGKILL)
         first.wait()
     finally:
         first.stop()
+    # every completion the first acker published, however far behind the reader was
+    wait_for(results.caught_up, 30, "the results published before the kill")
+    done_before = len(results.roots())
     assert pending_at_kill > 50, "the kill must hit trees in flight"
     produce_acker_records(bootstrap, atopic, 2, records[cut:], batch=50)
     with acker(bootstrap, topo, tmp_path, "0,1", 2, name="acker-2") as second:

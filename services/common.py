@@ -27,7 +27,7 @@ from squall.core.control.error_reports import ErrorReports
 from squall.core.errors import ConfigError, SquallError
 from squall.core.topology.model import TopologySpec
 from squall.kafka_clients import Scrubbing, load_properties
-from squall.supervision import EXIT_FILE_ENV
+from squall.supervision import EXIT_FILE_ENV, READY_FILE_ENV
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -196,6 +196,15 @@ def run_service(name: str, load: Callable[[], Any],
         raise
     return 0
 
+
+
+def mark_ready() -> None:
+    """Tell this service's supervisor it is doing its work (a ``Command`` with ``ready``):
+    its health counts from now. Nothing if it is not supervised."""
+    path = os.environ.get(READY_FILE_ENV)
+    if path:
+        with contextlib.suppress(OSError):
+            Path(path).touch()
 
 
 def _exit_error(message: str) -> None:

@@ -56,7 +56,7 @@ def start_topology(spec: TopologySpec, topology_file: Path, bootstrap: str, work
                                    tuple(acker_args(topology_file, range(spec.ackers), bootstrap))))
     if spec.bolts:
         sup.start("bolts", Command("services.bolts", tuple(bolts_args(
-            topology_file, (), bootstrap, workdir / "checkpoints", master))))
+            topology_file, (), bootstrap, workdir / "checkpoints", master)), ready=True))
     for s in spec.spouts:
         sup.start(f"spout-{s.name}", Command("services.spout", tuple(spout_args(
             topology_file, s.name, range(s.parallelism), s.parallelism, bootstrap))))

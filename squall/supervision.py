@@ -27,6 +27,9 @@ log = logging.getLogger("squall.supervision")
 #: Where a child leaves the error it exits with (``services.common.run_service`` writes it):
 #: what a crash loop is shown with.
 EXIT_FILE_ENV = "SQUALL_EXIT_FILE"
+#: Where a child that says when it is ready (:attr:`Command.ready`) marks it
+#: (``services.common.mark_ready``).
+READY_FILE_ENV = "SQUALL_READY_FILE"
 
 
 def monotonic_ms() -> int:
@@ -54,6 +57,10 @@ class Command:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     metrics: bool = True
+    #: The child says when it is ready: its run counts towards being healthy from then, not
+    #: from its start (a bolts job's start takes a JVM and Spark, a minute or more on a
+    #: loaded host), and a run that never got ready is never healthy.
+    ready: bool = False
 
 
 @dataclass
@@ -67,6 +74,8 @@ class Child:
     policy: Restarts = field(default_factory=Restarts)
     #: the error the child last exited with, as it said ("" if it said none)
     last_error: str = ""
+    #: when it was first seen ready (its start, if its command does not say)
+    ready_ms: int | None = None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -74,6 +83,18 @@ class Child:
     @property
     def exit_file(self) -> Path:
         return self.log.with_suffix(".exit")
+
+    @property
+    def ready_file(self) -> Path:
+        return self.log.with_suffix(".ready")
+
+    def counts_from(self, now_ms: int) -> int:
+        """When this run began to count towards being healthy: when it was ready (first
+        seen so by ``now_ms``); ``now_ms`` while it is not (the run so far counts for
+        nothing)."""
+        if self.ready_ms is None and self.ready_file.exists():
+            self.ready_ms = now_ms
+        return now_ms if self.ready_ms is None else self.ready_ms
 
 
 @dataclass(frozen=True)
@@ -123,19 +144,23 @@ class Supervisor:
         argv = [sys.executable, "-m", command.module, *command.args]
         if port is not None:
             argv += ["--metrics-port", str(port)]
-        exit_file = logf.with_suffix(".exit")
+        exit_file, ready_file = logf.with_suffix(".exit"), logf.with_suffix(".ready")
         exit_file.unlink(missing_ok=True)
+        ready_file.unlink(missing_ok=True)
         with open(logf, "ab") as out:  # the child has its own copy of the descriptor
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE if self.echo else out,
                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
                                     env={**os.environ, **command.env,
-                                         EXIT_FILE_ENV: str(exit_file)})
+                                         EXIT_FILE_ENV: str(exit_file),
+                                         READY_FILE_ENV: str(ready_file)})
         if self.echo:
             threading.Thread(target=_echo, args=(name, proc, logf), daemon=True,
                              name=f"echo-{name}").start()
         log.info("started %s (pid %d, log %s)", name, proc.pid, logf)
-        child = Child(name, command, logf, proc, self.clock(), port, policy or Restarts(),
-                      self.children[name].last_error if name in self.children else "")
+        now = self.clock()
+        child = Child(name, command, logf, proc, now, port, policy or Restarts(),
+                      self.children[name].last_error if name in self.children else "",
+                      None if command.ready else now)
         with self._lock:
             self.children[name] = child
         return child
@@ -147,10 +172,10 @@ class Supervisor:
             for name, c in list(self.children.items()):
                 now = self.clock()
                 if c.alive():
-                    c.policy.running(now, c.started_ms)
+                    c.policy.running(now, c.counts_from(now))
                     continue
                 if not c.policy.waiting:
-                    due = c.policy.exited(now, c.started_ms)
+                    due = c.policy.exited(now, c.counts_from(now))
                     try:
                         c.last_error = c.exit_file.read_text().strip()
                     except OSError:
@@ -171,6 +196,8 @@ class Supervisor:
         with self._lock:
             c = self.children.pop(name)
             c.name, c.command, c.started_ms = new_name, command, self.clock()
+            # ready as its new command says (the spare's process marks it as the job's)
+            c.ready_ms = None if command.ready else c.started_ms
             self.children[new_name] = c
         log.info("%s (pid %d, log %s) now runs %s", name, c.proc.pid, c.log, new_name)
         return c

@@ -36,6 +36,7 @@ from services.bolts.runtime.standby import (
 from services.bolts.settings import BoltSettings
 from services.bolts.ticks import Ticker
 from services.bolts.warm import warm_up
+from services.common import mark_ready
 from squall.backends import default_state_path
 from squall.core.errors import BoltFault, ConfigError
 from squall.core.topology.chains import chains
@@ -157,6 +158,7 @@ class BoltJob:
                              [b.name for b in self.bolts])
         if self.s.standby and self.spark is None:
             log.info("standby: starting Spark once the active job's queries run")
+            mark_ready()  # standing by is its work
             if not wait_for_active(lock_path, stop):
                 log.info("standby: no active job is running yet; starting Spark anyway")
             if stop.is_set():
@@ -194,6 +196,7 @@ class BoltJob:
         try:
             queries = [w.start() for w in writers]
             mark_running(lock)
+            mark_ready()
             log.info("bolt queries started %.1f s after the job", time.monotonic() - t0)
             self._run(spark, stop, plan, queries)
         finally:

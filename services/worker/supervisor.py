@@ -220,7 +220,7 @@ class WorkerService:
             if k not in self.sup.children:
                 if any(shares_tasks(ps, d) for d in draining):
                     continue  # once the process that ran them exited (it wakes the loop)
-                cmd = Command(_MODULES[ps.kind], ps.args)
+                cmd = Command(_MODULES[ps.kind], ps.args, ready=ps.kind is Kind.BOLTS)
                 if not (ps.kind is Kind.BOLTS and not k.endswith(STANDBY)
                         and self._take_spare(k, cmd)):
                     self.sup.start(k, cmd)

@@ -141,3 +141,34 @@ def test_echo_copies_each_childs_output_to_stdout_after_its_name_and_keeps_the_l
 
     _until(echoed, 30)
     assert "--no-such-flag" in child.log.read_text()
+
+
+def test_a_run_counts_towards_health_only_once_its_child_says_it_is_ready(
+        tmp_path: Path) -> None:
+    """A child whose command says it will say when it is ready (a bolts job: its start takes
+    a JVM and Spark): a run that never got ready is not healthy however long it ran, so
+    its exits are a crash loop; a run that got ready and ran the healthy time after is
+    healthy. The same slow run from a command that does not say is healthy."""
+    slow = ("-n", "1", "-r", "1", "-s", "import time", "time.sleep(0.6)")
+    ready_then_works = ("-n", "1", "-r", "1", "-s", "import os, pathlib, time",
+                        "pathlib.Path(os.environ['SQUALL_READY_FILE']).touch(); time.sleep(2)")
+    commands = {"never-ready": Command("timeit", slow, metrics=False, ready=True),
+                "ready": Command("timeit", ready_then_works, metrics=False, ready=True),
+                "unsaid": Command("timeit", slow, metrics=False)}
+    sup = Supervisor(tmp_path)
+    for name, cmd in commands.items():
+        sup.start(name, cmd, Restarts(base_delay_ms=50, max_delay_ms=200, healthy_ms=300))
+    exits: dict[str, list[int]] = {name: [] for name in commands}
+
+    def three_each() -> bool:
+        for e in sup.check().exits:
+            exits[e.name].append(e.in_a_row)
+        return all(len(v) >= 3 for v in exits.values())
+
+    try:
+        _until(three_each, 120)
+    finally:
+        sup.stop(timeout_s=30)
+    assert exits["never-ready"][:3] == [1, 2, 3], exits
+    assert exits["ready"][:3] == [1, 1, 1], exits
+    assert exits["unsaid"][:3] == [1, 1, 1], exits

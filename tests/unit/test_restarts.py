@@ -10,7 +10,7 @@ from squall.core.control.restarts import Restarts
 
 def test_a_crash_after_a_healthy_run_restarts_at_once() -> None:
     r = Restarts()
-    assert r.exited(now_ms=120_000, started_ms=0) == 120_000
+    assert r.exited(now_ms=120_000, counted_from_ms=0) == 120_000
     assert r.due(120_000) and not r.crash_looping
 
 

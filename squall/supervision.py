@@ -88,12 +88,14 @@ class Child:
     def ready_file(self) -> Path:
         return self.log.with_suffix(".ready")
 
-    def counts_from(self, now_ms: int) -> int:
-        """When this run began to count towards being healthy: when it was ready (first
-        seen so by ``now_ms``); ``now_ms`` while it is not (the run so far counts for
-        nothing)."""
+    def look_for_ready(self, now_ms: int) -> None:
+        """Note the time its ready file is first seen."""
         if self.ready_ms is None and self.ready_file.exists():
             self.ready_ms = now_ms
+
+    def counts_from(self, now_ms: int) -> int:
+        """When this run began to count towards being healthy: when it was ready;
+        ``now_ms`` while it is not (the run so far counts for nothing)."""
         return now_ms if self.ready_ms is None else self.ready_ms
 
 
@@ -171,6 +173,7 @@ class Supervisor:
         with self._lock:
             for name, c in list(self.children.items()):
                 now = self.clock()
+                c.look_for_ready(now)
                 if c.alive():
                     c.policy.running(now, c.counts_from(now))
                     continue

@@ -14,9 +14,14 @@ as the spout emits them, watched per call as the bolt deadline watches them
 (services/bolts/guardian.py), with the Python workers' collector settings
 (services/bolts/runtime/heap.py).
 
+Each round also runs the two chains' bolts over bare stand-ins (benchmarks/python_floor.py):
+the least Storm's API can cost in CPython, with nothing behind the collector. What an
+executor costs beyond that floor is Squall's machinery.
+
 Last line: one JSON object, ``{"count_us_per_word", "split_us_per_word",
-"word_count_us_per_word", "join_chain_us_per_word"}``: CPU per word (medians over
-``--rounds``).
+"word_count_us_per_word", "join_chain_us_per_word", "floor_word_count_us_per_word",
+"floor_join_chain_us_per_word", "word_count_over_floor", "join_chain_over_floor"}``: CPU
+per word, and the chains' CPU over their floors (medians over ``--rounds``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from benchmarks import python_floor
 from examples.join import LogTotal, PairWords
 from examples.wordcount import SplitSentence, WordCount
 from services.bolts.guardian import Calls
@@ -131,22 +137,34 @@ def main() -> None:
 
     warm = 3
     words = args.sentences * WORDS * args.batches
-    rounds: dict[str, list[float]] = {"split": [], "count": [], "join_chain": []}
+    rounds: dict[str, list[float]] = {k: [] for k in (
+        "split", "count", "join_chain", "floor_count", "floor_join", "count_x", "join_x")}
     for r in range(args.rounds):
         batches = spout_batches(args.batches + warm, args.sentences, r)
+        sentences = [s for b in batches[warm:] for s in b.data.column("sentence").to_pylist()]
         c = measure(count, batches, warm, watch)
+        fc = python_floor.chain_cpu([WordCount], SplitSentence, sentences)
         j = measure(join, batches, warm, watch)
-        rounds["split"].append(c["split"] / words * 1e6)
-        rounds["count"].append(c["count"] / words * 1e6)
-        rounds["join_chain"].append(sum(j.values()) / words * 1e6)
+        fj = python_floor.chain_cpu([PairWords, LogTotal], SplitSentence, sentences)
+        for k, v in (("split", c["split"]), ("count", c["count"]),
+                     ("join_chain", sum(j.values())), ("floor_count", fc), ("floor_join", fj)):
+            rounds[k].append(v / words * 1e6)
+        # each chain against its floor measured beside it (the machine's pace drifts)
+        rounds["count_x"].append((c["split"] + c["count"]) / fc)
+        rounds["join_x"].append(sum(j.values()) / fj)
         print(f"round {r + 1}/{args.rounds}: split {rounds['split'][-1]:.2f}, count "
               f"{rounds['count'][-1]:.2f}, split+join+sink {rounds['join_chain'][-1]:.2f} "
-              "us of CPU per word", file=sys.stderr, flush=True)
+              f"us of CPU per word; floors: split+count {rounds['floor_count'][-1]:.2f}, "
+              f"split+join+sink {rounds['floor_join'][-1]:.2f}", file=sys.stderr, flush=True)
     med = {k: statistics.median(v) for k, v in rounds.items()}
     print(json.dumps({"count_us_per_word": round(med["count"], 2),
                       "split_us_per_word": round(med["split"], 2),
                       "word_count_us_per_word": round(med["split"] + med["count"], 2),
-                      "join_chain_us_per_word": round(med["join_chain"], 2)}))
+                      "join_chain_us_per_word": round(med["join_chain"], 2),
+                      "floor_word_count_us_per_word": round(med["floor_count"], 2),
+                      "floor_join_chain_us_per_word": round(med["floor_join"], 2),
+                      "word_count_over_floor": round(med["count_x"], 2),
+                      "join_chain_over_floor": round(med["join_x"], 2)}))
 
 
 if __name__ == "__main__":

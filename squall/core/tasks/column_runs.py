@@ -20,7 +20,7 @@ ack) is kept by the executor as usual and merged at its flush.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,11 +30,11 @@ import pyarrow.compute as pc
 from squall.core.bolt_api.batch_io import BatchOutput
 from squall.core.bolt_api.bolt import BasicBolt, BatchBolt, TaskContext
 from squall.core.errors import TopologyError
-from squall.core.reliability.clock import Clock
 from squall.core.reliability.ids import IdBatcher
 from squall.core.reliability.lineage import occurrence
 from squall.core.reliability.records import AckerBatch, RecordKind
 from squall.core.reliability.tuples import DEFAULT_STREAM, Anchoring, Tuple
+from squall.core.tasks.books import Books
 from squall.core.tasks.emits import EdgeBuffer, StreamPlan
 from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
 from squall.core.topology.grouping import Grouping
@@ -44,30 +44,6 @@ from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, SRC_TYPE, Lineage, 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 _ANCHORS = pa.list_(pa.uint64())
-
-
-class Books(Protocol):
-    """The executor's side: its plans, its ids, where the results are kept."""
-
-    @property
-    def result(self) -> ExecResult: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def context(self) -> TaskContext: ...
-
-    @property
-    def outputs(self) -> Mapping[str, tuple[str, ...]]: ...
-
-    @property
-    def plans(self) -> Mapping[str, StreamPlan]: ...
-
-    @property
-    def batch_ids(self) -> IdBatcher: ...
-
-    def failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None: ...
 
 
 def single_anchored(batches: Sequence[TupleBatch]) -> bool:

@@ -13,45 +13,14 @@ have their timeouts reset while they wait.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
 
-from squall.core.bolt_api.bolt import TaskContext
 from squall.core.bolt_api.windowed import TupleWindow, WindowedBolt, WindowedOutputCollector
 from squall.core.errors import SquallError
-from squall.core.reliability.clock import Clock
 from squall.core.reliability.tuples import Tuple
-from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch, ExecResult
+from squall.core.tasks.books import Books
+from squall.core.tasks.exec_result import ALL_INPUTS, CallWatch
 from squall.core.tasks.windows import WindowManager
-
-
-class Books(Protocol):
-    """The executor's side: where emits, acks and fails are kept."""
-
-    @property
-    def result(self) -> ExecResult: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def context(self) -> TaskContext: ...
-
-    @property
-    def outputs(self) -> Mapping[str, tuple[str, ...]]: ...
-
-    def emit(self, stream: str, values: Sequence[Any], anchors: list[Tuple],
-             direct: int | None) -> None: ...
-
-    def ack(self, t: Tuple) -> None: ...
-
-    def fail(self, t: Tuple) -> None: ...
-
-    def children_so_far(self, t: Tuple) -> None: ...
-
-    def reset_timeout(self, t: Tuple) -> None: ...
-
-    def failed_by(self, error: BaseException | str, roots: Iterable[int]) -> None: ...
 
 
 def run_windows(ex: Books, bolt: WindowedBolt, windows: WindowManager,

@@ -1,4 +1,4 @@
-"""Acker service throughput through the real broker (embedded Tansu).
+"""Acker service throughput through the real broker (the development stack's Apache Kafka).
 
 Word-count-shaped trees (12 records each: init, the split's ack, 10 word acks)
 are produced beforehand as packed acker batches; then real acker processes
@@ -37,6 +37,7 @@ from squall.core.topology.topics import acker_topic, dlq_topic, results_topic
 from squall.core.wire.internal import decode_acker_batch, decode_results, encode_acker_batch
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 PER_TREE = 12
@@ -202,7 +203,7 @@ def main() -> None:
         b = info.bootstrap_servers
         for n_proc in (1, 2):
             topo = f"bench{n_proc}{uuid.uuid4().hex[:6]}"
-            ensure_topics(b, {acker_topic(topo): n_proc, results_topic(topo): 1,
+            ensure_topics(KafkaClients(b), {acker_topic(topo): n_proc, results_topic(topo): 1,
                               dlq_topic(topo): 1})
             payloads = encode(records, n_proc, args.batch)
             say(f"{n_proc} acker process(es): {total:,} records ({n_trees:,} trees) in "

@@ -1,6 +1,6 @@
 """Chaos: the word count through the control plane, with processes killed under load.
 
-As users deploy it (``squall demo``'s cluster: the embedded Tansu and
+As users deploy it (``squall demo``'s cluster: Apache Kafka and
 ZooKeeper, the REST API, one worker of each kind, the word count submitted over
 REST), sentences are fed at a steady rate, and while the pipeline is busy the
 suite ``kill -9``s in turn the spout, an acker, the bolts' Spark driver (its
@@ -29,6 +29,13 @@ processes):
   ``sink_delta``, the sum over words of |written - fed|, and ``sink_repeated_ids``, records
   whose ``squall.id`` another record has too, must be 0.
 
+``--broker-faults`` runs on three Kafka brokers (topics at replication factor 3,
+``min.insync.replicas`` 2) and strikes them instead (benchmarks/chaos_brokers.py): the
+broker leading most partitions killed, a rolling restart of all three, the leading broker
+frozen for 30 s. Each gives a row of the ``faults`` list; ``offset_regressions`` counts
+committed offsets seen to move backwards (must be 0); every fault's ``longest_stall_s``
+must be at most 15.
+
 ``--no-kills --minutes N`` runs the word count for N minutes with no fault and
 reports the longest stretch with no commit (``max_ack_gap_s``, at most 10 s).
 
@@ -52,6 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.chaos_brokers import BROKER_FAULTS, BrokerFaults
 from benchmarks.chaos_load import Commits, CpuSampler, Feeder, wait
 from benchmarks.chaos_targets import KILLS, active_driver, catch_producing, pids, resent_batches
 from squall.core.errors import ApiError
@@ -75,6 +83,8 @@ WORDS, WORDS_PARTS = "squall-chaos-words", 3
 POISON_SHARE = 0.0005
 #: The longest the commits may stand still while behind, with such poison.
 MAX_STALL_S = 60.0
+#: The longest the commits may stand still during a broker fault.
+BROKER_STALL_S = 15.0
 
 
 def say(msg: str) -> None:
@@ -174,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the topology's bolt deadline: how long a bolt call may run before "
                     "its process is killed and its record isolated (default 3: a hanging "
                     "record's six attempts each cost one or two of them)")
+    ap.add_argument("--broker-faults", action="store_true",
+                    help="three brokers; kill, roll and freeze them instead of the services")
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,
                     help="with --no-kills: feed for this long (instead of --sentences)")
@@ -196,9 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     stop = threading.Event()
     total = None if (a.no_kills and a.minutes) else a.sentences
-    with cluster(a.workdir.resolve(), stop) as cl:
+    with cluster(a.workdir.resolve(), stop, brokers=3 if a.broker_faults else 1) as cl:
         bootstrap = cl.info.bootstrap_servers
-        ensure_topics(bootstrap, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1, WORDS: WORDS_PARTS}, 30)
+        ensure_topics(cl.info.clients(), {SOURCE: SOURCE_PARTITIONS, COUNTS: 1, WORDS: WORDS_PARTS},
+                      30)
         split = "examples.faults:SplitOrDie" if a.poison_crash or a.poison_hang else \
             "examples.faults:SplitOrRaise" if a.poison else "examples.wordcount:SplitSentenceArrow"
         spec = demo_topology(bootstrap, split, a.message_timeout_s, exact=a.exact,
@@ -209,13 +222,18 @@ def main(argv: list[str] | None = None) -> int:
         if not wait(lambda: all(b["running"] for b in cl.client.storm_topology(NAME)["bolts"]),
                     240):
             raise SystemExit("the bolt queries did not start in 240 s")
-        prog = Progress(cl.info, cl.client, tid)
+        prog = Progress(cl.info.clients(), cl.client, tid)
         feeder = Feeder(bootstrap, total, a.rate, a.poison,
                         a.minutes * 60 if (a.no_kills and a.minutes) else None,
                         crash=POISON_SHARE if a.poison_crash else 0.0,
                         hang=POISON_SHARE if a.poison_hang else 0.0)
         commits = Commits(prog, lambda: feeder.fed)
-        faults = [] if a.no_kills else [*KILLS, ("zookeeper", None)]
+        faults: list[tuple[str, str | None]] = (
+            [] if a.no_kills else [(f, None) for f in BROKER_FAULTS] if a.broker_faults
+            else [*KILLS, ("zookeeper", None)])
+        brokers = BrokerFaults(cl.stack, cl.info, commits, [SOURCE, f"squall.{tid}."],
+                               a.recovery_timeout_s)
+        rows: list[dict[str, Any]] = []
         if faults:
             feeder.hold.set()
         t0 = time.monotonic()
@@ -232,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.2)
             say(f"{time.monotonic() - t0:6.1f}s  fed {feeder.fed:,}  committed "
                 f"{commits.value:,}: {name} down")
+            if a.broker_faults:
+                rows.append(brokers.run(name))
+                recovery[name] = rows[-1]["recovery_s"]
+                continue
             at_produce = name == "bolts-driver" and a.driver_kill == "producing"
             caught: list[bool] = []
             recovery[name], outstanding[name] = fault(
@@ -328,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             if all(r is not None for r in recovery.values()) else None,
             "recovery_s": recovery,
             "processes_back": all(back.values()), "back": back,
+            "faults": rows, "offset_regressions": commits.regressions,
             "max_ack_gap_s": round(commits.max_gap_s, 1),
             "max_stall_s": round(commits.max_stall_s, 1), "stalls": commits.stalls[:20],
             "killing_poison": len(feeder.killing), "bolt_deadline_s": spec.deadline_s,
@@ -350,7 +373,10 @@ def main(argv: list[str] | None = None) -> int:
           and (poisoned or summary["dead_lettered"] == 0)
           and (not (a.poison_crash or a.poison_hang) or summary["max_stall_s"] <= MAX_STALL_S)
           and (not a.exact or summary["counts_delta"] == 0)
-          and (not a.sink or summary["sink_delta"] == summary["sink_repeated_ids"] == 0))
+          and (not a.sink or summary["sink_delta"] == summary["sink_repeated_ids"] == 0)
+          and summary["offset_regressions"] == 0
+          and all(r["recovery_s"] is not None and r["longest_stall_s"] <= BROKER_STALL_S
+                  for r in rows))
     return 0 if ok else 1
 
 

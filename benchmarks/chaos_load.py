@@ -100,14 +100,22 @@ class Commits(threading.Thread):
         self.max_stall_s = 0.0
         #: the stalls of 5 s or more: (seconds into the run when each began, its length)
         self.stalls: list[tuple[float, float]] = []
+        #: times a partition's committed offset was seen below what it was before
+        self.regressions = 0
+        self._highest: list[int] = []
         self.started = time.monotonic()
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.25):
-            with contextlib.suppress(Exception):  # the broker is never killed; be patient
+            with contextlib.suppress(Exception):  # a broker may be down: be patient
                 fed = self.fed()
-                v = self.prog.committed()
+                parts = self.prog.committed_by_partition()
+                self.regressions += sum(1 for new, old in zip(parts, self._highest,
+                                                              strict=False) if new < old)
+                self._highest = [max(p) for p in zip(parts, self._highest or parts,
+                                                     strict=True)]
+                v = sum(parts)
                 now = time.monotonic()
                 stall = now - self.moved_at
                 if v > self.value:
@@ -124,7 +132,7 @@ class CpuSampler:
     """CPU share of each service since the last sample, from /proc (the soak's diagnosis:
     which process grows its cost with time)."""
 
-    PATTERNS = (("broker", "broker --listener-url"), ("spout", "-m services.spout"),
+    PATTERNS = (("broker", "kafka.Kafka "), ("spout", "-m services.spout"),
                 ("acker", "-m services.acker"), ("bolts", "org.apache.spark.deploy.SparkSubmit"),
                 ("python-workers", "pyspark.daemon"))
 

@@ -41,8 +41,8 @@ from benchmarks.cluster_hosts import (
 )
 from squall.core.topology.topics import dlq_topic
 from squall.demo import SOURCE, SOURCE_PARTITIONS, Progress, demo_topology, state_counts
-from squall.dev.stack import StackInfo
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 
 #: The host that fails: it runs workers of every kind, not the broker.
 FAILED = "h3"
@@ -70,14 +70,14 @@ class Watch(threading.Thread):
 def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
               ) -> dict[str, Any]:
     with host_cluster(home) as cl:
-        ensure_topics(cl.bootstrap, {SOURCE: SOURCE_PARTITIONS})
+        ensure_topics(KafkaClients(cl.bootstrap), {SOURCE: SOURCE_PARTITIONS})
         spec = demo_topology(cl.bootstrap, exact=True)
         tid = str(cl.client().submit(spec.to_json())["id"])
         say(f"{fault}: submitted {tid}; waiting for its bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client().storm_topology(tid)["bolts"]),
                     300):
             raise SystemExit("the bolt queries did not start in 300 s")
-        prog = Progress(StackInfo(cl.bootstrap, cl.zookeeper), cl.client(), tid)
+        prog = Progress(KafkaClients(cl.bootstrap), cl.client(), tid)
         feeder = Feeder(cl.bootstrap, sentences, rate, False, None)
         watch = Watch(cl)
         watch.start()

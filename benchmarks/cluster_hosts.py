@@ -1,5 +1,5 @@
 """Squall deployed on three hosts of this machine (squall/dev/hosts.py), as on a real
-cluster: a ZooKeeper ensemble of three, the embedded broker on h1, two API replicas (h1,
+cluster: a ZooKeeper ensemble of three, an Apache Kafka broker on h1, two API replicas (h1,
 h2), a Spark standalone master (h1) and a worker per host, and a spout, acker and bolts
 worker on each of h2 and h3. What the hosts share: Kafka, ZooKeeper, the PostgreSQL state
 (a database service on the bridge, outside the hosts) and the bolts' Spark checkpoints
@@ -24,13 +24,15 @@ from pathlib import Path
 
 from squall.client import ApiClient
 from squall.core.errors import StackError
-from squall.dev import postgres
+from squall.dev import broker, postgres
 from squall.dev.ensemble import Ensemble
 from squall.dev.hosts import DISK, SHARED, Host, Hosts
-from squall.dev.probes import find_tansu, kafka_round_trip, wait_until
+from squall.dev.probes import find_java, kafka_round_trip, wait_until
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent
 
 KAFKA_PORT, API_PORT, SPARK_PORT, PG_PORT = 9092, 8080, 7077, 5432
+KAFKA_CONTROLLER_PORT = 9093
 #: Each kind of worker's own /metrics port on a host.
 WORKER_PORTS = {"spout": 9101, "acker": 9102, "bolts": 9103}
 #: The hosts that run Squall's workers (h1 keeps the broker: it is never failed).
@@ -126,12 +128,18 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
     zk = Ensemble(hosts, list(hosts.hosts)).start()
     say(f"ZooKeeper ensemble {zk}")
     bootstrap = f"{h1.address}:{KAFKA_PORT}"
-    url = f"tcp://{bootstrap}"
     procs: dict[str, dict[str, subprocess.Popen[bytes]]] = {h.name: {} for h in hosts.hosts}
-    procs["h1"]["kafka"] = hosts.start(h1, [
-        find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-        "--storage-engine", "memory://tansu/"], h1.disk / "logs" / "tansu.log")
-    wait_until(lambda: kafka_round_trip(bootstrap), 60, f"Kafka (Tansu) on {bootstrap}")
+    node = broker.Node.plain(1, h1.address, KAFKA_PORT, KAFKA_CONTROLLER_PORT)
+    config = broker.write_node(h1.disk / "kafka", node, [node], seen_as=DISK / "kafka")
+    java, libs = find_java(), broker.fetch()
+    formatted = hosts.run(h1, broker.format_argv(java, libs, config, broker.cluster_id()), 120)
+    if formatted.returncode != 0:
+        raise StackError(f"formatting Kafka's storage on h1 failed: {formatted.stdout[-2000:]}")
+    procs["h1"]["kafka"] = hosts.start(h1, broker.server_argv(java, libs, config),
+                                       h1.disk / "logs" / "kafka.log")
+    wait_until(lambda: kafka_round_trip(KafkaClients(bootstrap)), 90,
+               f"Kafka on {bootstrap}", lambda: procs["h1"]["kafka"].poll() is None,
+               h1.disk / "logs" / "kafka.log")
     say(f"Kafka {bootstrap}")
     state_url = f"postgresql://{postgres.USER}@{hosts.subnet}.1:{PG_PORT}/{postgres.DATABASE}"
     spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")

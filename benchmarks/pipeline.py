@@ -20,6 +20,7 @@ from examples.wordcount import topology
 from squall.core.topology.grouping import edge_flag
 from squall.core.topology.model import TopologySpec
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +122,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
     spec = build(name, src) if build is not None else \
         topology(name=name, source=src, vectorized=True, exact=exact)
     (tmp / f"{name}.json").write_text(spec.to_json())
-    ensure_topics(b, {src: PARTS})
+    ensure_topics(KafkaClients(b), {src: PARTS})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     port, bolts_port, acker_port = free_port(), free_port(), free_port()
     procs: dict[str, subprocess.Popen[bytes]] = {}

@@ -34,6 +34,7 @@ from squall.core.wire.internal import encode_acker_batch
 from squall.core.wire.tuple_batch import IDS_COL, ROOTS_COL, decode_tuples
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,8 +166,8 @@ def main() -> None:
         edge = edge_topic(topo, "spout", "default", "bolt")
         # The topology's topics exist before the clock starts, as after a submit (a topic
         # created by the spout itself costs ~1 s of metadata propagation on its first run).
-        ensure_topics(b, {src: parts, edge: 2, acker_topic(topo): 1, results_topic(topo): 1,
-                          dlq_topic(topo): 1})
+        ensure_topics(KafkaClients(b), {src: parts, edge: 2, acker_topic(topo): 1,
+                                        results_topic(topo): 1, dlq_topic(topo): 1})
         say(f"filling {src} with {n:,} messages of {args.size} bytes ...")
         fill(b, src, n, parts, args.size)
         baseline = bare_consume(b, src, n, parts)

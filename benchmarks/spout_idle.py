@@ -31,6 +31,7 @@ from examples.wordcount import topology
 from squall.core.topology.grouping import edge_flag
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
 
@@ -70,7 +71,7 @@ def main() -> None:
         name = f"idle{uuid.uuid4().hex[:6]}"
         src = f"sentences-{name}"
         spec = topology(name=name, source=src, vectorized=True)
-        ensure_topics(b, {src: 1})
+        ensure_topics(KafkaClients(b), {src: 1})
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         procs: list[subprocess.Popen[bytes]] = []
 

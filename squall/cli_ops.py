@@ -5,6 +5,7 @@ checks it, and its classes imported)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +49,16 @@ def ops_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], None
     va.add_argument("--no-import", action="store_true",
                     help="do not import the bolts' classes (they are not installed here)")
     va.set_defaults(func=cmd_validate)
+
+    ac = sub.add_parser("acls", help="the Kafka ACLs a topology's processes need, as "
+                        "kafka-acls.sh commands (docs/kafka.md, \"ACLs\")")
+    ac.add_argument("topology", help="topology file, JSON or YAML")
+    ac.add_argument("--principal", default="User:squall",
+                    help="the principal Squall's processes run as (default User:squall)")
+    ac.add_argument("--bootstrap-server", default="BROKER:9092",
+                    help="put into each command (default BROKER:9092)")
+    ac.add_argument("-o", "--output", choices=("commands", "json"), default="commands")
+    ac.set_defaults(func=cmd_acls)
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
@@ -168,4 +179,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     print(f"{path}: topology {spec.name!r} is valid: {len(spec.spouts)} spout(s), "
           f"{len(spec.bolts)} bolt(s), {spec.ackers} acker task(s)")
+    return 0
+
+
+def cmd_acls(args: argparse.Namespace) -> int:
+    from squall.core.control.kafka_acls import topology_acls, unknown_sinks
+    from squall.core.topology.model import TopologySpec
+
+    spec = TopologySpec.from_text(read_file(Path(args.topology))).validate()
+    acls = topology_acls(spec)
+    if args.output == "json":
+        print(json.dumps([{"resource": a.resource.value, "pattern": a.pattern.value,
+                           "name": a.name, "operation": a.operation.value, "why": a.why}
+                          for a in acls], indent=2))
+    else:
+        why = None
+        for a in acls:
+            if a.why != why:
+                print(f"# {a.why}")
+                why = a.why
+            print(a.command(args.principal, args.bootstrap_server))
+    for name in unknown_sinks(spec):
+        print(f"squall acls: Kafka bolt {name!r} picks its topics from a field: grant "
+              "Describe and Write on them yourself", file=sys.stderr)
     return 0

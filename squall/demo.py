@@ -1,6 +1,6 @@
 """``squall demo``: the word count, end to end, the way users run Squall.
 
-Starts the embedded stack (Tansu + ZooKeeper), the API, one worker of each
+Starts the embedded stack (Apache Kafka + ZooKeeper), the API, one worker of each
 kind; submits the word count over REST (its counts in Trident state, exactly once);
 feeds sentences with a progress line; prints the top counts, whether they equal what was
 fed, and the acker throughput. With ``--sentences N`` it first warms the pipeline
@@ -28,9 +28,8 @@ from squall.core.errors import ApiError
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.model import TopologySpec
 from squall.demo_cluster import await_until, cluster, say
-from squall.dev.stack import StackInfo
 from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce
-from squall.kafka_clients import quiet_logger
+from squall.kafka_clients import KafkaClients, quiet_logger
 
 # Storm's RandomSentenceSpout sentences.
 SENTENCES = ("the cow jumped over the moon", "an apple a day keeps the doctor away",
@@ -115,25 +114,26 @@ def shown_stats(storm: dict[str, Any]) -> dict[str, Any]:
 class Progress:
     """The numbers the demo shows, from Kafka (committed offsets) and the API (stats)."""
 
-    def __init__(self, info: StackInfo, client: ApiClient, topology_id: str) -> None:
-        from confluent_kafka import Consumer
-
+    def __init__(self, kafka: KafkaClients, client: ApiClient, topology_id: str) -> None:
         self.client, self.id = client, topology_id
-        self.c = Consumer({"bootstrap.servers": info.bootstrap_servers,
-                           "logger": quiet_logger("demo-progress"),
-                           "group.id": f"squall.{topology_id}.{SOURCE}",
-                           "enable.auto.commit": False})
+        self.c = kafka.consumer({"logger": quiet_logger("demo-progress"),
+                                 "group.id": f"squall.{topology_id}.{SOURCE}",
+                                 "enable.auto.commit": False})
         self.start = time.monotonic()
         self.last: tuple[float, float] | None = None
         self.acker_rate = 0.0
         self.storm: dict[str, Any] = {}
 
     def committed(self) -> int:
+        return sum(self.committed_by_partition())
+
+    def committed_by_partition(self) -> list[int]:
+        """Each source partition's committed offset (0 where nothing is committed yet)."""
         from confluent_kafka import TopicPartition
 
         got = self.c.committed([TopicPartition(SOURCE, p) for p in range(SOURCE_PARTITIONS)],
                                timeout=10)
-        return sum(max(0, t.offset) for t in got)
+        return [max(0, t.offset) for t in got]
 
     def refresh(self) -> None:
         with contextlib.suppress(ApiError):
@@ -175,13 +175,12 @@ def state_counts(url: str, topology_id: str) -> Counter[str]:
         store.close()
 
 
-def top_counts(bootstrap: str, n: int = 10) -> list[tuple[str, int]]:
+def top_counts(kafka: KafkaClients, n: int = 10) -> list[tuple[str, int]]:
     """Sum the per-batch counts the ``publish`` bolt wrote."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "squall-demo-report",
-                  "logger": quiet_logger("demo-report"),
-                  "enable.partition.eof": True, "enable.auto.commit": False})
+    c = kafka.consumer({"group.id": "squall-demo-report", "logger": quiet_logger("demo-report"),
+                        "enable.partition.eof": True, "enable.auto.commit": False})
     c.assign([TopicPartition(COUNTS, 0, 0)])
     total: Counter[str] = Counter()
     deadline = time.monotonic() + 30
@@ -241,8 +240,6 @@ def _warm_up(producer: Any, prog: Progress, rounds: tuple[int, ...], rng: random
 
 
 def run_demo(s: DemoSettings) -> int:
-    from confluent_kafka import Producer
-
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -251,7 +248,8 @@ def run_demo(s: DemoSettings) -> int:
     # Spark warming up beside the first takes half of a small machine.
     with cluster(s.workdir, stop, standby=False, env=worker_env(s)) as cl:
         info, client = cl.info, cl.client
-        ensure_topics(info.bootstrap_servers, {SOURCE: SOURCE_PARTITIONS}, 30)
+        kafka = info.clients()
+        ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS}, 30)
         spec = demo_topology(info.bootstrap_servers)
         tid = str(client.submit(spec.to_json())["id"])
         say(f"submitted {NAME!r} over REST as {tid}; waiting for Spark to start the bolt "
@@ -269,9 +267,8 @@ def run_demo(s: DemoSettings) -> int:
         running_at = time.monotonic()
         say(f"\nbolt queries running {running_at - t_wait:.1f} s after the submission, "
              f"{running_at - cl.workers_started:.1f} s after the workers started")
-        producer = Producer({"bootstrap.servers": info.bootstrap_servers, "linger.ms": 5,
-                             "logger": quiet_logger("demo")})
-        prog = Progress(info, client, tid)
+        producer = kafka.producer({"linger.ms": 5, "logger": quiet_logger("demo")})
+        prog = Progress(kafka, client, tid)
         words: Counter[str] = Counter()  # the ground truth
         deadline = time.monotonic() + s.timeout_s  # the warm-up's time included
         warm = WARMUP_SENTENCES if s.sentences is not None else 0

@@ -1,5 +1,5 @@
 """The demo's cluster, as users deploy Squall on one machine: the embedded stack
-(Tansu + ZooKeeper), the REST API and one worker of each kind, kept running by a
+(Apache Kafka + ZooKeeper), the REST API and one worker of each kind, kept running by a
 supervisor. ``squall demo`` and the chaos suite run on it."""
 
 from __future__ import annotations
@@ -45,15 +45,16 @@ _DRAIN_FIRST = ("worker-spout",)
 
 @contextlib.contextmanager
 def cluster(workdir: Path, stop: threading.Event, standby: bool = True,
-            env: Mapping[str, str] | None = None) -> Iterator[Cluster]:
+            env: Mapping[str, str] | None = None, brokers: int = 1) -> Iterator[Cluster]:
     """Stack, API and workers; on exit they stop in order (spouts drain first).
     ``standby``: the bolts worker keeps a warm standby of each bolts job; ``env``: more
-    environment for the workers (and the services they start)."""
+    environment for the workers (and the services they start); ``brokers``: Kafka's."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    say("starting Tansu (Kafka API) and ZooKeeper ...")
-    stack = EmbeddedStack(StackSettings(home=workdir / "stack"))
+    say(f"starting Apache Kafka ({brokers} broker{'s' if brokers > 1 else ''}) and "
+        "ZooKeeper ...")
+    stack = EmbeddedStack(StackSettings(home=workdir / "stack", brokers=brokers))
     with stack as info:
         token = secrets.token_urlsafe(18)
         port = free_port()

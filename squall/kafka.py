@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from squall.core.control.kafka_acls import Operation, refusal
 from squall.core.errors import KafkaUnavailable
 from squall.core.reliability.contiguity import Admitted, Contiguity
 from squall.kafka_clients import KafkaClients, quiet_logger
@@ -132,25 +133,29 @@ def _seek(consumer: Any, key: tuple[str, int], offset: int) -> None:
         log.debug("seek %s[%d] to %d: %s", key[0], key[1], offset, e)
 
 
-def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
+def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
                   timeout_s: float = 10.0, quiet: bool = False) -> None:
-    """Create ``{topic: partitions}`` with the replication factor and configs of the user's
-    properties (default ``min(3, brokers)`` replicas); topics that exist already are fine.
-    A plain bootstrap string: a cluster without client properties (development, tests)."""
+    """Create those of ``{topic: partitions}`` that do not exist, with the replication factor
+    and configs of the user's properties (default ``min(3, brokers)`` replicas). Topics that
+    exist are used as they are and need no Create ACL."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
-    clients = KafkaClients(kafka) if isinstance(kafka, str) else kafka
     conf: dict[str, Any] = {"socket.timeout.ms": 3000}
     if quiet:
         conf["logger"] = quiet_logger("admin")
+    md = clients.metadata(timeout_s)
+    missing = {t: n for t, n in topics.items()
+               if t not in md.topics or md.topics[t].error is not None}
+    if not missing:
+        return
     admin = clients.admin(conf)
     replication = clients.properties.replication_factor
     if replication is None:
-        replication = max(1, min(3, len(clients.metadata(timeout_s).brokers)))
+        replication = max(1, min(3, len(md.brokers)))
     configs = clients.properties.topic_config(replication)
     futures = admin.create_topics(
-        [NewTopic(t, n, replication, config=configs) for t, n in topics.items()],
+        [NewTopic(t, n, replication, config=configs) for t, n in missing.items()],
         operation_timeout=timeout_s, request_timeout=timeout_s)
     for topic, fut in futures.items():
         try:
@@ -159,10 +164,22 @@ def ensure_topics(kafka: KafkaClients | str, topics: Mapping[str, int],
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
+            denied = isinstance(err, KafkaError) and refusal(
+                err.name(), Operation.CREATE, topic, "creating the topics it uses")
+            if denied:
+                raise denied from None
             raise KafkaUnavailable(
                 f"could not create topic {topic!r} on {clients.bootstrap} (replication.factor="
                 f"{replication}, {', '.join(f'topic.{k}={v}' for k, v in configs.items())}): "
                 f"{e}") from e
+
+
+def check_refused(err: Any, operation: Operation, name: str, doing: str) -> None:
+    """Raise :class:`NotAuthorized` if ``err`` (a ``KafkaError`` or None) is a broker's
+    refusal of ``operation`` on ``name``: a missing ACL never heals by retrying."""
+    denied = refusal(err.name(), operation, name, doing) if err is not None else None
+    if denied is not None:
+        raise denied
 
 
 def group_offsets(kafka: KafkaClients, group: str, topics: Iterable[str],

@@ -19,6 +19,7 @@ import numpy as np
 from services.acker.listener import AckerListener
 from services.acker.settings import AckerSettings
 from services.loop_queries import Handler, LoopQueries, json_route
+from squall.core.control.kafka_acls import Operation
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.contiguity import Contiguity
 from squall.core.reliability.dead_letters import DeadLetterHeaders
@@ -28,6 +29,7 @@ from squall.core.topology.topics import ACKER_COMPONENT, acker_topic, dlq_topic,
 from squall.core.wire.internal import encode_fail_reasons, encode_results
 from squall.kafka import (
     GAP_HOLD_MS,
+    check_refused,
     consume_ready,
     contiguous,
     ensure_topics,
@@ -99,6 +101,8 @@ class AckerService:
                 by_part: dict[int, list[Message]] = defaultdict(list)
                 for m in msgs:
                     if m.error():
+                        check_refused(m.error(), Operation.READ, self.topic,
+                                      "reading its records")
                         log.warning("consume error on %s: %s", self.topic, m.error())
                         continue
                     by_part[m.partition() or 0].append(Message(m.offset() or 0, m.value()))
@@ -214,6 +218,7 @@ class AckerService:
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:
+            check_refused(err, Operation.WRITE, msg.topic(), "writing results")
             self.listener.undelivered()
             log.error("could not deliver to %s[%s]: %s", msg.topic(), msg.partition(), err)
 
@@ -230,6 +235,8 @@ class AckerService:
             consumer.commit(offsets=[TopicPartition(self.topic, t, o) for t, o in wm.items()],
                             asynchronous=False)
         except KafkaException as e:
+            check_refused(e.args[0] if e.args else None, Operation.READ,
+                          f"squall.{self.s.topology}.acker", "committing its watermark")
             log.warning("watermark commit failed (will retry): %s", e)
             return
         for t, task in self.tasks.items():

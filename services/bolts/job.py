@@ -48,7 +48,7 @@ from squall.kafka_clients import KafkaClients
 log = logging.getLogger("squall.bolts")
 
 
-def ensure_bolt_topics(spec: TopologySpec, kafka: KafkaClients | str) -> None:
+def ensure_bolt_topics(spec: TopologySpec, kafka: KafkaClients) -> None:
     topics = {dlq_topic(spec.name): 1}
     if spec.ackers:
         topics[acker_topic(spec.name)] = spec.ackers

@@ -22,6 +22,7 @@ from services.spout import kept, startup
 from services.spout.listener import SpoutListener
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
+from squall.core.control.kafka_acls import Operation
 from squall.core.errors import WireFormatError
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.contiguity import Contiguity
@@ -46,7 +47,7 @@ from squall.core.wire.internal import (
 )
 from squall.core.wire.scheme import load_scheme
 from squall.core.wire.tuple_batch import encode_tuples_chunked
-from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous, produce
+from squall.kafka import GAP_HOLD_MS, check_refused, consume_ready, contiguous, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
@@ -197,6 +198,8 @@ class SpoutService:
         for m in contiguous(self.results_consumer, self._result_gaps, got,
                             self.clock.now_ms()):
             if m.error():
+                check_refused(m.error(), Operation.READ, m.topic() or self.results,
+                              "reading its results")
                 log.warning("consume error: %s", m.error())
             else:
                 self._on_results(self.io[m.partition() or 0].task, m.value(),
@@ -211,6 +214,8 @@ class SpoutService:
         batches: dict[TP, list[Any]] = defaultdict(list)
         for m in msgs:
             if m.error():
+                check_refused(m.error(), Operation.READ, m.topic() or "?",
+                              "reading its source")
                 log.warning("consume error: %s", m.error())
                 continue
             batches[(m.topic(), m.partition())].append(m)
@@ -342,6 +347,7 @@ class SpoutService:
                         encode_letter_marker(t, p, letter.offset, self.clock.now_ms()),
                         partition=task.cfg.task, on_delivery=marked)
             else:
+                check_refused(err, Operation.WRITE, self.dlq, "writing a dead letter")
                 log.error("dead letter for %s[%d]@%d not delivered (%s); retrying", t, p,
                           letter.offset, err)
                 self._letters_to_retry.append((task, letter))
@@ -401,6 +407,9 @@ class SpoutService:
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:
+            check_refused(e.args[0] if e.args else None, Operation.READ,
+                          spout_group(self.s.topology, self.s.component),
+                          "committing its offsets")
             log.warning("offset commit failed (will retry): %s", e)
             self._commit_failed = True
             return

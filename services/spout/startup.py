@@ -7,8 +7,9 @@ import logging
 from typing import Any
 
 from services.spout.settings import SpoutSettings
+from squall.core.control.kafka_acls import Operation
 from squall.core.errors import ConfigError
-from squall.kafka import ensure_topics
+from squall.kafka import check_refused, ensure_topics
 
 log = logging.getLogger("squall.spout")
 
@@ -19,6 +20,10 @@ def source_partitions(s: SpoutSettings, consumer: Any, results: str, acker: str,
     the partitions it needs (the internal ones made if ``create_topics``)."""
     md = s.clients.metadata(30)  # unreachable: an error naming why and what to check
     missing = [t for t in s.topics if t not in md.topics or md.topics[t].error]
+    for t in missing:  # a topic the principal may not describe is left out of a listing
+        one = s.clients.metadata(30, t).topics.get(t)
+        check_refused(one.error if one is not None else None, Operation.DESCRIBE, t,
+                      "looking up its source topics")
     if missing:
         raise ConfigError(f"source topics {missing} do not exist on {s.bootstrap_servers}")
     all_tps = sorted((t, p) for t in s.topics for p in md.topics[t].partitions)

@@ -64,6 +64,11 @@ class StateConflict(ConflictError):
     """A resubmission cannot keep the state it asked for (squall/core/control/kept_state.py)."""
 
 
+class NotAuthorized(SquallError):
+    """Kafka refused an operation to this process's principal: the message names the
+    operation and the resource, and where to read which ACLs a topology needs."""
+
+
 class CoordinationError(SquallError):
     """ZooKeeper cannot be reached (or the session is suspended): nothing was changed."""
 

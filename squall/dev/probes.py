@@ -105,11 +105,10 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
 # ----- readiness probes -----------------------------------------------------
 
 
-def kafka_round_trip(kafka: KafkaClients | str, timeout_s: float = 10.0) -> bool:
+def kafka_round_trip(clients: KafkaClients, timeout_s: float = 10.0) -> bool:
     """Create the health topic, produce a unique value and read it back."""
     from confluent_kafka import TopicPartition
 
-    clients = KafkaClients(kafka) if isinstance(kafka, str) else kafka
     ensure_topics(clients, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
     token = uuid.uuid4().bytes
     producer = clients.producer({"message.timeout.ms": int(timeout_s * 1000),

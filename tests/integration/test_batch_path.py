@@ -30,7 +30,7 @@ from squall.core.topology.model import TopologySpec
 from squall.core.topology.topics import edge_topic
 from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.kafka import consume_ready
-from tests.integration.helpers import produce_source, wait_for
+from tests.integration.helpers import clients, produce_source, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ def _words(bootstrap: str, topic: str) -> Counter[str]:
 def test_a_micro_batch_runs_every_tuple_once(spark: Any, bootstrap: str,
                                              tmp_path: Path) -> None:
     spec = _topology()
-    ensure_bolt_topics(spec, bootstrap)
+    ensure_bolt_topics(spec, clients(bootstrap))
     _feed(bootstrap, spec)
     checkpoint = tmp_path / "ckpt"
     topics = spec.input_topics("split")

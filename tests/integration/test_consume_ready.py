@@ -13,7 +13,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from squall.kafka import FETCH_WAIT_MS, consume_ready, ensure_topics, paced_fetches
+from squall.kafka import consume_ready, ensure_topics, paced_fetches
+from tests.integration.helpers import clients
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +25,7 @@ LONG_S = 60.0
 
 def _topic_and_consumer(bootstrap: str) -> tuple[str, Consumer]:
     topic = f"ready-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 1}, 30)
+    ensure_topics(clients(bootstrap), {topic: 1}, 30)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
                   "enable.auto.commit": False, "fetch.wait.max.ms": 20})
     c.assign([TopicPartition(topic, 0, 0)])
@@ -87,7 +88,7 @@ def _fetches_while_reading(bootstrap: str, extra: dict[str, int], seconds: float
     import threading
 
     topic = f"paced-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 1}, 30)
+    ensure_topics(clients(bootstrap), {topic: 1}, 30)
     stats: list[dict[str, object]] = []
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False,
                   "fetch.wait.max.ms": 20, "statistics.interval.ms": 100,
@@ -127,9 +128,8 @@ def _fetches_while_reading(bootstrap: str, extra: dict[str, int], seconds: float
 
 
 def test_paced_fetches_hold_one_fetch_ahead(bootstrap: str) -> None:
-    # The acker's consumer on the embedded broker, which charges every fetch for every
-    # batch its partition ever held: once caught up, one fetch per backoff, not one per
-    # record batch (squall.kafka.paced_fetches).
+    # A consumer with a fetch backoff: once caught up, one fetch per backoff, not one per
+    # record batch (squall.kafka.paced_fetches, for a broker that charges each fetch).
     paced, read_paced = _fetches_while_reading(bootstrap, paced_fetches(100), 3.0)
     eager, read_eager = _fetches_while_reading(bootstrap, paced_fetches(0), 3.0)
     assert read_paced > 0 and read_eager > 0  # both kept reading what came
@@ -137,52 +137,3 @@ def test_paced_fetches_hold_one_fetch_ahead(bootstrap: str) -> None:
     # slow machine's late statistics; the eager consumer fetches each new batch.
     assert paced <= 45, paced
     assert eager >= 2 * paced, (eager, paced)
-
-
-def _first_record_s(bootstrap: str, topic: str, wait_ms: int, within_s: float) -> float | None:
-    """How long a fresh consumer with ``wait_ms`` takes to read a record near the end of
-    ``topic`` (None: not within ``within_s``)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-{wait_ms}",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": wait_ms})
-    try:
-        _, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        c.assign([TopicPartition(topic, 0, high - 5)])
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < within_s:
-            m = c.poll(0.05)
-            if m is not None and m.error() is None:
-                return time.monotonic() - t0
-        return None
-    finally:
-        c.close()
-
-
-def test_the_ackers_fetch_wait_outlasts_the_brokers_look_at_a_long_partition(
-        bootstrap: str) -> None:
-    # The embedded Tansu lists every batch a partition ever held for each fetch, and
-    # answers a fetch empty when that takes longer than the fetch's wait: a consumer
-    # with a short wait never reads again (the acker's 20 ms, half way into a soak).
-    # Batches of one record are added until a 20 ms wait is answered empty (the partition
-    # is then as long as a soak makes the acker's); the acker's wait still reads there.
-    topic = f"long-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 1}, 30)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
-
-    def add(n: int) -> None:
-        for _ in range(n):
-            while True:
-                try:
-                    p.produce(topic, b"x" * 50, partition=0)
-                    break
-                except BufferError:
-                    p.poll(0.01)
-        assert p.flush(60) == 0
-
-    add(20_000)
-    held = 20_000
-    while _first_record_s(bootstrap, topic, 20, within_s=3.0) is not None:
-        assert held < 200_000, "a 20 ms wait still read at 200,000 batches"
-        add(20_000)
-        held += 20_000
-    add(held // 2)  # well past where the short wait stopped reading
-    assert _first_record_s(bootstrap, topic, FETCH_WAIT_MS, within_s=10.0) is not None, held

@@ -22,6 +22,7 @@ from squall.dead_letters import letters, listing, read_all, replay, show
 from squall.kafka import end_offset, ensure_topics
 from squall.kafka_clients import KafkaClients
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     topology_services,
@@ -43,7 +44,7 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
     b.persistent_aggregate("count", ["word"], "count", 1, kind="opaque"
                            ).fields_grouping("split", ["word"])
     spec = b.build(name, ackers=1, retry=RetrySchedule(max_retries=0))
-    ensure_topics(bootstrap, {source: 1})
+    ensure_topics(clients(bootstrap), {source: 1})
     url = f"sqlite://{tmp_path / 'state.db'}"
     acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, (), url)
     kafka = KafkaClients(bootstrap)
@@ -66,7 +67,7 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
             assert show(kafka, name, letter.dlq_offset)["payload_text"] == "c d 5"
             assert listing(kafka, name, reason="no such reason")["total"] == 0
             # a replay interrupted after it wrote the message, before it said so
-            ensure_topics(bootstrap, {dlq_replays_topic(name): 1})
+            ensure_topics(clients(bootstrap), {dlq_replays_topic(name): 1})
             p = Producer({"bootstrap.servers": bootstrap})
             start = end_offset(kafka, source, 0)
             p.produce(dlq_replays_topic(name), Replay(letter.dlq_offset, source, 0, start)

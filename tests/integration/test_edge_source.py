@@ -14,6 +14,7 @@ from services.bolts import clients
 from services.bolts.edges import read_range
 from services.bolts.source import EdgeEnds, EdgeReader
 from squall.kafka import ensure_topics
+from tests.integration.helpers import clients as kafka_of
 from tests.integration.helpers import produce_source, wait_for
 
 pytestmark = pytest.mark.integration
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 def test_ranges_are_read_exactly_one_after_another(bootstrap: str) -> None:
     topic = f"edge-read-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 1}, 30)
+    ensure_topics(kafka_of(bootstrap), {topic: 1}, 30)
     produce_source(bootstrap, topic, [f"m{i}".encode() for i in range(300)], partitions=1)
     c = clients.edge_consumer(bootstrap)
     got = []
@@ -41,7 +42,7 @@ def test_edge_ends_follow_the_partitions(bootstrap: str, hold: bool) -> None:
     the last fetch, so new data shows within a poll or two (holding one message per partition
     between polls, or reading on)."""
     topic = f"edge-ends-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 2}, 30)
+    ensure_topics(kafka_of(bootstrap), {topic: 2}, 30)
     produce_source(bootstrap, topic, [b"x"] * 40, partitions=1)  # all to partition 0
     ends = EdgeEnds(bootstrap, [(topic, 0), (topic, 1)], wait_s=2.0, hold=hold)
     try:
@@ -63,7 +64,7 @@ def test_an_offer_after_an_idle_spell_waits_for_the_whole_burst(bootstrap: str) 
     offer waits until the edges stood still (``quiet_ms``, long here: a loaded machine may
     pause the producer between pieces)."""
     topic = f"edge-linger-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 2}, 30)
+    ensure_topics(kafka_of(bootstrap), {topic: 2}, 30)
     reader = EdgeReader({"bootstrap": bootstrap, "topics": topic, "tasks": "0,1",
                          "quiet_ms": "1500", "linger_ms": "60000"})
     limit = ReadMaxRows(10_000)

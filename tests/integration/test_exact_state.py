@@ -25,6 +25,7 @@ from squall.core.trident.codec import MapKind
 from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     supervised_services,
@@ -90,7 +91,7 @@ def test_counts_are_exact_under_storm_and_spark_replays(
                             2 if where == "two hops" else 1)
     topo = tmp_path / "topology.json"
     topo.write_text(spec.to_json())
-    ensure_topics(bootstrap, {source: PARTS})
+    ensure_topics(clients(bootstrap), {source: PARTS})
     lines = [f"the quick brown fox {i % 7} jumps over the lazy dog {i}".encode()
              for i in range(300)]
 
@@ -139,14 +140,14 @@ def test_the_spouts_committed_offsets_are_read_from_kafka(bootstrap: str) -> Non
     """What lets a stateful task drop the records of committed messages."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from services.bolts import clients
+    from services.bolts import clients as bolt_clients
 
     topic, group = f"cm-{uuid.uuid4().hex[:6]}", f"squall.cm.{uuid.uuid4().hex[:6]}"
-    ensure_topics(bootstrap, {topic: 2})
+    ensure_topics(clients(bootstrap), {topic: 2})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "enable.auto.commit": False})
     c.commit(offsets=[TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 3)],
              asynchronous=False)
     c.close()
-    assert clients.spout_committed(bootstrap, {group: (topic,)}, now_s=1e9) == {
+    assert bolt_clients.spout_committed(bootstrap, {group: (topic,)}, now_s=1e9) == {
         f"{topic}:0": 7, f"{topic}:1": 3}

@@ -20,7 +20,7 @@ from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.topics import acker_topic, edge_topic
 from squall.core.wire.tuple_batch import TupleBatch, encode_tuples
 from squall.kafka import ensure_topics
-from tests.integration.helpers import edge_ranges
+from tests.integration.helpers import clients, edge_ranges
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def test_head_tasks_with_a_fused_stateful_bolt_run_at_once(bootstrap: str,
                outputs={"default": ["word"]}).shuffle_grouping("sentences")
     b.set_bolt("count", "examples.wordcount:WordCount", 2).fields_grouping("split", ["word"])
     spec = b.build(name, ackers=1)
-    ensure_topics(bootstrap, {acker_topic(name): 1, f"squall.{name}.dlq": 1,
+    ensure_topics(clients(bootstrap), {acker_topic(name): 1, f"squall.{name}.dlq": 1,
                               edge_topic(name, "split", "default", "count"): 2}, 30)
     ids = [int(i) for i in IdBatcher(seed=3).ids(2 * len(SENTENCES))]
     rows: dict[int, Any] = {}

@@ -16,6 +16,7 @@ from squall.core.topology.routing import fields_hash, second_hash
 from squall.core.trident.codec import MapKind
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     topology_services,
@@ -45,7 +46,7 @@ def test_a_hot_key_is_spread_over_two_tasks_and_counted_exactly(bootstrap: str,
     source = f"src-{name}"
     spec = topology(name, source)
     assert spec.component("tag").parallelism == TAG_TASKS
-    ensure_topics(bootstrap, {source: PARTS})
+    ensure_topics(clients(bootstrap), {source: PARTS})
     url = f"sqlite://{tmp_path / 'state.db'}"
     # Skewed: the hot word is half of all words.
     lines = [f"{HOT} cat {HOT} {i % 13} {HOT} dog{i % 5}".encode() for i in range(600)]

@@ -22,6 +22,7 @@ from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.kafka_sink import ID_HEADER
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     supervised_services,
@@ -76,7 +77,7 @@ def test_the_exactly_once_sink_writes_each_output_once_under_replays_and_a_kill(
                    retry=RetrySchedule(initial_delay_ms=100))
     topo = tmp_path / "topology.json"
     topo.write_text(spec.to_json())
-    ensure_topics(bootstrap, {source: PARTS, once: SINK_PARTS, any_: SINK_PARTS})
+    ensure_topics(clients(bootstrap), {source: PARTS, once: SINK_PARTS, any_: SINK_PARTS})
     lines = [f"s{i}a s{i}b {i}".encode() for i in range(300)]
     truth = Counter(w.encode() for s in lines for w in s.decode().split())
 

@@ -14,7 +14,7 @@ import pytest
 from squall.core.topology.builder import TopologyBuilder
 from squall.kafka import ensure_topics
 from tests.integration.cluster import TOKEN, ApiProcess
-from tests.integration.helpers import produce_source, wait_for
+from tests.integration.helpers import clients, produce_source, wait_for
 
 pytestmark = pytest.mark.integration
 PARTS = 2
@@ -51,7 +51,7 @@ def test_a_killed_topology_leaves_nothing_behind_and_a_changed_one_counts_exactl
     api: ApiProcess = cluster["api"]
     name = f"life{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: PARTS}, 30)
+    ensure_topics(clients(bootstrap), {source: PARTS}, 30)
     admin = KafkaClients(bootstrap).admin()
     fed: list[bytes] = []
 
@@ -141,7 +141,7 @@ def test_a_resubmission_that_keeps_the_state_counts_on_exactly_from_where_it_sto
     api: ApiProcess = cluster["api"]
     name = f"keep{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: PARTS}, 30)
+    ensure_topics(clients(bootstrap), {source: PARTS}, 30)
     kafka = KafkaClients(bootstrap)
     fed: list[bytes] = []
 

@@ -17,7 +17,7 @@ from squall.core.topology.topics import spout_group
 from squall.kafka import commit_group_offsets, ensure_topics
 from squall.kafka_clients import KafkaClients
 from tests.integration.cluster import ApiProcess
-from tests.integration.helpers import wait_for
+from tests.integration.helpers import clients, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def produce(bootstrap: str, topic: str, partition: int, n: int, ts_ms: int) -> N
 def test_the_lag_comes_from_kafka_and_grows_with_no_spout_running(
         quick_api: ApiProcess, bootstrap: str, tmp_path: Path) -> None:
     topic = f"src-lag-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bootstrap, {topic: 2})
+    ensure_topics(clients(bootstrap), {topic: 2})
     with quick_api.client() as http:
         r = http.post("/topologies", json={
             "name": f"lagged{uuid.uuid4().hex[:6]}", "spouts": [

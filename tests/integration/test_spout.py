@@ -22,6 +22,7 @@ from squall.kafka import ensure_topics
 from tests.integration.helpers import (
     ScriptedBolt,
     ServiceProcess,
+    clients,
     committed_offsets,
     consume,
     produce_source,
@@ -39,7 +40,7 @@ class Rig:
         self.bootstrap, self.tmp = bootstrap, tmp
         self.topo = f"s{uuid.uuid4().hex[:8]}"
         self.source = f"src-{self.topo}"
-        ensure_topics(bootstrap, {self.source: PARTS})
+        ensure_topics(clients(bootstrap), {self.source: PARTS})
         self.values = [f"m-{i}".encode() for i in range(n)]
         self.where = dict(zip(self.values, produce_source(bootstrap, self.source, self.values,
                                                           PARTS), strict=True))
@@ -64,7 +65,7 @@ class Rig:
         return ServiceProcess("services.spout", self.spout_args, self.tmp / f"{name}.log")
 
     def bolt(self, rule: Any) -> ScriptedBolt:
-        ensure_topics(self.bootstrap, {self.edge: 2})
+        ensure_topics(clients(self.bootstrap), {self.edge: 2})
         return ScriptedBolt(self.bootstrap, self.edge, 2, acker_topic(self.topo), 2, rule)
 
     def committed(self) -> list[int]:
@@ -280,7 +281,7 @@ def test_the_source_read_ahead_is_bounded(bootstrap: str) -> None:
     records ahead per partition (and one fetch more), where librdkafka's defaults fetch
     the whole backlog into the process (~350 bytes of memory a record)."""
     topic, n, records, size = f"ahead-{uuid.uuid4().hex[:8]}", 60_000, 2_000, 200
-    ensure_topics(bootstrap, {topic: PARTS})
+    ensure_topics(clients(bootstrap), {topic: PARTS})
     produce_source(bootstrap, topic, [b"x" * size] * n, PARTS)
 
     def held(conf: dict[str, Any], at_least: int, then: int) -> list[int]:

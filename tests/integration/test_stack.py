@@ -1,4 +1,5 @@
-"""The embedded stack itself: real Tansu, real ZooKeeper, the CLI, and its failure modes."""
+"""The development stack itself: real Apache Kafka, real ZooKeeper, the CLI, and its failure
+modes."""
 
 from __future__ import annotations
 
@@ -19,19 +20,19 @@ from kazoo.handlers.threading import KazooTimeoutError
 from squall.core.errors import StackError
 from squall.core.reliability.tuples import Tuple
 from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
-from squall.dev.probes import zookeeper_session
+from squall.dev.probes import find_java, kafka_round_trip, zookeeper_session
 from squall.dev.smoke import run_smoke
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
 from squall.kafka import ensure_topics
 from squall.processes import pid_alive
-from tests.integration.helpers import consume
+from tests.integration.helpers import clients, consume, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 def test_tuple_batches_cross_the_real_broker(bootstrap: str) -> None:
     topic = f"squall.t-{uuid.uuid4().hex[:6]}.edge.split.default.count"
-    ensure_topics(bootstrap, {topic: 1})
+    ensure_topics(clients(bootstrap), {topic: 1})
     tuples = [Tuple([f"w{i}", i], ("word", "n"), {i + 1: i + 100}) for i in range(500)]
     p = Producer({"bootstrap.servers": bootstrap})
     p.produce(topic, encode_tuples(TupleBatch.from_tuples(tuples, ("word", "n"), source="split")),
@@ -56,7 +57,7 @@ def test_zookeeper_holds_a_session_and_data(zookeeper: str) -> None:
 
 
 def test_smoke_completes_every_tree(bootstrap: str) -> None:
-    report = run_smoke(bootstrap, trees=3_000)
+    report = run_smoke(clients(bootstrap), trees=3_000)
     assert report.completed == 3_000
     assert report.records == 3_000 * 12
 
@@ -72,6 +73,10 @@ def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
     assert up.returncode == 0, up.stderr
     assert "kafka" in up.stdout
     assert "zookeeper" in up.stdout
+    assert "starting Apache Kafka" in up.stderr
+    env = (Path(home) / "env").read_text()
+    assert "SQUALL_BOOTSTRAP_SERVERS=127.0.0.1:" in env
+    assert "GAP_HOLD" not in env and "FETCH_BACKOFF" not in env  # Apache Kafka needs none
     state = StackInfo.from_json((Path(home) / "stack.json").read_text())
     pids = [p.pid for p in state.processes]
     try:
@@ -89,6 +94,22 @@ def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not any(pid_alive(p) for p in pids)
     assert run_cli("dev", "status", "--home", home).returncode == 1
+
+
+def test_tansu_runs_on_request_with_its_profile(tmp_path: Path) -> None:
+    """``--broker tansu``, kept for comparisons: it starts, carries tuple trees, and its
+    env file gives the two settings it needs and Apache Kafka does not."""
+    home = str(tmp_path / "dev")
+    up = run_cli("dev", "up", "--home", home, "--broker", "tansu")
+    assert up.returncode == 0, up.stderr
+    try:
+        env = (Path(home) / "env").read_text()
+        assert "SQUALL_SPOUT_SOURCE_GAP_HOLD_MS=2000" in env
+        assert (Path(home) / "kafka" / "tansu.log").exists()
+        smoke = run_cli("dev", "smoke", "--home", home, "--trees", "500")
+        assert smoke.returncode == 0 and '"completed": 500' in smoke.stdout, smoke.stderr
+    finally:
+        assert run_cli("dev", "down", "--home", home).returncode == 0
 
 
 def test_zookeeper_probe_gives_up_on_a_server_that_never_answers() -> None:
@@ -122,24 +143,67 @@ def test_missing_java_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_process_dying_at_start_shows_its_log_and_stops_the_rest(tmp_path: Path) -> None:
+    # A java that runs Kafka's broker for real and fails ZooKeeper's start.
     fake = tmp_path / "java"
     fake.write_text(
-        "#!/bin/sh\necho 'Error: could not reserve enough space for heap' >&2\nexit 1\n"
+        "#!/bin/sh\ncase \"$*\" in *QuorumPeerMain*)\n"
+        "  echo 'Error: could not reserve enough space for heap' >&2; exit 1;;\nesac\n"
+        f"exec {find_java()} \"$@\"\n"
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    stack = EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake), start_timeout_s=30))
+    stack = EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake), start_timeout_s=60))
     with pytest.raises(StackError) as e:
         stack.start()
     msg = str(e.value)
     assert "ZooKeeper on 127.0.0.1:" in msg
     assert "exited during start-up" in msg
     assert "could not reserve enough space for heap" in msg
-    # Tansu had started before ZooKeeper failed: it must be gone too.
-    log = tmp_path / "dev" / "kafka" / "tansu.log"
-    assert log.exists()
+    # Kafka had started before ZooKeeper failed: it must be gone too.
+    assert (tmp_path / "dev" / "kafka" / "kafka.log").exists()
     assert not (tmp_path / "dev" / "stack.json").exists()
     out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert out.stdout.strip() == "", f"orphans: {out.stdout}"
+
+
+def test_a_broker_that_cannot_format_its_storage_says_why(tmp_path: Path) -> None:
+    fake = tmp_path / "java"
+    fake.write_text("#!/bin/sh\necho 'Error: Invalid maximum heap size' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(StackError, match=r"(?s)formatting Kafka's storage.*Invalid maximum heap"):
+        EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake))).start()
+    assert not (tmp_path / "dev" / "stack.json").exists()
+
+
+def test_three_brokers_replicate_and_survive_one_killed(tmp_path: Path) -> None:
+    """``--brokers 3``: topics at replication factor 3 with ``min.insync.replicas`` 2; with one
+    broker killed every partition has a leader and takes writes that read back."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
+        ConfigResource,
+        ResourceType,
+    )
+
+    with EmbeddedStack(StackSettings(home=tmp_path / "dev", brokers=3,
+                                     start_timeout_s=120)) as info:
+        kafka = info.clients()
+        assert len(kafka.metadata(10).brokers) == 3
+        topic = f"rf3-{uuid.uuid4().hex[:6]}"
+        ensure_topics(kafka, {topic: 3})
+        wait_for(lambda: len(kafka.metadata(10, topic).topics[topic].partitions) == 3, 30,
+                 "the new topic's metadata")
+        parts = kafka.metadata(10, topic).topics[topic].partitions.values()
+        assert all(len(p.replicas) == 3 for p in parts)
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        admin = kafka.admin()  # kept: a handle collected early fails its futures
+        conf = admin.describe_configs([res])[res].result(10)
+        assert conf["min.insync.replicas"].value == "2"
+        victim = next(p for p in info.processes if p.name == "kafka-2")
+        os.kill(victim.pid, 9)
+        assert kafka_round_trip(kafka, timeout_s=60)
+        p = kafka.producer({"acks": "all"})
+        for i in range(3):
+            p.produce(topic, b"after", partition=i)
+        assert p.flush(60) == 0
+        assert len(consume(info.bootstrap_servers, topic, 1, partition=2)) == 1
 
 
 def test_fixture_processes_die_with_their_parent(tmp_path: Path) -> None:
@@ -154,7 +218,6 @@ def test_fixture_processes_die_with_their_parent(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     pids = [int(p) for p in r.stdout.split()]
     assert len(pids) == 2, r.stderr
-    from tests.integration.helpers import wait_for
 
     wait_for(lambda: not any(_exists(p) for p in pids), 10, "the orphaned children to die")
 

@@ -14,6 +14,7 @@ from examples.ticks import topology
 from squall.core.wire.tuple_batch import decode_tuples
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     topology_services,
@@ -29,7 +30,7 @@ def test_a_tick_driven_bolt_flushes_what_it_counted(bootstrap: str, tmp_path: Pa
     name = f"tk{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
     spec = topology(name, source, every_s=1)
-    ensure_topics(bootstrap, {source: PARTS})
+    ensure_topics(clients(bootstrap), {source: PARTS})
     lines = [f"tick tock {i % 11} clock".encode() for i in range(400)]
     truth = Counter(w for s in lines for w in s.decode().split())
     (out_edge,) = spec.edges_from("count")  # what "log" would read: the test reads it

@@ -1,10 +1,10 @@
-"""Squall on a Kafka that speaks only TLS (docs/kafka.md): every client of the word count
-(spout, acker, the bolts' driver and executors, the publishing bolt, this test's own)
-on ``security.protocol=SSL`` with a CA the test made; a client without the CA is refused
-with an error that names the setting to fix.
+"""Squall on Kafka's TLS listener (docs/kafka.md): every client of the word count (spout,
+acker, the bolts' driver and executors, the publishing bolt) on ``security.protocol=SSL``
+with a CA the test made and a client certificate, which is the principal the ACLs name; a
+client without the CA is refused with an error that names the setting to fix.
 
-The broker is a Tansu of its own behind stunnel (tests/integration/tls.py): it advertises
-only the TLS address, so a client that got through spoke TLS.
+The broker is a secured Apache Kafka node of its own (tests/integration/secure_kafka.py):
+the SSL listener requires a client certificate, so a client that got through spoke TLS.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from squall.core.control.kafka_acls import Acl, Operation, Pattern, Resource, topology_acls
 from squall.demo import COUNTS, SOURCE, SOURCE_PARTITIONS, demo_topology
 from squall.kafka import ensure_topics
 from squall.launch import acker_args, bolts_args, spout_args
@@ -26,28 +27,33 @@ from tests.integration.helpers import (
     produce_source,
     wait_for,
 )
-from tests.integration.tls import tls_broker
+from tests.integration.secure_kafka import secure_kafka
+from tests.integration.test_kafka_acls import bindings
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
         tmp_path: Path) -> None:
-    with tls_broker(tmp_path / "tls") as broker:
-        kafka, env = broker.clients(), broker.env()
-        spec = demo_topology(broker.bootstrap, split="examples.wordcount:SplitSentence",
-                             exact=False)
+    with secure_kafka(tmp_path / "tls") as broker:
+        env = broker.tls_env("squall-tls")
+        kafka, bootstrap = broker.clients(broker.admin_env()), broker.bootstrap("SSL")
+        spec = demo_topology(bootstrap, split="examples.wordcount:SplitSentence", exact=False)
         topology = tmp_path / "topology.json"
         topology.write_text(spec.to_json())
         ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1})
+        # The topology's ACLs, and its publishing bolt's topic (a bolt's own client).
+        broker.grant(bindings([*topology_acls(spec), *(
+            Acl(Resource.TOPIC, Pattern.LITERAL, COUNTS, op, "publish writes it")
+            for op in (Operation.DESCRIBE, Operation.WRITE))], "User:CN=squall-tls"))
         lines = [f"the quick brown fox {i % 7} jumps over the lazy dog".encode()
                  for i in range(300)]
-        acker = ServiceProcess("services.acker", acker_args(topology, [0, 1], broker.bootstrap),
+        acker = ServiceProcess("services.acker", acker_args(topology, [0, 1], bootstrap),
                                tmp_path / "acker.log", env=env)
         spout = ServiceProcess("services.spout", spout_args(
-            topology, SOURCE, [0], 1, broker.bootstrap), tmp_path / "spout.log", env=env)
+            topology, SOURCE, [0], 1, bootstrap), tmp_path / "spout.log", env=env)
         bolts = ServiceProcess("services.bolts", [
-            *bolts_args(topology, (), broker.bootstrap, tmp_path / "ckpt", "local[2]"),
+            *bolts_args(topology, (), bootstrap, tmp_path / "ckpt", "local[2]"),
             "--trigger-ms", "100"], tmp_path / "bolts.log",
             env={**env, "PYSPARK_PYTHON": sys.executable})
         with acker.start(), bolts.start():
@@ -69,12 +75,12 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
 
         # The same spout, its clients on TLS but without the CA: refused, and told why.
         blind = ServiceProcess("services.spout", spout_args(
-            topology, SOURCE, [0], 1, broker.bootstrap), tmp_path / "blind.log",
+            topology, SOURCE, [0], 1, bootstrap), tmp_path / "blind.log",
             env={"SQUALL_KAFKA_SECURITY_PROTOCOL": "SSL"})
         blind.start()
         assert blind.wait(120) == 2, blind.log_tail()
         said = [line for line in blind.log_tail(200).splitlines()
                 if line.startswith("squall spout: error:")]
-        assert len(said) == 1 and f"cannot reach Kafka at {broker.bootstrap}" in said[0] \
+        assert len(said) == 1 and f"cannot reach Kafka at {bootstrap}" in said[0] \
             and "certificate verify failed" in said[0] \
             and "set ssl.ca.location (SQUALL_KAFKA_SSL_CA_LOCATION)" in said[0], said

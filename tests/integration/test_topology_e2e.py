@@ -28,6 +28,7 @@ from squall.processes import child_pids, die_with_parent
 from tests.integration.helpers import (
     ScriptedBolt,
     ServiceProcess,
+    clients,
     committed_offsets,
     produce_source,
     wait_for,
@@ -54,7 +55,7 @@ class Run:
     def __init__(self, bootstrap: str, tmp: Path, spec: TopologySpec, source: str) -> None:
         self.bootstrap, self.tmp, self.spec, self.source = bootstrap, tmp, spec, source
         (tmp / "topology.json").write_text(spec.to_json())
-        ensure_topics(bootstrap, {source: SOURCE_PARTS})
+        ensure_topics(clients(bootstrap), {source: SOURCE_PARTS})
         self.acker = ServiceProcess("services.acker", [
             "--topology", spec.name, "--tasks", "0,1", "--num-ackers", "2",
             "--bootstrap-servers", bootstrap, "--message-timeout-s", str(spec.message_timeout_s)],
@@ -281,7 +282,7 @@ def test_squall_run_starts_and_stops_a_topology(bootstrap: str, tmp_path: Path) 
         preexec_fn=die_with_parent)
     try:
         wait_for(lambda: (tmp_path / "run" / "spout-numbers.log").exists(), 60, "the spout")
-        ensure_topics(bootstrap, {f"numbers-{name}": 1})
+        ensure_topics(clients(bootstrap), {f"numbers-{name}": 1})
         produce_source(bootstrap, f"numbers-{name}", [str(i).encode() for i in range(31)], 1)
         # Every number is committed only once its total (anchored to three numbers) is acked;
         # the 31st, alone in its buffer, once a tick totals it.

@@ -19,7 +19,7 @@ import pytest
 
 from squall.kafka import ensure_topics
 from tests.integration.cluster import TOKEN, ApiProcess, namespace
-from tests.integration.helpers import ServiceProcess, produce_source, wait_for
+from tests.integration.helpers import ServiceProcess, clients, produce_source, wait_for
 
 pytestmark = pytest.mark.integration
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -64,7 +64,7 @@ def running(zookeeper: str, bootstrap: str, tmp_path: Path) -> Iterator[dict[str
                      "--grafana-url", "http://grafana.example:3000").start()
     name = f"pg{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: 1}, 30)
+    ensure_topics(clients(bootstrap), {source: 1}, 30)
     workers = [ServiceProcess("services.worker", [
         "--kind", kind, "--worker-id", f"{kind}-{name}", "--zookeeper", zookeeper,
         "--bootstrap-servers", bootstrap, "--workdir", str(tmp_path / kind),

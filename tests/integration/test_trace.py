@@ -17,6 +17,7 @@ from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 from squall.message_trace import trace
 from tests.integration.helpers import (
+    clients,
     produce_source,
     topology_services,
     wait_for,
@@ -39,7 +40,7 @@ def test_trace_says_where_a_message_is_in_each_state(bootstrap: str, tmp_path: P
         .shuffle_grouping("split")
     spec = b.build(name, ackers=1, retry=RetrySchedule(initial_delay_ms=600_000,
                                                        max_delay_ms=600_000, max_retries=3))
-    ensure_topics(bootstrap, {source: 1})
+    ensure_topics(clients(bootstrap), {source: 1})
     acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, (),
                                             f"sqlite://{tmp_path / 'state.db'}")
     kafka = KafkaClients(bootstrap)

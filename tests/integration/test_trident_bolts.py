@@ -23,7 +23,7 @@ from squall.core.topology.topics import acker_topic, edge_topic
 from squall.core.trident.codec import MapKind
 from squall.core.wire.tuple_batch import TupleBatch, decode_tuples, encode_tuples
 from squall.kafka import ensure_topics
-from tests.integration.helpers import consume, edge_ranges
+from tests.integration.helpers import clients, consume, edge_ranges
 
 pytestmark = pytest.mark.integration
 FIELDS = ("account", "amount")
@@ -63,7 +63,8 @@ def test_balances_are_exact_and_lookups_answer_from_the_state(
     name = f"led{uuid.uuid4().hex[:6]}"
     spec = ledger(name, kind)
     answers = edge_topic(name, "lookup", "default", "answers")
-    ensure_topics(bootstrap, {acker_topic(name): 1, f"squall.{name}.dlq": 1, answers: 1}, 30)
+    ensure_topics(clients(bootstrap), {acker_topic(name): 1, f"squall.{name}.dlq": 1, answers: 1},
+                  30)
     ids = IdBatcher(seed=5)
     urls = {"balances": url, "lookup": url}
     persist: Callable[[Any, int], Any] = lambda rec, txid: run_chain(  # noqa: E731

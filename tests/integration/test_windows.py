@@ -17,6 +17,7 @@ from examples.windows import topology
 from squall.core.wire.tuple_batch import decode_tuples
 from squall.kafka import ensure_topics
 from tests.integration.helpers import (
+    clients,
     committed_offsets,
     produce_source,
     topology_services,
@@ -65,7 +66,7 @@ def test_an_event_time_window_counts_exactly_and_sends_late_clicks_aside(
     name = f"wn{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
     spec = topology(name, source, window_ms=1000, lag_ms=5000)
-    ensure_topics(bootstrap, {source: PARTS})
+    ensure_topics(clients(bootstrap), {source: PARTS})
     # in order within the lag: none of these is late, whatever order they come in
     first = [(PAGES[i % 5], T0 + (i * 37) % 3000) for i in range(300)]
     truth = Counter((p, (ts - T0) // 1000 * 1000 + T0) for p, ts in first)

@@ -19,6 +19,7 @@ from tests.integration import storm_contract as sc
 from tests.integration.cluster import TOKEN, ApiProcess
 from tests.integration.helpers import (
     ServiceProcess,
+    clients,
     committed_offsets,
     consume,
     produce_source,
@@ -48,7 +49,7 @@ def test_a_killed_spout_worker_loses_no_source_message(cluster: dict[str, Any], 
     workers: dict[str, ServiceProcess] = cluster["workers"]
     name = f"wk{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: PARTS}, 30)
+    ensure_topics(clients(bootstrap), {source: PARTS}, 30)
     http = api.client()
     # Submitted inactive: the spouts start once Spark runs the bolt queries.
     r = http.post("/topologies", json=topology(name, source), params={"activate": "false"})
@@ -209,7 +210,7 @@ def test_deactivate_stops_the_spouts_and_activate_resumes(cluster: dict[str, Any
     api: ApiProcess = cluster["api"]
     name = f"wd{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: PARTS}, 30)
+    ensure_topics(clients(bootstrap), {source: PARTS}, 30)
     spec = topology(name, source)
     spec["bolts"] = spec["bolts"][:1]
 
@@ -250,7 +251,7 @@ def test_a_bolt_that_cannot_start_is_a_crash_loop_shown_with_its_error_not_poiso
     api: ApiProcess = cluster["api"]
     name = f"down{uuid.uuid4().hex[:6]}"
     source = f"src-{name}"
-    ensure_topics(bootstrap, {source: PARTS}, 30)
+    ensure_topics(clients(bootstrap), {source: PARTS}, 30)
     spec = topology(name, source)
     spec["bolts"][0]["class"] = "examples.faults:DependencyDown"
     spec["bolts"][0]["config"] = {"url": "postgresql://db.example:5432"}

@@ -9,7 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
-from services.bolts.runtime.driver_classes import cache_home, driver_classes
+from services.bolts.runtime.driver_classes import driver_classes
+from squall.machine_cache import cache_home
 
 #: Flags that choose an archive themselves: a driver started with one is left alone.
 _OWN = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tempfile
@@ -31,15 +30,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from squall.machine_cache import cache_home
+
 log = logging.getLogger("squall.bolts")
 
 SOURCES = sorted((Path(__file__).with_name("java")).glob("*.java"))
 #: The checkpoints' file system (``fs.AbstractFileSystem.file.impl``).
 CLASS = "squall.hadoop.NoForkLocalFs"
-
-
-def cache_home() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "squall"
 
 
 def driver_classes(cache: Path | None = None) -> Path | None:

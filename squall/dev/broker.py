@@ -112,7 +112,7 @@ SCRAM = "SCRAM-SHA-512"
 class Security:
     """What a secured node authenticates and authorizes with. Every connection is
     authenticated: TLS with a client certificate (``SSL``: the principal is
-    ``User:CN=<its common name>``), SASL over TLS (``SASL_SSL``: SCRAM-SHA-512 or PLAIN) or
+    ``User:<its common name>``), SASL over TLS (``SASL_SSL``: SCRAM-SHA-512 or PLAIN) or
     SCRAM-SHA-512 over plaintext (``SASL_PLAINTEXT``; PLAIN would send the password in the
     clear); the nodes among themselves as the super user ``admin`` over SASL PLAIN. Every
     request is authorized by ACLs (the StandardAuthorizer): a principal with none may do
@@ -193,6 +193,8 @@ def security_properties(sec: Security) -> dict[str, str]:
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(sec.truststore),
         "listener.name.ssl.ssl.client.auth": "required",
+        # A certificate's principal is its common name, as a SASL user's is its name.
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+).*$/$1/,DEFAULT",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
         "allow.everyone.if.no.acl.found": "false",

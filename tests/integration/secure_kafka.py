@@ -47,8 +47,9 @@ class SecureKafka:
 
     def tls_env(self, common_name: str) -> dict[str, str]:
         """TLS with a client certificate issued to ``common_name`` (principal
-        ``User:CN=<common_name>``)."""
-        cert = self.ca.issue_cert(common_name=common_name)
+        ``User:<common_name>``). It names a host too: Java refuses a certificate whose
+        alternative names are empty."""
+        cert = self.ca.issue_cert(f"{common_name}.clients.invalid", common_name=common_name)
         key, chain = self.home / f"{common_name}.key", self.home / f"{common_name}.pem"
         cert.private_key_pem.write_to_path(str(key))
         chain.write_bytes(b"".join(c.bytes() for c in cert.cert_chain_pems))

@@ -189,14 +189,19 @@ def test_a_record_whose_micro_batch_took_the_whole_job_down_is_isolated_after_th
     feed = lines(60, {30: "hang"})
     marks = tmp_path / "ckpt" / name / "split" / DIRECTORY
 
-    def hanging() -> bool:  # a task started a batch it neither finished nor began to send
-        for f in marks.glob("started-*"):
-            t = f.name.removeprefix("started-")
-            bid = int(f.read_text().split()[0])
-            if all(int((marks / f"{m}-{t}").read_text()) < bid if (marks / f"{m}-{t}").exists()
-                   else True for m in ("task", "producing")):
-                return True
-        return False
+    def mark(kind: str, task: str) -> int:
+        f = marks / f"{kind}-{task}"
+        return int(f.read_text().split()[0]) if f.exists() else -1
+
+    def hanging() -> bool:
+        """A task in the hanging call: it started a batch that the other task finished, and
+        neither finished it nor began to send it (a task merely slow to start its first
+        batch is not taken for it)."""
+        started = {f.name.removeprefix("started-"): mark("started", f.name.removeprefix(
+            "started-")) for f in marks.glob("started-*")}
+        return any(mark("task", t) < bid and mark("producing", t) < bid
+                   and any(mark("task", o) >= bid for o in started if o != t)
+                   for t, bid in started.items())
 
     with run.acker.start(), run.report(), run.spout.start():
         first = run.bolts().start()

@@ -45,7 +45,7 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
         # The topology's ACLs, and its publishing bolt's topic (a bolt's own client).
         broker.grant(bindings([*topology_acls(spec), *(
             Acl(Resource.TOPIC, Pattern.LITERAL, COUNTS, op, "publish writes it")
-            for op in (Operation.DESCRIBE, Operation.WRITE))], "User:CN=squall-tls"))
+            for op in (Operation.DESCRIBE, Operation.WRITE))], "User:squall-tls"))
         lines = [f"the quick brown fox {i % 7} jumps over the lazy dog".encode()
                  for i in range(300)]
         acker = ServiceProcess("services.acker", acker_args(topology, [0, 1], bootstrap),

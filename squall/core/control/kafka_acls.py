@@ -133,5 +133,5 @@ def refusal(error_name: str, operation: Operation, name: str, doing: str
     return NotAuthorized(
         f"Kafka refused to let this process {operation.value} {what} ({error_name}) while "
         f"{doing}: grant the principal it runs as (sasl.username, or its certificate's "
-        "subject) that ACL; 'squall acls TOPOLOGY' lists every ACL a topology needs "
+        "common name) that ACL; 'squall acls TOPOLOGY' lists every ACL a topology needs "
         "(docs/kafka.md, \"ACLs\")")

@@ -5,8 +5,9 @@ restarted in turn (a rolling restart, each waited for until it is back in every 
 leading broker frozen with SIGSTOP for 30 s, then woken.
 
 Each fault's row in the ``faults`` list: ``recovery_s``, seconds from the fault until
-everything fed before it is committed (None: not within the timeout); ``longest_stall_s``,
-the longest the commits stood still while behind during it; the broker it struck.
+everything fed before it is committed (None: not within the timeout; the rolling restart's
+includes its three restarts); ``longest_stall_s``, the longest one source partition's
+commits stood still while the topology was behind, during it; the broker it struck.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -62,32 +64,34 @@ class BrokerFaults:
         self.kafka = info.clients()
         self.topics, self.timeout_s = topics, timeout_s
 
-    def _measured(self, name: str, strike: Callable[[], str]) -> dict[str, Any]:
-        """Strike, then wait until what was fed before is committed; the fault's row."""
+    def _measured(self, name: str, strike: Callable[[], str],
+                  after: Callable[[], None] = lambda: None) -> dict[str, Any]:
+        """Strike, wait until what was fed before is committed, then ``after`` (the
+        victim's restart); the fault's row."""
         t0, fed_before = time.monotonic(), self.commits.fed()
-        stalled_before = self.commits.max_stall_s
-        self.commits.max_stall_s = 0.0  # this fault's own longest stall
+        before = self.commits.max_partition_stall_s
+        self.commits.max_partition_stall_s = 0.0  # this fault's own longest stall
         victim = strike()
         ok = wait(lambda: self.commits.value >= fed_before, self.timeout_s)
         recovery = round(time.monotonic() - t0, 1) if ok else None
+        after()
         row = {"fault": name, "broker": victim, "recovery_s": recovery}
         if not wait(lambda: fully_replicated(self.kafka), self.timeout_s):
             row["replicas_back"] = False
-        row["longest_stall_s"] = round(self.commits.max_stall_s, 1)
-        self.commits.max_stall_s = max(stalled_before, self.commits.max_stall_s)
-        say(f"  {name} ({victim}): committed through after {recovery} s, longest stall "
-            f"{row['longest_stall_s']} s")
+        row["longest_stall_s"] = round(self.commits.max_partition_stall_s, 1)
+        self.commits.max_partition_stall_s = max(before, self.commits.max_partition_stall_s)
+        say(f"  {name} ({victim}): committed through after {recovery} s, longest stall of a "
+            f"partition {row['longest_stall_s']} s")
         return row
 
     def kill(self) -> dict[str, Any]:
+        victim = process_of(self.info, leader_of_most(self.kafka, self.topics))
+
         def strike() -> str:
-            p = process_of(self.info, leader_of_most(self.kafka, self.topics))
-            os.kill(p.pid, signal.SIGKILL)
-            # Back once the others took over: it rejoins as a follower.
-            wait(lambda: self.commits.value >= self.commits.fed() - 1, 15)
-            self.stack.restart(p.name)
-            return str(p.name)
-        return self._measured("broker-kill", strike)
+            os.kill(victim.pid, signal.SIGKILL)
+            return str(victim.name)
+        # Back once the others took over: it rejoins as a follower.
+        return self._measured("broker-kill", strike, lambda: self.stack.restart(victim.name))
 
     def rolling(self) -> dict[str, Any]:
         def strike() -> str:
@@ -100,15 +104,14 @@ class BrokerFaults:
         return self._measured("broker-rolling", strike)
 
     def freeze(self) -> dict[str, Any]:
+        victim = process_of(self.info, leader_of_most(self.kafka, self.topics))
+        woken = threading.Timer(FREEZE_S, os.killpg, (victim.pid, signal.SIGCONT))
+
         def strike() -> str:
-            p = process_of(self.info, leader_of_most(self.kafka, self.topics))
-            os.killpg(p.pid, signal.SIGSTOP)
-            try:
-                time.sleep(FREEZE_S)  # the fault's length, not a synchronisation
-            finally:
-                os.killpg(p.pid, signal.SIGCONT)
-            return str(p.name)
-        return self._measured("broker-freeze", strike)
+            os.killpg(victim.pid, signal.SIGSTOP)
+            woken.start()  # the commits are watched while it is frozen
+            return str(victim.name)
+        return self._measured("broker-freeze", strike, woken.join)
 
     def run(self, name: str) -> dict[str, Any]:
         return {"broker-kill": self.kill, "broker-rolling": self.rolling,

@@ -31,8 +31,10 @@ class Feeder(threading.Thread):
         super().__init__(daemon=True, name="feeder")
         from confluent_kafka import Producer
 
+        # Idempotent: a retry across a leader change writes no second copy, so the source
+        # holds exactly what was fed.
         self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                           "logger": quiet_logger("chaos-feed")})
+                           "enable.idempotence": True, "logger": quiet_logger("chaos-feed")})
         self.total, self.rate, self.poison, self.seconds = total, rate, poison, seconds
         self.fed = 0
         self.words: Counter[str] = Counter()
@@ -103,29 +105,43 @@ class Commits(threading.Thread):
         #: times a partition's committed offset was seen below what it was before
         self.regressions = 0
         self._highest: list[int] = []
+        #: the longest one partition's commits stood still while the topology was behind
+        self.max_partition_stall_s = 0.0
+        self._part_moved: list[float] = []
         self.started = time.monotonic()
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.25):
-            with contextlib.suppress(Exception):  # a broker may be down: be patient
-                fed = self.fed()
+            fed = self.fed()
+            try:
                 parts = self.prog.committed_by_partition()
-                self.regressions += sum(1 for new, old in zip(parts, self._highest,
-                                                              strict=False) if new < old)
-                self._highest = [max(p) for p in zip(parts, self._highest or parts,
-                                                     strict=True)]
-                v = sum(parts)
-                now = time.monotonic()
-                stall = now - self.moved_at
-                if v > self.value:
-                    self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
-                    self.value, self.moved_at = v, now
-                elif v >= fed:  # caught up: standing still is not a stall
-                    self.moved_at = now
-                self.max_stall_s = max(self.max_stall_s, now - self.moved_at)
-                if self.moved_at == now and stall >= 5:
-                    self.stalls.append((round(now - stall - self.started, 1), round(stall, 1)))
+            except Exception:  # a broker may be down: nothing moved that can be seen
+                self._stood(time.monotonic())
+                continue
+            self.regressions += sum(1 for new, old in zip(parts, self._highest, strict=False)
+                                    if new < old)
+            v, now = sum(parts), time.monotonic()
+            self._part_moved = [now if new > old or v >= fed else moved for new, old, moved
+                                in zip(parts, self._highest or parts,
+                                       self._part_moved or [now] * len(parts), strict=True)]
+            self._highest = [max(p) for p in zip(parts, self._highest or parts, strict=True)]
+            stall = now - self.moved_at
+            if v > self.value:
+                self.max_gap_s = max(self.max_gap_s, now - self.moved_at)
+                self.value, self.moved_at = v, now
+            elif v >= fed:  # caught up: standing still is not a stall
+                self.moved_at = now
+            self._stood(now)
+            if self.moved_at == now and stall >= 5:
+                self.stalls.append((round(now - stall - self.started, 1), round(stall, 1)))
+
+    def _stood(self, now: float) -> None:
+        """The stalls so far, as of ``now``: a reading that failed moved nothing."""
+        self.max_stall_s = max(self.max_stall_s, now - self.moved_at)
+        if self._part_moved:
+            self.max_partition_stall_s = max(self.max_partition_stall_s,
+                                             *(now - m for m in self._part_moved))
 
 
 class CpuSampler:

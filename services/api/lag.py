@@ -43,7 +43,8 @@ class LagMonitor(Collector):
         self._history: dict[str, GaugeHistory] = {}
         self._lock = threading.Lock()  # one reading at a time: the loop's or a route's
         self._consumer: Any = None
-        self._admin: Any = None
+        #: a consumer per spout group, to read where it committed
+        self._groups: dict[str, Any] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="api-lag", daemon=True)
 
@@ -85,28 +86,19 @@ class LagMonitor(Collector):
                 log.warning("could not read the spouts' lag: %s", e)
 
     def read(self, recs: list[TopologyRecord]) -> dict[str, list[PartitionLag]]:
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
         groups = {(r.id, s.name): (spout_group(r.id, s.name), s.topics)
                   for r in recs for s in r.spec.spouts}
         if not groups:
             return {}
-        if self._admin is None:
-            self._admin = self.clients.admin({"logger": quiet_logger("lag")})
-        admin = self._admin
-        futures = {k: admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout_s)[g]
-            for k, (g, _) in groups.items()}
         committed: dict[tuple[str, str], dict[Key, int]] = {}
-        for k, f in futures.items():
+        for k, (group, topics) in groups.items():
             try:
-                tps = f.result(self.timeout_s).topic_partitions or []
+                committed[k] = self._committed(group, topics)
             except Exception as e:  # that group only: the others are still read
-                log.warning("no committed offsets for %s: %s", groups[k][0], e)
-                continue
-            want = set(groups[k][1])
-            committed[k] = {(tp.topic, tp.partition): tp.offset for tp in tps
-                            if tp.topic in want and tp.offset >= 0}
+                log.warning("no committed offsets for %s: %s", group, e)
+        with self._lock:
+            for gone in set(self._groups) - {g for g, _ in groups.values()}:
+                self._groups.pop(gone).close()
         starts: dict[Key, int] = {}
         for offsets in committed.values():
             starts.update(offsets)
@@ -118,6 +110,26 @@ class LagMonitor(Collector):
                 if end is not None:
                     out[tid].append(PartitionLag(spout, topic, part, at, max(end, at), oldest))
         return out
+
+    def _committed(self, group: str, topics: tuple[str, ...]) -> dict[Key, int]:
+        """Where ``group`` committed in ``topics``, through a consumer of that group
+        (OffsetFetch), kept for the next round. Not the Admin API's
+        ListConsumerGroupOffsets: librdkafka aborts the process when that request's
+        coordinator connection drops (confluentinc/librdkafka#4605), as a broker's death
+        does."""
+        from confluent_kafka import TopicPartition
+
+        with self._lock:
+            c = self._groups.get(group)
+            if c is None:
+                c = self._groups[group] = self.clients.consumer({
+                    "group.id": group, "enable.auto.commit": False,
+                    "logger": quiet_logger("lag")})
+            md = c.list_topics(timeout=self.timeout_s)
+            tps = [TopicPartition(t, p) for t in topics if t in md.topics
+                   for p in md.topics[t].partitions]
+            got = c.committed(tps, timeout=self.timeout_s) if tps else []
+        return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
 
     def _fetch_from(self, starts: dict[Key, int]) -> dict[Key, tuple[int | None, int | None]]:
         """Per partition: the log's end (the fetch's high watermark) and the timestamp of

@@ -68,6 +68,10 @@ class BrokerFaults:
                   after: Callable[[], None] = lambda: None) -> dict[str, Any]:
         """Strike, wait until what was fed before is committed, then ``after`` (the
         victim's restart); the fault's row."""
+        # Struck while the pipeline keeps up (not while it starts or still recovers from
+        # the fault before), so that its stall is this fault's.
+        ready = self.commits.fed()
+        wait(lambda: self.commits.value >= ready, self.timeout_s)
         t0, fed_before = time.monotonic(), self.commits.fed()
         before = self.commits.max_partition_stall_s
         self.commits.max_partition_stall_s = 0.0  # this fault's own longest stall

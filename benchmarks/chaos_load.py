@@ -20,7 +20,7 @@ from squall.demo import (
     Progress,
 )
 from squall.kafka import produce
-from squall.kafka_clients import quiet_logger
+from squall.kafka_clients import KafkaClients, quiet_logger
 
 
 class Feeder(threading.Thread):
@@ -29,12 +29,10 @@ class Feeder(threading.Thread):
     def __init__(self, bootstrap: str, total: int | None, rate: float, poison: bool,
                  seconds: float | None, crash: float = 0.0, hang: float = 0.0) -> None:
         super().__init__(daemon=True, name="feeder")
-        from confluent_kafka import Producer
-
         # Idempotent: a retry across a leader change writes no second copy, so the source
         # holds exactly what was fed.
-        self.p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                           "enable.idempotence": True, "logger": quiet_logger("chaos-feed")})
+        self.p = KafkaClients(bootstrap).producer({
+            "linger.ms": 5, "enable.idempotence": True, "logger": quiet_logger("chaos-feed")})
         self.total, self.rate, self.poison, self.seconds = total, rate, poison, seconds
         self.fed = 0
         self.words: Counter[str] = Counter()

@@ -60,6 +60,17 @@ def property_environment(environ: Mapping[str, str]) -> dict[str, str]:
             if k.startswith(ENV_PREFIX) and (k == FILE_ENV or k not in NOT_PROPS)}
 
 
+#: How long a request may go unanswered before librdkafka gives up on its connection and
+#: sends it again, to whichever broker then leads (its default: 60 s). A broker that froze
+#: keeps its connections open: Kafka fences it after its session timeout (9 s, 2 more if it
+#: was the active controller) and moves its partitions, and every request already sent to
+#: it would still wait out the default, holding a spout's commits for as long. 6 s: the
+#: second try comes after the fencing (at 10 s the second would still find the frozen
+#: leader, and the third come at 20). Squall's producers are idempotent, so a request sent
+#: again writes nothing twice.
+SOCKET_TIMEOUT_MS = 6_000
+
+
 @dataclass(frozen=True)
 class KafkaClients:
     """Makes the clients of one cluster: ``bootstrap`` and the user's properties."""
@@ -70,7 +81,8 @@ class KafkaClients:
     def conf(self, role: Role, squall: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """A client's configuration: Squall's ``squall`` with the user's properties over it."""
         return {"bootstrap.servers": self.bootstrap,
-                **self.properties.apply(role, dict(squall or {}))}
+                **self.properties.apply(role, {"socket.timeout.ms": SOCKET_TIMEOUT_MS,
+                                               **(squall or {})})}
 
     def consumer(self, squall: Mapping[str, Any]) -> Any:
         from confluent_kafka import Consumer

@@ -184,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the topology's bolt deadline: how long a bolt call may run before "
                     "its process is killed and its record isolated (default 3: a hanging "
                     "record's six attempts each cost one or two of them)")
-    ap.add_argument("--broker-faults", action="store_true",
-                    help="three brokers; kill, roll and freeze them instead of the services")
+    ap.add_argument("--broker-faults", nargs="?", const=",".join(BROKER_FAULTS), default="",
+                    metavar="FAULTS",
+                    help="three brokers, struck instead of the services: all of "
+                    f"{','.join(BROKER_FAULTS)} (the default), or those named")
     ap.add_argument("--no-kills", action="store_true", help="no faults: a soak")
     ap.add_argument("--minutes", type=float, default=None,
                     help="with --no-kills: feed for this long (instead of --sentences)")
@@ -205,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also write every word to a topic with the exactly-once Kafka bolt "
                     "and report sink_delta")
     a = ap.parse_args(argv)
+    unknown = set(a.broker_faults.split(",")) - {"", *BROKER_FAULTS}
+    if unknown:
+        ap.error(f"--broker-faults: no faults {sorted(unknown)}; choose from "
+                 f"{', '.join(BROKER_FAULTS)}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     stop = threading.Event()
     total = None if (a.no_kills and a.minutes) else a.sentences
@@ -229,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                         hang=POISON_SHARE if a.poison_hang else 0.0)
         commits = Commits(prog, lambda: feeder.fed)
         faults: list[tuple[str, str | None]] = (
-            [] if a.no_kills else [(f, None) for f in BROKER_FAULTS] if a.broker_faults
+            [] if a.no_kills else [(f, None) for f in a.broker_faults.split(",")]
+            if a.broker_faults
             else [*KILLS, ("zookeeper", None)])
         brokers = BrokerFaults(cl.stack, cl.info, commits, [SOURCE, f"squall.{tid}."],
                                a.recovery_timeout_s)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -102,3 +106,24 @@ def test_a_refusal_names_the_operation_the_resource_and_what_to_do() -> None:
     g = refusal("GROUP_AUTHORIZATION_FAILED", Operation.READ, "squall.wc.s", "committing")
     assert g is not None and "Read group 'squall.wc.s'" in str(g)
     assert refusal("_TRANSPORT", Operation.READ, "x", "reading") is None
+
+
+def test_the_cli_prints_the_grants_of_a_topology_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from squall.cli import build_parser
+
+    f = tmp_path / "wc.json"
+    f.write_text(spec("orders").to_json())
+    args = build_parser().parse_args(["acls", str(f), "--principal", "User:ops",
+                                      "--bootstrap-server", "k1:9093"])
+    assert args.func(args) == 0
+    out, err = capsys.readouterr()
+    commands = [line for line in out.splitlines() if line.startswith("kafka-acls.sh")]
+    assert len(commands) == len(topology_acls(spec("orders")))
+    assert all("--allow-principal User:ops" in c and "k1:9093" in c for c in commands)
+    assert any("--topic squall.orders --resource-pattern-type prefixed" in c for c in commands)
+    assert "'routed' picks its topics from a field" in err
+    args = build_parser().parse_args(["acls", str(f), "-o", "json"])
+    assert args.func(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["operation"] for r in rows} == {"Create", "Describe", "Read", "Write"}

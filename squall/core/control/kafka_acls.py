@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from squall.core.errors import NotAuthorized
-from squall.core.topology.kafka_sink import KAFKA_BOLT, sink_of
-from squall.core.topology.model import TopologySpec
+
+if TYPE_CHECKING:  # the Kafka helpers use the refusals without loading the topology model
+    from squall.core.topology.model import TopologySpec
 
 #: The prefix of the readers' own groups (``squall-read-...``, ``squall-hw-...``).
 READER_GROUPS = "squall-"
@@ -79,6 +81,8 @@ def owned_prefix(topology_name: str) -> str:
 
 def topology_acls(spec: TopologySpec) -> list[Acl]:
     """The ACLs ``spec``'s processes need, sorted and without repeats."""
+    from squall.core.topology.kafka_sink import KAFKA_BOLT, sink_of
+
     out: set[Acl] = set()
 
     def allow(res: Resource, pat: Pattern, name: str, why: str, *ops: Operation) -> None:
@@ -113,6 +117,8 @@ def topology_acls(spec: TopologySpec) -> list[Acl]:
 def unknown_sinks(spec: TopologySpec) -> list[str]:
     """Kafka bolts that choose each tuple's topic from a field: their topics cannot be
     known before the data, so their ACLs are the operator's to grant."""
+    from squall.core.topology.kafka_sink import KAFKA_BOLT, sink_of
+
     return [b.name for b in spec.bolts if b.cls == KAFKA_BOLT
             and sink_of(b.config, f"bolt {b.name}").topic_field is not None]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up from nothing and run the main job: the word-count demo on the embedded stack.
-# `squall demo` starts Tansu + ZooKeeper, the REST API and one worker of each kind,
+# `squall demo` starts Apache Kafka + ZooKeeper, the REST API and one worker of each kind,
 # submits the word count over REST, feeds sentences with a progress line and prints the
 # top counts, the acker throughput and (last line) a JSON summary. Extra flags go to
 # `squall demo` (default: 20,000 sentences; `--sentences` omitted with `--rate R` feeds

@@ -321,27 +321,30 @@ def edge_ranges(bootstrap: str, topic: str, values: Sequence[bytes], task: int =
 
 
 def topology_services(spec: TopologySpec, bootstrap: str, tmp: Path,
-                      components: Sequence[str] = (), state_url: str = ""
+                      components: Sequence[str] = (), state_url: str = "",
+                      env: dict[str, str] | None = None
                       ) -> tuple[ServiceProcess, ServiceProcess, ServiceProcess]:
     """``spec``'s acker (every task), first spout (every task) and bolts job (``components``;
-    default all) on ``local[2]``, its file written to ``tmp``; not started."""
+    default all) on ``local[2]``, its file written to ``tmp``; not started. ``env``: more
+    environment for all three (a secured cluster's client properties)."""
     topo = tmp / "topology.json"
     topo.write_text(spec.to_json())
     spout = spec.spouts[0]
     tasks = ",".join(str(t) for t in range(spout.parallelism))
     acker = ServiceProcess("services.acker", [
         "--topology", spec.name, "--tasks", ",".join(str(t) for t in range(spec.ackers)),
-        "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap], tmp / "acker.log")
+        "--num-ackers", str(spec.ackers), "--bootstrap-servers", bootstrap], tmp / "acker.log",
+        env=env)
     spouts = ServiceProcess("services.spout", [
         "--topology-file", str(topo), "--component", spout.name, "--tasks", tasks,
         "--num-tasks", str(spout.parallelism), "--bootstrap-servers", bootstrap,
-        "--commit-interval-s", "0.5"], tmp / "spout.log")
+        "--commit-interval-s", "0.5"], tmp / "spout.log", env=env)
     bolts = ServiceProcess("services.bolts", [
         "--topology-file", str(topo), "--bootstrap-servers", bootstrap,
         "--checkpoint-dir", str(tmp / "ckpt"), "--master", "local[2]", "--trigger-ms", "100",
         *(["--components", ",".join(components)] if components else []),
         *(["--state-url", state_url] if state_url else [])], tmp / "bolts.log",
-        env={"PYSPARK_PYTHON": sys.executable})
+        env={**(env or {}), "PYSPARK_PYTHON": sys.executable})
     return acker, spouts, bolts
 
 

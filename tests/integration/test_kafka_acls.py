@@ -7,7 +7,6 @@ the topology's internal topics nor read its dead letters. The broker is a node o
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -22,12 +21,12 @@ from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.model import TopologySpec
 from squall.core.topology.topics import acker_topic, dlq_topic
 from squall.kafka import ensure_topics
-from squall.launch import acker_args, bolts_args, spout_args
 from tests.integration.helpers import (
-    ServiceProcess,
     committed_offsets,
     produce_source,
+    topology_services,
     wait_for,
+    wait_for_queries,
 )
 from tests.integration.secure_kafka import SecureKafka, secure_kafka
 
@@ -70,21 +69,6 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
         yield k
 
 
-def services(kafka: SecureKafka, spec: TopologySpec, env: dict[str, str], tmp: Path
-             ) -> tuple[ServiceProcess, ServiceProcess, ServiceProcess]:
-    topology = tmp / f"{spec.name}.json"
-    topology.write_text(spec.to_json())
-    at = kafka.bootstrap(env["SQUALL_KAFKA_SECURITY_PROTOCOL"])
-    acker = ServiceProcess("services.acker", acker_args(topology, [0], at), tmp / "acker.log",
-                           env=env)
-    spout = ServiceProcess("services.spout", spout_args(topology, SOURCE, [0], 1, at),
-                           tmp / "spout.log", env=env)
-    bolts = ServiceProcess("services.bolts", [
-        *bolts_args(topology, (), at, tmp / "ckpt", "local[2]"), "--trigger-ms", "100"],
-        tmp / "bolts.log", env={**env, "PYSPARK_PYTHON": sys.executable})
-    return acker, spout, bolts
-
-
 def test_a_topology_runs_with_exactly_its_acls_and_an_outsider_gets_nothing(
         kafka: SecureKafka, tmp_path: Path) -> None:
     spec = word_count(f"acl{uuid.uuid4().hex[:6]}")
@@ -93,10 +77,10 @@ def test_a_topology_runs_with_exactly_its_acls_and_an_outsider_gets_nothing(
     env = kafka.scram_env("squall", password)
     admin = kafka.clients(kafka.admin_env())
     lines = [f"the quick brown fox {i % 5} jumps" .encode() for i in range(200)]
-    acker, spout, bolts = services(kafka, spec, env, tmp_path)
+    acker, spout, bolts = topology_services(spec, kafka.bootstrap("SASL_SSL"), tmp_path,
+                                            env=env)
     with acker.start(), bolts.start():
-        wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                 180, "the bolt queries")
+        wait_for_queries(bolts)
         produce_source(admin, SOURCE, lines, PARTS)
         group = f"squall.{spec.name}.{SOURCE}"
         with spout.start():
@@ -145,7 +129,8 @@ def test_a_missing_acl_stops_the_process_naming_the_operation_and_the_resource(
     kafka.grant(bindings([a for a in topology_acls(spec)
                           if not (a.name == SOURCE and a.operation is Operation.READ)],
                          "User:half"))
-    _, spout, _ = services(kafka, spec, kafka.scram_env("half", password), tmp_path)
+    _, spout, _ = topology_services(spec, kafka.bootstrap("SASL_SSL"), tmp_path,
+                                    env=kafka.scram_env("half", password))
     produce_source(kafka.clients(kafka.admin_env()), SOURCE, [b"a b c"], PARTS)
     spout.start()
     assert spout.wait(120) == 2, spout.log_tail()

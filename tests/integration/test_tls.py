@@ -10,7 +10,6 @@ the SSL listener requires a client certificate, so a client that got through spo
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,13 +18,15 @@ import pytest
 from squall.core.control.kafka_acls import Acl, Operation, Pattern, Resource, topology_acls
 from squall.demo import COUNTS, SOURCE, SOURCE_PARTITIONS, demo_topology
 from squall.kafka import ensure_topics
-from squall.launch import acker_args, bolts_args, spout_args
+from squall.launch import spout_args
 from tests.integration.helpers import (
     ServiceProcess,
     committed_offsets,
     consume,
     produce_source,
+    topology_services,
     wait_for,
+    wait_for_queries,
 )
 from tests.integration.secure_kafka import secure_kafka
 from tests.integration.test_kafka_acls import bindings
@@ -39,8 +40,6 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
         env = broker.tls_env("squall-tls")
         kafka, bootstrap = broker.clients(broker.admin_env()), broker.bootstrap("SSL")
         spec = demo_topology(bootstrap, split="examples.wordcount:SplitSentence", exact=False)
-        topology = tmp_path / "topology.json"
-        topology.write_text(spec.to_json())
         ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS, COUNTS: 1})
         # The topology's ACLs, and its publishing bolt's topic (a bolt's own client).
         broker.grant(bindings([*topology_acls(spec), *(
@@ -48,17 +47,9 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
             for op in (Operation.DESCRIBE, Operation.WRITE))], "User:squall-tls"))
         lines = [f"the quick brown fox {i % 7} jumps over the lazy dog".encode()
                  for i in range(300)]
-        acker = ServiceProcess("services.acker", acker_args(topology, [0, 1], bootstrap),
-                               tmp_path / "acker.log", env=env)
-        spout = ServiceProcess("services.spout", spout_args(
-            topology, SOURCE, [0], 1, bootstrap), tmp_path / "spout.log", env=env)
-        bolts = ServiceProcess("services.bolts", [
-            *bolts_args(topology, (), bootstrap, tmp_path / "ckpt", "local[2]"),
-            "--trigger-ms", "100"], tmp_path / "bolts.log",
-            env={**env, "PYSPARK_PYTHON": sys.executable})
+        acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, env=env)
         with acker.start(), bolts.start():
-            wait_for(lambda: "bolt queries running" in bolts.log_tail(200) or not bolts.alive(),
-                     180, "the bolt queries")
+            wait_for_queries(bolts)
             produce_source(kafka, SOURCE, lines, SOURCE_PARTITIONS)
             group = f"squall.{spec.name}.{SOURCE}"
             with spout.start():
@@ -75,7 +66,7 @@ def test_the_word_count_runs_over_tls_and_a_client_without_the_ca_is_refused(
 
         # The same spout, its clients on TLS but without the CA: refused, and told why.
         blind = ServiceProcess("services.spout", spout_args(
-            topology, SOURCE, [0], 1, bootstrap), tmp_path / "blind.log",
+            tmp_path / "topology.json", SOURCE, [0], 1, bootstrap), tmp_path / "blind.log",
             env={"SQUALL_KAFKA_SECURITY_PROTOCOL": "SSL"})
         blind.start()
         assert blind.wait(120) == 2, blind.log_tail()

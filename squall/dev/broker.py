@@ -278,7 +278,7 @@ def jvm(java: str, libs: Path, config: Path, heap_mb: int) -> list[str]:
 
 def format_argv(java: str, libs: Path, config: Path, cluster: str) -> list[str]:
     return [*jvm(java, libs, config, 256), "kafka.tools.StorageTool", "format",
-            "--config", str(config), "--cluster-id", cluster, "--ignore-formatted"]
+            "--config", str(config), f"--cluster-id={cluster}", "--ignore-formatted"]
 
 
 def server_argv(java: str, libs: Path, config: Path, heap_mb: int = 1024) -> list[str]:

@@ -2,9 +2,8 @@
 abort marker takes, and those a compacted topic's cleaner removed. The spout reads with
 ``isolation.level=read_committed`` (librdkafka's default) and processes every record it is
 given once; it commits past a gap between records at once (squall/core/reliability/
-offsets.py: a gap is no pending offset), and a compacted partition to its end. A trailing
-transaction marker is not yet committed past: that test is marked as the known failure it
-is."""
+offsets.py: a gap is no pending offset), and past the offsets after the last record as its
+consumer's position passes them: a partition is committed to its end."""
 
 from __future__ import annotations
 
@@ -50,10 +49,6 @@ def read_all(bootstrap: str, topic: str) -> list[Any]:
         c.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the spout commits to its last acked record + 1: a partition whose last offset is a "
-    "transaction marker stays committed one short of its end until a record follows "
-    "(docs/kafka.md, 'Gaps in a source partition')"))
 def test_a_transactional_source_is_read_committed_and_committed_past_its_markers(
         rig_factory: Any) -> None:  # noqa: F811 - the fixture
     rig = rig_factory(0)

@@ -43,6 +43,32 @@ def test_skip_missing_offsets_when_finding_next_commit_offset_with_gap_before_ac
     assert m.next_commit_offset() == 7
 
 
+def test_offsets_the_reader_passed_without_a_record_are_committed_past() -> None:
+    m = OffsetManager(0)
+    emit_and_ack(m, 0, 1, 2)
+    m.passed(4)  # 3: a transaction's commit marker, the partition's last offset
+    assert m.next_commit_offset() == 4
+    m.committed(4)
+    m.passed(6)  # an aborted transaction's records and marker, read past: nothing new
+    assert m.next_commit_offset() == 6
+    m.emitted(6)
+    m.passed(5)  # a position behind the end changes nothing
+    assert m.next_commit_offset() is None  # 6 pending
+    m.acked(6)
+    assert m.next_commit_offset() == 7
+
+
+def test_a_position_passed_while_an_offset_is_open_waits_for_it() -> None:
+    m = OffsetManager(0)
+    m.emitted(0)
+    m.emitted(1)
+    m.acked(1)
+    m.passed(3)
+    assert m.next_commit_offset() is None
+    m.acked(0)
+    assert m.next_commit_offset() == 3
+
+
 def test_find_next_committed_offset_with_no_acks() -> None:
     m = OffsetManager(0)
     assert m.next_commit_offset() is None
@@ -215,6 +241,41 @@ def partition_runs(draw: st.DrawFn) -> tuple[list[int], list[tuple[str, int]]]:
         st.lists(st.sampled_from(["ack", "fail"]), min_size=1, max_size=3))]
     events = draw(st.permutations(events))
     return offsets, events
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans()), max_size=30),
+       st.data())
+def test_commits_pass_recordless_offsets_and_never_an_open_one(
+    runs: list[tuple[int, int, bool]], data: st.DataObject,
+) -> None:
+    """A partition read as runs of records, each followed by offsets holding none (markers,
+    compaction) that the reader's position passes; acks come in any order. A commit never
+    passes an open record, and once all are acked the commit is the reader's position."""
+    m = OffsetManager(0)
+    pos, records, open_ = 0, [], set()
+    for n_records, n_empty, ack_some in runs:
+        new = list(range(pos, pos + n_records))
+        if new:
+            m.emitted_new(new)
+            records += new
+            open_.update(new)
+        pos += n_records + n_empty
+        m.passed(pos)
+        if ack_some and open_:
+            for o in data.draw(st.lists(st.sampled_from(sorted(open_)), unique=True)):
+                m.acked(o)
+                open_.discard(o)
+        nxt = m.next_commit_offset()
+        if nxt is not None:
+            assert not [o for o in open_ if o < nxt], f"commit {nxt} passes an open record"
+            m.committed(nxt)
+    for o in sorted(open_):
+        m.acked(o)
+    nxt = m.next_commit_offset()
+    if nxt is not None:
+        m.committed(nxt)
+    assert m.committed_offset == pos
 
 
 @settings(max_examples=300, deadline=None)

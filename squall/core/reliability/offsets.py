@@ -4,8 +4,10 @@ Each emitted offset is PENDING (in flight) until its tree is acked (DONE) or
 failed. A failed one waits for its retry (FAILED, with a due time) or, past
 the retry limit, is handed to the caller to dead-letter, and is DONE once that
 is confirmed. The commit point is the contiguous DONE prefix; offsets never
-emitted inside the window (compaction gaps) are skipped, as Storm does. A
-commit is applied only after Kafka confirmed it (:meth:`committed`).
+emitted inside the window (compaction gaps, transaction markers) are skipped, as
+Storm does, and so are those after the last record once the reader's position has
+passed them (:meth:`passed`). A commit is applied only after Kafka confirmed it
+(:meth:`committed`).
 
 Offsets arrive from Kafka in increasing order, so the window is a packed,
 append-only table (numpy columns: offset, state, failures, emit time) indexed
@@ -179,14 +181,16 @@ class OffsetManager:
         return due is not None and due <= now_ms
 
     def next_commit_offset(self) -> int | None:
-        """The offset to commit (next to read), if it is past the committed one."""
+        """The offset to commit (next to read), if it is past the committed one: the first
+        offset not done, or with none open, the end of what was read (offsets without a
+        record before it, as :meth:`passed` reported them, included)."""
         i, n = max(self._head, self._scan), self._n
         open_ = np.flatnonzero(self._state[i:n] != _DONE)
         i = i + int(open_[0]) if open_.size else n
         self._scan = i  # DONE never becomes undone, so the scan never goes back
-        if i == self._head:
-            return None
-        nxt = int(self._off[i]) if i < n else int(self._off[n - 1]) + 1
+        if i == self._head < n:
+            return None  # the first offset is still open
+        nxt = int(self._off[i]) if i < n else self._end
         return nxt if nxt > self._committed else None
 
     def due_retries(self, now_ms: int) -> list[int]:
@@ -249,6 +253,13 @@ class OffsetManager:
         self._open += k
         self._in_flight += k
         self._end = int(offsets[-1]) + 1
+
+    def passed(self, position: int) -> None:
+        """The reader's position is ``position`` with every record before it handed to
+        :meth:`emitted_new`: the offsets between the last record and it hold none
+        (transaction markers, records compacted away), so a commit may pass them."""
+        if position > self._end:
+            self._end = position
 
     def acked(self, offset: int) -> bool:
         """The tree of ``offset`` completed (or it was dead-lettered). False if stale."""

@@ -162,6 +162,13 @@ class SpoutTask:
         # Not only the fronts: a dead letter's marker may come before results read later.
         return min((at for d in self._done_at for at, _ in d), default=position)
 
+    def passed(self, source: int, position: int) -> None:
+        """The source's reader stands at ``position`` (its consumer's position): offsets
+        before it that held no record may be committed past. Not while a re-read is due:
+        records before that position were then left out (:meth:`request_seek`)."""
+        if source not in self._seek and position >= 0:
+            self.offsets[source].passed(position)
+
     def committed(self, source: int, offset: int) -> None:
         self.offsets[source].committed(offset)
         if self._why:

@@ -180,6 +180,25 @@ def test_max_spout_pending_stops_emission_and_rewinds() -> None:
     assert feed(task, [3, 4], 2).emitted == 1
 
 
+def test_a_partition_ending_in_offsets_without_records_commits_to_the_readers_position(
+        ) -> None:
+    task = SpoutTask(cfg(), [0], salt=7)
+    feed(task, [0, 1], 0)
+    task.on_results(results(task, roots_of(task), Outcome.ACKED), 10)
+    task.passed(0, 3)  # 2: a transaction's commit marker, never delivered
+    assert task.commits() == {0: 3}
+
+
+def test_a_position_past_records_left_for_a_re_read_is_not_passed() -> None:
+    task = SpoutTask(cfg(max_pending=2), [0], salt=7)
+    feed(task, [0, 1, 2, 3], 0)  # 2 and 3 read, not emitted: to be read again
+    task.on_results(results(task, roots_of(task), Outcome.ACKED), 10)
+    task.passed(0, 4)  # the consumer's position is past them
+    assert task.commits() == {0: 2}
+    assert task.take_seeks(10) == {0: 2}
+    assert feed(task, [2, 3], 11).emitted == 2
+
+
 def test_max_uncommitted_offsets_blocks_new_offsets_but_not_retries() -> None:
     task = SpoutTask(cfg(max_uncommitted=2), [0], salt=7)
     feed(task, [0, 1, 2], 0)

@@ -9,7 +9,6 @@ from typing import Any
 
 from squall.core.control.kafka_acls import Operation, refusal
 from squall.core.errors import KafkaUnavailable
-from squall.core.reliability.contiguity import Admitted, Contiguity
 from squall.kafka_clients import KafkaClients, quiet_logger
 
 log = logging.getLogger("squall.kafka")
@@ -58,79 +57,11 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
     return [first, *consumer.consume(max_messages - 1, 0)] if max_messages > 1 else [first]
 
 
-#: How long a gap in a Squall topic's offsets is fetched again before it is taken for real.
-#: Squall's own topics (edges, acker, results) never have gaps (no compaction, no
-#: transactions): one is a record the broker has not shown yet
-#: (squall/core/reliability/contiguity.py).
-GAP_HOLD_MS = 5_000
-
-
 #: The acker's and the spout's fetch wait (``fetch.wait.max.ms``). A fetch parked at the
 #: log's end returns as soon as records come, so the wait costs nothing under load; it
 #: bounds how often an idle consumer asks (librdkafka's 500 ms default halved the spout's
-#: throughput at max spout pending, where it waits on its results alone), and leaves
-#: room for a broker slow to look at a long partition (docs/kafka.md).
+#: throughput at max spout pending, where it waits on its results alone).
 FETCH_WAIT_MS = 100
-
-
-def paced_fetches(backoff_ms: int) -> dict[str, int]:
-    """A consumer's settings that hold one fetch ahead: after a fetch that brought records
-    the next waits until they are taken and ``backoff_ms`` has passed (librdkafka fetches
-    a partition while its queue holds fewer than ``queued.min.messages``, and looks again
-    ``fetch.queue.backoff.ms`` after it found it full). For a broker that charges each
-    fetch; 0: librdkafka's defaults, fetching ahead at once."""
-    if backoff_ms <= 0:
-        return {}
-    return {"queued.min.messages": 1, "fetch.queue.backoff.ms": backoff_ms}
-
-
-def contiguous(consumer: Any, gaps: Contiguity[tuple[str, int]], msgs: list[Any],
-               now_ms: int) -> list[Any]:
-    """One ``consume()``'s messages less those after a gap not yet taken for real: each
-    partition with such a gap is sought back to it, to be fetched again. Errors pass."""
-    parts: dict[tuple[str, int], list[int]] = {}
-    for i, m in enumerate(msgs):
-        if m.error() is None:
-            parts.setdefault((m.topic(), m.partition()), []).append(i)
-    drop: set[int] = set()
-    for key, idx in parts.items():
-        got = gaps.admit(key, [msgs[i].offset() for i in idx], now_ms)
-        drop.update(idx[:got.start])
-        drop.update(idx[got.stop:])
-        log_gaps(key, got, gaps.hold_ms, msgs[idx[got.stop]].offset() if got.rewind_to
-                 is not None else None)
-        if got.rewind_to is not None:
-            _seek(consumer, key, got.rewind_to)
-    for key, (first, present) in gaps.overdue(now_ms).items():
-        log_overdue(key, first, present, gaps.hold_ms)
-        _seek(consumer, key, present)
-    return [m for i, m in enumerate(msgs) if i not in drop] if drop else msgs
-
-
-def log_gaps(key: tuple[str, int], got: Admitted, hold_ms: int, shown: int | None) -> None:
-    """What a reader does about the gaps of one fetch (``shown``: the offset that came
-    where ``got.rewind_to`` was due)."""
-    for first, present in got.accepted:
-        log.warning("%s[%d]: offsets %d..%d are still missing after %d ms; moving on "
-                    "(compaction, transaction markers, or records the broker lost)",
-                    key[0], key[1], first, present - 1, hold_ms)
-    if got.rewind_to is not None:
-        log.info("%s[%d]: offset %d not shown yet, %s is: fetching again from %d",
-                 key[0], key[1], got.rewind_to, shown, got.rewind_to)
-
-
-def log_overdue(key: tuple[str, int], first: int, present: int, hold_ms: int) -> None:
-    log.warning("%s[%d]: offsets %d..%d could not be fetched for %d ms; moving on",
-                key[0], key[1], first, present - 1, hold_ms)
-
-
-def _seek(consumer: Any, key: tuple[str, int], offset: int) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
-
-    try:
-        consumer.seek(TopicPartition(key[0], key[1], offset))
-    except KafkaException as e:  # the next fetch past the gap asks again
-        log.debug("seek %s[%d] to %d: %s", key[0], key[1], offset, e)
 
 
 def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
@@ -172,6 +103,26 @@ def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
                 f"could not create topic {topic!r} on {clients.bootstrap} (replication.factor="
                 f"{replication}, {', '.join(f'topic.{k}={v}' for k, v in configs.items())}): "
                 f"{e}") from e
+    _await_visible(clients, missing, timeout_s)
+
+
+def _await_visible(clients: KafkaClients, topics: Mapping[str, int], timeout_s: float) -> None:
+    """Wait until the brokers' metadata shows every partition of ``topics`` with a leader:
+    a topic's creation is confirmed by the controller before the brokers know of it, and
+    a client that asks at once sees no partitions."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = clients.metadata(timeout_s)
+        short = {t: n for t, n in topics.items()
+                 if t not in md.topics or md.topics[t].error is not None
+                 or sum(p.leader >= 0 for p in md.topics[t].partitions.values()) < n}
+        if not short:
+            return
+        if time.monotonic() >= deadline:
+            raise KafkaUnavailable(
+                f"topics {sorted(short)} created on {clients.bootstrap} but not shown with "
+                f"a leader for each partition within {timeout_s:.0f} s")
+        time.sleep(0.1)
 
 
 def check_refused(err: Any, operation: Operation, name: str, doing: str) -> None:

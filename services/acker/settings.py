@@ -55,13 +55,6 @@ class AckerSettings(BaseSettings):
         "Storm's, from emit"))
     heartbeat_interval_s: float = Field(1.0, gt=0, description=(
         "how often each acker task tells each spout task its timeout clock"))
-    # After a fetch brought records, the next waits until they are taken and this long has
-    # passed (librdkafka's fetch.queue.backoff.ms over a queue of one fetch); each ack
-    # waits up to this long more. For a broker that charges each fetch (the development
-    # stack sets 10: squall/dev/profile.py).
-    fetch_backoff_ms: int = Field(0, ge=0, le=1_000, description=(
-        "after a fetch that brought records, the next waits until they are taken and this "
-        "long has passed (0: at once)"))
     # A parked fetch returns as soon as records come; shorter waits only answer sooner when
     # the topology is idle between bursts (squall/kafka.py, FETCH_WAIT_MS).
     fetch_wait_max_ms: int = Field(FETCH_WAIT_MS, ge=1, le=10_000, description=(

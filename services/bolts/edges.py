@@ -14,8 +14,6 @@ from typing import Any
 
 from services.bolts import clients
 from services.bolts.planning import TaskPartition
-from squall.core.reliability.contiguity import Contiguity
-from squall.kafka import GAP_HOLD_MS, log_gaps, log_overdue
 
 #: A range read that brings nothing for this long is retried: re-positioned, with backoff.
 STALL_S = 1.0
@@ -35,24 +33,21 @@ class RangeRead:
 
 def read_range(c: Any, topic: str, p: int, start: int, end: int,
                stall_s: float = STALL_S, clock: Any = time.monotonic,
-               sleep: Any = time.sleep, gap_hold_ms: int = GAP_HOLD_MS) -> RangeRead:
+               sleep: Any = time.sleep) -> RangeRead:
     """Every record of ``topic[p]`` in ``[start, end)``: the range is known to be there.
 
     An empty or short answer is never taken for the end of the data: a fetch
     that brings nothing for ``stall_s`` is retried (re-positioned at the next
     offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
-    long as it takes. A gap in the offsets is fetched again until it fills or
-    ``gap_hold_ms`` passed (squall/core/reliability/contiguity.py: a broker may show a batch
-    before an earlier one). Only the broker saying the offsets no longer exist
+    long as it takes. Offsets without a record (transaction markers, compaction) are
+    passed as the consumer's position passes them. Only the broker saying the offsets no
+    longer exist
     ends a read early: those tuples' trees then time out and are replayed from
     the source, so nothing is lost.
     """
     from confluent_kafka import KafkaError, TopicPartition
 
     out = RangeRead([], [])
-    key = (topic, p)
-    gaps = Contiguity[tuple[str, int]](gap_hold_ms)
-    gaps.expect(key, start)
     nxt = start
     backoff = 0.05
     c.assign([TopicPartition(topic, p, start)])
@@ -73,28 +68,17 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
                 off = m.offset()
                 if off is not None and off < end:
                     data.append(m)
-            got = gaps.admit(key, [m.offset() for m in data], int(clock() * 1000))
-            for m in data[got.start:got.stop]:
+            for m in data:
                 out.offsets.append(m.offset())
                 out.values.append(m.value())
-            log_gaps(key, got, gap_hold_ms,
-                     data[got.stop].offset() if got.rewind_to is not None else None)
-            for first, present in gaps.overdue(int(clock() * 1000)).values():
-                log_overdue(key, first, present, gap_hold_ms)
-                c.assign([TopicPartition(topic, p, present)])
-            nxt = gaps.next_offset(key) or nxt
-            if got.rewind_to is not None:  # fetch again from the gap (assign: always valid)
-                c.assign([TopicPartition(topic, p, got.rewind_to)])
-                continue
-            if got.stop > got.start:
+            if data:
+                nxt = data[-1].offset() + 1
                 last, backoff = clock(), 0.05
                 continue
-            # Offsets without a record (transaction markers, compaction) end a range too,
-            # once they stayed missing as long as a gap must.
+            # Offsets without a record (transaction markers, compaction) end a range too.
             pos = c.position([TopicPartition(topic, p)])[0].offset
             if pos is not None and pos > nxt:
-                if gaps.passed(key, pos, int(clock() * 1000)):
-                    nxt = pos
+                nxt = pos
                 continue
             if clock() - last < stall_s:
                 continue

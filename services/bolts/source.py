@@ -25,7 +25,6 @@ from pyspark.sql.types import StructType
 
 from services.bolts.planning import TaskPartition, edge_key, next_offsets, plan_partitions
 from squall.core.reliability.linger import Linger
-from squall.kafka import paced_fetches
 from squall.kafka_clients import from_environment
 
 if TYPE_CHECKING:
@@ -103,12 +102,11 @@ class EdgeReader(DataSourceStreamReader):
 class EdgeEnds:
     """The ends of edge partitions, from fetch responses (a long-lived consumer).
 
-    The high watermark each fetch response carries is right on every broker
-    (ListOffsets is not: docs/kafka.md). The data itself is not wanted, and
-    fetching it is what costs: a consumer reading an edge continuously (100
-    fetches a second) reads every edge record twice, and on a broker that charges
-    each fetch for every batch a partition ever held, more each minute. So the
-    consumer holds at most one fetched message per partition
+    Each fetch response carries the partition's high watermark, so the ends come
+    without a ListOffsets round trip per partition. The data itself is not wanted,
+    and fetching it is what costs: a consumer reading an edge continuously (100
+    fetches a second) reads every edge record twice. So the consumer holds at most
+    one fetched message per partition
     (``queued.min.messages`` 1: librdkafka stops fetching it until that is
     read) and sits at each partition's end, where a fetch lists nothing.
     """
@@ -122,7 +120,7 @@ class EdgeEnds:
         self._wait_s, self._clock, self._hold = wait_s, clock, hold
         # hold=False (a query's latestOffset, on the micro-batches' critical path): read on
         # continuously, every end ~10 ms old, no waiting; at the broker's cost described above.
-        held = paced_fetches(5) if hold else {}
+        held = {"queued.min.messages": 1, "fetch.queue.backoff.ms": 5} if hold else {}
         self._consumer = from_environment(bootstrap).consumer({
             "group.id": f"squall-hw-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.max.bytes": 1 << 20,

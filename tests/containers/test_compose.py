@@ -5,8 +5,8 @@ counted twice); then the stack brought down.
 
 The images that no registry here can give are made here (``tests/containers/images``,
 ``compose.local.yml``); Squall's own image is built from the repository's Dockerfile on a
-Debian base made with debootstrap. The broker's storage is memory, so the restart restarts
-every service but the broker (Apache Kafka's data would survive one: its volume)."""
+Debian base made with debootstrap. The restart restarts every service, the broker too (its
+data is on its volume)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 PROJECT = "squall-test"
 BASE = "localhost/squall-base:bookworm"
 SQUALL = "localhost/squall:dev"
-LOCAL = ("tansu", "zookeeper", "postgres", "prometheus")
+LOCAL = ("kafka", "zookeeper", "postgres", "prometheus")
 #: Host ports of the stack under test (away from the defaults a developer may be using).
 PORTS = {"SQUALL_API_PORT": "18080", "SQUALL_PROMETHEUS_PORT": "19090",
          "SQUALL_ZK_PORT": "12181", "SQUALL_KAFKA_PORT": "19094",
@@ -105,18 +105,19 @@ def images() -> None:
     if not image_exists(BASE):
         run("bash", HERE / "images" / "base.sh", BASE)
     run("podman", "build", "--build-arg", f"BASE={BASE}", "-t", SQUALL, ROOT)
-    from squall.dev.probes import find_tansu
+    from squall.dev import broker
 
+    ctx = HERE / "images"
     for name in LOCAL:
         tag = f"localhost/squall-test-{name}:latest"
-        ctx = HERE / "images"
-        if name == "tansu":
-            shutil.copy(find_tansu(), ctx / "tansu")
+        if name == "kafka":  # the jars every other test runs (gitignored)
+            shutil.rmtree(ctx / "libs", ignore_errors=True)
+            shutil.copytree(broker.fetch(), ctx / "libs")
         try:
             run("podman", "build", "--build-arg", f"BASE={BASE}", "-t", tag,
                 "-f", ctx / f"{name}.Containerfile", ctx)
         finally:
-            (ctx / "tansu").unlink(missing_ok=True)
+            shutil.rmtree(ctx / "libs", ignore_errors=True)
 
 
 def healthy(service: str) -> bool:
@@ -196,9 +197,8 @@ def test_the_compose_stack_counts_exactly_and_survives_a_restart(stack: ApiClien
     await_(lambda: counted(state, tid) == truth, 600, "the counts of 10,000 sentences")
     await_(targets_up, 120, "every Prometheus target up")
 
-    # Every service but the broker (memory storage) stops and starts again.
-    services = [s for s in HEALTHY if s != "kafka"]
-    compose("restart", *services)
+    # Every service stops and starts again, the broker with its volume.
+    compose("restart", *HEALTHY)
     await_(all_healthy, 600, "every service healthy after the restart")
     truth += feed(2_000, seed=2)
     await_(lambda: counted(state, tid) == truth, 600,

@@ -1,4 +1,4 @@
-"""The real stack, once per session: Tansu, ZooKeeper, PostgreSQL (and Spark, in later
+"""The real stack, once per session: Apache Kafka, ZooKeeper, PostgreSQL (and Spark, in later
 suites)."""
 
 from __future__ import annotations

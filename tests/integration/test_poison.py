@@ -1,7 +1,7 @@
 """Records that kill or hang the process running a bolt: found, failed with what they did,
 retried, dead-lettered once; every other record processed (docs/poison.md).
 
-The real stack: Tansu, the spout and acker services, the bolts on Spark. The split bolt
+The real stack: Apache Kafka, the spout and acker services, the bolts on Spark. The split bolt
 (examples/faults.py) exits, segfaults or blocks for ever on sentences that start with
 ``crash``, ``segv`` or ``hang``, at every attempt.
 """

@@ -76,7 +76,6 @@ def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
     assert "starting Apache Kafka" in up.stderr
     env = (Path(home) / "env").read_text()
     assert "SQUALL_BOOTSTRAP_SERVERS=127.0.0.1:" in env
-    assert "GAP_HOLD" not in env and "FETCH_BACKOFF" not in env  # Apache Kafka needs none
     state = StackInfo.from_json((Path(home) / "stack.json").read_text())
     pids = [p.pid for p in state.processes]
     try:
@@ -94,22 +93,6 @@ def test_cli_up_status_down_leaves_no_process(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not any(pid_alive(p) for p in pids)
     assert run_cli("dev", "status", "--home", home).returncode == 1
-
-
-def test_tansu_runs_on_request_with_its_profile(tmp_path: Path) -> None:
-    """``--broker tansu``, kept for comparisons: it starts, carries tuple trees, and its
-    env file gives the two settings it needs and Apache Kafka does not."""
-    home = str(tmp_path / "dev")
-    up = run_cli("dev", "up", "--home", home, "--broker", "tansu")
-    assert up.returncode == 0, up.stderr
-    try:
-        env = (Path(home) / "env").read_text()
-        assert "SQUALL_SPOUT_SOURCE_GAP_HOLD_MS=2000" in env
-        assert (Path(home) / "kafka" / "tansu.log").exists()
-        smoke = run_cli("dev", "smoke", "--home", home, "--trees", "500")
-        assert smoke.returncode == 0 and '"completed": 500' in smoke.stdout, smoke.stderr
-    finally:
-        assert run_cli("dev", "down", "--home", home).returncode == 0
 
 
 def test_zookeeper_probe_gives_up_on_a_server_that_never_answers() -> None:

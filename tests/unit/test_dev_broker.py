@@ -15,7 +15,18 @@ def nodes(n: int) -> list[broker.Node]:
 
 def test_the_version_is_read_from_the_pom() -> None:
     assert re.fullmatch(r"4\.\d+\.\d+", broker.version())
-    assert broker.libs_dir(Path("/c")) == Path(f"/c/kafka-{broker.version()}/libs")
+    libs = broker.libs_dir(Path("/c"))
+    assert libs.name == "libs" and libs.parent.parent == Path("/c")
+    assert re.fullmatch(rf"kafka-{re.escape(broker.version())}-[0-9a-f]{{8}}", libs.parent.name)
+
+
+def test_the_compose_file_runs_the_version_the_stack_runs() -> None:
+    """docker-compose.yml's broker (and its topics job) is the Kafka every test runs."""
+    import yaml
+
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    images = {s["image"] for name, s in compose["services"].items() if name in ("kafka", "topics")}
+    assert images == {f"apache/kafka:{broker.version()}"}
 
 
 def test_one_node_replicates_nothing_and_three_replicate_with_two_in_sync() -> None:

@@ -146,11 +146,5 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
-                    "--commit-interval-s", "0.25",
-                    # The embedded broker charges each fetch for every batch the
-                    # partition holds: one fetch each 40 ms while sentences keep coming,
-                    # and a wait that outlasts the broker's look at a partition late in a
-                    # soak (docs/kafka.md).
-                    "--read-ahead-records", "1000", "--fetch-backoff-ms", "40",
-                    "--fetch-wait-max-ms", "200"])
+                    "--commit-interval-s", "0.25"])
     return Pipeline(name, src, procs, port, bolts_port, acker_port)

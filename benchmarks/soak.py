@@ -1,6 +1,6 @@
 """Soak: the word count at half its measured rate for a long time; memory per process.
 
-The vectorized word count (``benchmarks/wordcount.py``'s processes on the embedded stack)
+The vectorized word count (``benchmarks/wordcount.py``'s processes on Apache Kafka)
 first runs ``--burst`` sentences as fast as it can, which gives its rate (or ``--rate``
 is given); then sentences are fed at half that rate for ``--minutes``. The resident memory
 (RSS) of each process tree (acker; spout; bolts job: driver, JVM and Python workers) is
@@ -13,16 +13,20 @@ at ``--settle-s`` and the one when the feed stopped). At the end, the feed stops
 sentence must be committed; the lag when it stopped says whether a queue grew.
 
 The broker's share of a core since the last sample is printed with each sample
-(``broker_cpu``): the embedded broker's cost grows with time (docs/performance.md, "The
-embedded broker"), and a pipeline that falls behind late in a run holds more in flight at
-its end.
+(``broker_cpu``). The source's committed offsets are watched all along: the longest time
+they stood still while something fed was not committed (``longest_commit_stall_s``, and
+every stall over 5 s in ``stalls``: when it began and how long it lasted). The spout's
+failed trees (``failed``, timeouts included) and dead letters (``dead_lettered``) are
+counted at the end.
 
-Targets: RSS growth at most 5 % per process tree, no unbounded queue.
+Targets: RSS growth at most 5 % per process tree, no unbounded queue, no commit stall over
+15 s, nothing failed or dead-lettered.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
 {...}, "rss_growth": {...}, "max_rss_growth", "rss_mb_start_point", "rss_mb_end_point",
 "rss_growth_points", "lag_at_stop", "lag_bound", "committed", "replayed", "timed_out",
-"samples": [{"t", "lag", "broker_cpu", <RSS per process>}, ...]}``: a lag that grew with no
+"failed", "dead_lettered", "longest_commit_stall_s", "stalls", "samples": [{"t", "lag",
+"broker_cpu", <RSS per process>}, ...]}``: a lag that grew with no
 trees timed out or replayed was a slow pipeline; with them, trees that were lost on the way
 and waited out their timeout.
 """
@@ -37,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer
@@ -57,6 +62,42 @@ from squall.dev.stack import EmbeddedStack, StackSettings
 
 def sample(pipe: Pipeline) -> dict[str, float]:
     return {tag: round(tree_rss_mb(p.pid), 1) for tag, p in pipe.procs.items()}
+
+
+class CommitWatch(threading.Thread):
+    """The source's committed total every ``every_s``: how long it stood still while
+    ``fed()`` was ahead of it (a caught-up pipeline waiting for the feed is no stall)."""
+
+    #: Stalls longer than this are listed one by one.
+    LISTED_S = 5.0
+
+    def __init__(self, bootstrap: str, group: str, topic: str, fed: Callable[[], int],
+                 every_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                  "enable.auto.commit": False})
+        self.topic, self.fed, self.every_s = topic, fed, every_s
+        self.longest_s = 0.0
+        self.stalls: list[tuple[float, float]] = []  # (began, seconds), over LISTED_S
+        self.stop = threading.Event()
+        self._t0 = time.monotonic()
+
+    def run(self) -> None:
+        last, since = -1, time.monotonic()
+        stalled = False
+        try:
+            while not self.stop.wait(self.every_s):
+                fed = self.fed()  # before the commits: what is behind them was fed before
+                done, now = committed(self.consumer, self.topic), time.monotonic()
+                if done > last or done >= fed:
+                    if stalled and now - since > self.LISTED_S:
+                        self.stalls.append((round(since - self._t0, 1), round(now - since, 1)))
+                    last, since, stalled = done, now, False
+                else:
+                    stalled = True
+                    self.longest_s = max(self.longest_s, now - since)
+        finally:
+            self.consumer.close()
 
 
 class PacedFeed(threading.Thread):
@@ -136,8 +177,12 @@ def main() -> int:
                 rate = a.burst / (t1 - t0) / 2
             say(f"soak: {rate:,.0f} sentences/s for {a.minutes:g} minutes ...")
             feed = PacedFeed(b, pipe.source, rate)
+            base = done
+            commits = CommitWatch(b, f"squall.{pipe.name}.sentences", pipe.source,
+                                  lambda: base + feed.sent)
             t_start = time.monotonic()
             feed.start()
+            commits.start()
             samples: list[tuple[float, int, dict[str, float]]] = []
             broker = next(p.pid for p in info.processes if p.name == "kafka")
             cpu_at = (time.monotonic(), tree_cpu(broker))
@@ -161,7 +206,12 @@ def main() -> int:
             total = done + feed.sent
             lag = total - committed(watch, pipe.source)
             wait_committed(watch, pipe.source, total, procs=pipe.procs)
-            replays = sample_sums(pipe.spout_port, {"squall_spout_replayed_total": "replayed"})
+            commits.stop.set()
+            commits.join()
+            spout = sample_sums(pipe.spout_port, {"squall_spout_replayed_total": "replayed",
+                                                  "squall_spout_failed_total": "failed",
+                                                  "squall_spout_dead_lettered_total":
+                                                      "dead_lettered"})
             timeouts = sample_sums(pipe.acker_port, {"squall_acker_trees_total": "timed_out"},
                                    outcome="timed_out")
         except RuntimeError:
@@ -183,7 +233,9 @@ def main() -> int:
         "window_s": round(window), "rss_mb_start_point": start_point, "rss_mb_end_point": end,
         "rss_growth_points": _growth(start_point, end),
         "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
-        "replayed": round(replays["replayed"]), "timed_out": round(timeouts["timed_out"]),
+        "replayed": round(spout["replayed"]), "timed_out": round(timeouts["timed_out"]),
+        "failed": round(spout["failed"]), "dead_lettered": round(spout["dead_lettered"]),
+        "longest_commit_stall_s": round(commits.longest_s, 1), "stalls": commits.stalls,
         "samples": [{"t": round(t), "lag": lag_t, "broker_cpu": c, **s}
                     for (t, lag_t, s), c in zip(samples, broker_cpu, strict=True)]}))
     return 0

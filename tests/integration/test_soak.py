@@ -33,6 +33,9 @@ def test_a_steady_feed_is_all_committed_with_no_queue_growing(tmp_path: Path) ->
         f"lag {s['lag_at_stop']} at the stop > {s['lag_bound']}; by sample "
         f"{[(x['t'], x['lag']) for x in s['samples']]}; trees replayed {s['replayed']}, timed "
         f"out {s['timed_out']}\n" + _warnings(work))
+    # Nothing failed or dead-lettered, and the commits never stood still for long.
+    assert s["failed"] == 0 and s["dead_lettered"] == 0, s
+    assert s["longest_commit_stall_s"] <= 15, s["stalls"]
     assert set(s["rss_mb_end"]) == {"acker", "bolts", "spout"}, s
     assert all(v > 10 for v in s["rss_mb_end"].values()), s  # the trees were really measured
     # A short run on a loaded machine: memory may still be settling; a leak of the size

@@ -69,7 +69,7 @@ def test_the_producers_linger_and_the_read_ahead_are_flags() -> None:
     base = ["--topology-file", str(WORDCOUNT), "--component", "sentences", "--tasks", "0",
             "--num-tasks", "1"]
     s = parse_args(base)
-    assert (s.producer_linger_ms, s.read_ahead_records) == (5, 10_000)
+    assert (s.producer_linger_ms, s.read_ahead_records, s.fetch_backoff_ms) == (5, 1_000, 40)
     s = parse_args([*base, "--producer-linger-ms", "0", "--read-ahead-records", "500"])
     assert (s.producer_linger_ms, s.read_ahead_records) == (0, 500)
     with pytest.raises(ConfigError, match="producer_linger_ms"):

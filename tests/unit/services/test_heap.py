@@ -28,8 +28,9 @@ def test_settle_freezes_what_lives_after_growth_and_only_then() -> None:
     frozen = gc.get_freeze_count()
     assert frozen >= len(state)
     garbage = [{"tmp": i} for i in range(1000)]
-    heap.settle()  # nothing new lives: no collection, no freeze
-    assert gc.get_freeze_count() == frozen
+    heap.settle()  # no growth since: no collection, no freeze (the 1,000 dicts stay out)
+    # Frozen objects freed meanwhile (the test runner's own threads) only lower the count.
+    assert gc.get_freeze_count() <= frozen
     del garbage
 
 

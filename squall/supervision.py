@@ -129,12 +129,14 @@ class Round:
 
 class Supervisor:
     def __init__(self, logdir: Path, clock: Callable[[], int] = monotonic_ms,
-                 echo: bool = False) -> None:
+                 echo: bool = False, restarts: Callable[[], Restarts] = Restarts) -> None:
         """``echo``: each child's output also goes to this process's stdout, each line
-        after the child's name (a container's log shows every process)."""
+        after the child's name (a container's log shows every process); ``restarts``: the
+        restart policy of a child started without one of its own."""
         self.logdir = logdir
         self.clock = clock
         self.echo = echo
+        self.restarts = restarts
         self.children: dict[str, Child] = {}
         self._lock = threading.RLock()
 
@@ -160,7 +162,7 @@ class Supervisor:
                              name=f"echo-{name}").start()
         log.info("started %s (pid %d, log %s)", name, proc.pid, logf)
         now = self.clock()
-        child = Child(name, command, logf, proc, now, port, policy or Restarts(),
+        child = Child(name, command, logf, proc, now, port, policy or self.restarts(),
                       self.children[name].last_error if name in self.children else "",
                       None if command.ready else now)
         with self._lock:

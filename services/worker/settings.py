@@ -61,6 +61,10 @@ class WorkerSettings(BaseSettings):
     log_stdout: bool = Field(False, description=(
         "also write every task process's output to the worker's stdout, each line after "
         "the process's name (the logs stay in <workdir>/logs too)"))
+    # squall/core/control/restarts.py: still restarted, but reported as a crash loop.
+    crash_loop_after: int = Field(3, ge=1, le=100, description=(
+        "exits in a row, each within a minute of the task process's start, that make a "
+        "crash loop"))
     stop_timeout_s: float = Field(30.0, gt=0, description=(
         "how long a stopping process may take before it is killed"))
     # Local masters only: on a cluster a standby application would hold executors.

@@ -30,6 +30,7 @@ from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
 from squall.core.control.assignment import Kind
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.control.fencing import Fence
+from squall.core.control.restarts import Restarts
 from squall.core.errors import SquallError
 from squall.core.reliability.clock import Clock
 from squall.handoff import hand_off
@@ -65,7 +66,8 @@ class WorkerService:
         self.clock = clock or SystemClock()
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms,
-                              echo=settings.log_stdout)
+                              echo=settings.log_stdout,
+                              restarts=lambda: Restarts(crash_loop_after=settings.crash_loop_after))
         self.running: dict[str, ProcSpec] = {}  # what each supervised child runs
         self.assignment = WorkerAssignment()  # as last read: run only for self.session
         self.session = ""  # the ZooKeeper session this worker is registered in ("": none)

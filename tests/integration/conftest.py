@@ -46,7 +46,8 @@ def worker(kind: str, wid: str, zookeeper: str, bootstrap: str, tmp: Path) -> Se
         "--kind", kind, "--worker-id", wid, "--zookeeper", zookeeper,
         "--bootstrap-servers", bootstrap, "--workdir", str(tmp / wid), "--capacity", "4",
         "--checkpoint-dir", str(tmp / "checkpoints"), "--session-timeout-s", "3",
-        "--master", "local[2]"], tmp / f"{wid}.log")
+        # Two quick exits make a crash loop here: each exit of a bolts job is a Spark start.
+        "--master", "local[2]", "--crash-loop-after", "2"], tmp / f"{wid}.log")
 
 
 @pytest.fixture

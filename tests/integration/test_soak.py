@@ -20,14 +20,14 @@ def test_a_steady_feed_is_all_committed_with_no_queue_growing(tmp_path: Path) ->
     log, work = tmp_path / "soak.log", tmp_path / "work"
     with open(log, "wb") as err:
         out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.soak", "--minutes", "1.5", "--rate", "500",
+            [sys.executable, "-m", "benchmarks.soak", "--minutes", "1", "--rate", "500",
              "--settle-s", "30", "--sample-s", "10", "--workdir", str(work)],
             stdout=subprocess.PIPE, stderr=err, timeout=900, preexec_fn=die_with_parent,
             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     lines = out.stdout.decode().strip().splitlines()
     assert out.returncode == 0 and lines, log.read_text()[-3000:]
     s = json.loads(lines[-1])
-    assert s["committed"] >= 5_000 + 500 * 80, s  # the feed kept its rate, all committed
+    assert s["committed"] >= 5_000 + 500 * 50, s  # the feed kept its rate, all committed
     # What was in flight, not a backlog; if not, how the lag went, and why.
     assert s["lag_at_stop"] <= s["lag_bound"], (
         f"lag {s['lag_at_stop']} at the stop > {s['lag_bound']}; by sample "

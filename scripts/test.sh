@@ -26,5 +26,5 @@ echo "== pytest"
 # Two test processes, a file each at a time (a module's fixtures stay in one process): the
 # integration tests mostly wait on services, so two at once take about half the time.
 # pytest exits 5 when it collected nothing: that is a failure here too.
-exec python -m pytest -n "${SQUALL_TEST_PROCESSES:-2}" --dist loadfile --durations=15 \
+exec python -m pytest -n "${SQUALL_TEST_PROCESSES:-2}" --dist loadfile --durations=40 \
   tests/unit tests/integration "$@"

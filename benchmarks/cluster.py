@@ -1,21 +1,27 @@
 """The exact word count on a three-host Squall cluster (benchmarks/cluster_hosts.py), fed
 at a steady rate, with a host failing while it runs.
 
-Each fault runs on a cluster of its own, brought up for it: ``kill`` kills every process
-of h3 at once (a power loss), ``cut`` takes h3 off the network for ``--cut-s`` seconds and
-then heals it (h1, the broker's host, is never failed); ``restart`` restarts h3's workers
-one at a time, as a rolling upgrade does (SIGTERM, then started again once it exited; the
-next once it is registered again), and its ``recovery_s`` is the longest the committed
-offsets stood still during the roll. The fault strikes once a third of
-the sentences were fed; the feed goes on, then the pipeline drains and is checked from
-Kafka and the Trident state in PostgreSQL.
+A fault is ``KIND:HOST`` (``kill:h1``); each runs on a cluster of its own, brought up for
+it. ``kill`` kills every process of the host at once (a power loss: on h1 a broker, the
+leading Spark master, the API leader, a ZooKeeper server and a worker of each kind);
+``cut`` takes the host off the network for ``--cut-s`` seconds and then heals it;
+``cut-zk`` cuts it off ZooKeeper alone for as long (its clients of the other servers and
+its own server's quorum: it still reaches every broker), ``cut-kafka`` off Kafka alone
+(it still reaches the ensemble);
+``restart`` restarts the host's workers one at a time, as a rolling upgrade does (SIGTERM,
+then started again once it exited; the next once it is registered again), and its
+``recovery_s`` is the longest the committed offsets stood still during the roll. The fault
+strikes once a third of the sentences were fed; the feed goes on, then the pipeline drains
+and is checked from Kafka and the Trident state in PostgreSQL.
 
 Prints, last, one JSON object: ``faults``, per fault its ``fault``, ``recovery_s`` (from the
 fault until every unit the host ran runs on another host and the source offsets are
 committed again), ``lost`` (source messages neither committed nor dead-lettered),
 ``healthy_dead_lettered``, ``counts_delta`` (the sum over words of |counted - fed|),
-``reassigned_tasks`` (the units that moved) and ``double_runs`` (units seen running on two
-hosts at once, from the hosts' process tables). Needs root (network namespaces).
+``reassigned_tasks`` (the units that moved), ``double_runs`` (units seen running on two
+hosts at once, from the hosts' process tables) and ``offset_regressions`` (times a
+committed source offset was seen below what it had been). Needs root (network
+namespaces).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from typing import Any
 from benchmarks.chaos import read_topic
 from benchmarks.chaos_load import Commits, Feeder, wait
 from benchmarks.cluster_hosts import (
+    KAFKA_CONTROLLER_PORT,
+    KAFKA_PORT,
+    WORKER_HOSTS,
     WORKER_PORTS,
     HostCluster,
     doubles,
@@ -41,11 +50,29 @@ from benchmarks.cluster_hosts import (
 )
 from squall.core.topology.topics import dlq_topic
 from squall.demo import SOURCE, SOURCE_PARTITIONS, Progress, demo_topology, state_counts
+from squall.dev.ensemble import PORT as ZK_PORT
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
-#: The host that fails: it runs workers of every kind, not the broker.
-FAILED = "h3"
+#: Every fault, in the order ``--faults all`` runs them.
+KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "restart")
+ALL = (*(f"{k}:{h}" for k in ("kill", "cut") for h in WORKER_HOSTS), "cut-zk:h3",
+       "cut-kafka:h3", "restart:h3")
+#: The TCP ports a partial partition drops: ZooKeeper's (clients, quorum, election),
+#: Kafka's (clients, controllers).
+CUT_PORTS = {"cut-zk": (ZK_PORT, 2888, 3888), "cut-kafka": (KAFKA_PORT, KAFKA_CONTROLLER_PORT)}
+
+
+def parse_faults(text: str) -> list[tuple[str, str]]:
+    """``kill:h1,cut:h3`` (or ``all``) as (kind, host) pairs; a clear error otherwise."""
+    out = []
+    for f in (ALL if text == "all" else [f for f in text.split(",") if f]):
+        kind, _, host = f.partition(":")
+        if kind not in KINDS or host not in WORKER_HOSTS:
+            raise ValueError(f"fault {f!r}: KIND:HOST, KIND one of {', '.join(KINDS)} and HOST "
+                             f"one of {', '.join(WORKER_HOSTS)}")
+        out.append((kind, host))
+    return out
 
 
 class Watch(threading.Thread):
@@ -69,6 +96,7 @@ class Watch(threading.Thread):
 
 def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
               ) -> dict[str, Any]:
+    (kind, failed), = parse_faults(fault)
     with host_cluster(home) as cl:
         ensure_topics(KafkaClients(cl.bootstrap), {SOURCE: SOURCE_PARTITIONS})
         spec = demo_topology(cl.bootstrap, exact=True)
@@ -82,32 +110,40 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
         watch = Watch(cl)
         watch.start()
         feeder.start()
+        commits = Commits(prog, lambda: feeder.fed)
+        commits.start()
         wait(lambda: feeder.fed >= sentences // 3, 600)
-        host = cl.hosts.host(FAILED)
-        before = units_running(cl.hosts)[FAILED]
-        say(f"{fault}: {FAILED} runs {sorted(before)}; striking at {feeder.fed} fed")
+        host = cl.hosts.host(failed)
+        before = units_running(cl.hosts)[failed]
+        say(f"{fault}: {failed} runs {sorted(before)}; striking at {feeder.fed} fed")
         t0 = time.monotonic()
         recovery: float | None
-        if fault == "restart":
-            recovery = _roll(cl, prog, feeder)
-            say(f"restart: every worker of {FAILED} restarted in {time.monotonic() - t0:.0f} s;"
+        if kind == "restart":
+            recovery = _roll(cl, failed, prog, commits)
+            say(f"{fault}: every worker of {failed} restarted in {time.monotonic() - t0:.0f} s;"
                 f" the commits stood still {recovery} s at most")
         else:
-            if fault == "kill":
+            if kind == "kill":
                 cl.hosts.kill(host)
-            else:
+            elif kind == "cut":
                 cl.hosts.cut(host)
-            recovery = _recovery(cl, prog, before, t0)
+            else:
+                cl.hosts.cut_ports(host, CUT_PORTS[kind])
+            recovery = _recovery(cl, failed, prog, before, t0)
             say(f"{fault}: recovered in {recovery} s")
-        if fault == "cut":
+        if kind.startswith("cut"):
             wait(lambda: False, max(0.0, cut_s - (time.monotonic() - t0)))
-            cl.hosts.heal(host)
-            say(f"{fault}: {FAILED} healed after {time.monotonic() - t0:.0f} s")
+            if kind == "cut":
+                cl.hosts.heal(host)
+            else:
+                cl.hosts.heal_ports(host)
+            say(f"{fault}: {failed} healed after {time.monotonic() - t0:.0f} s")
         feeder.done.wait()
         say(f"{fault}: fed {feeder.fed}; waiting for every one to be committed")
         wait(lambda: prog.committed() >= feeder.fed, 300)
         time.sleep(2)  # a last sample of what runs where
         watch.stop.set()
+        commits.stop.set()
         committed = prog.committed()
         letters = read_topic(cl.bootstrap, dlq_topic(tid), 1)
         counted = state_counts(cl.state_url, tid)
@@ -117,6 +153,7 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
                 "counts_delta": sum(abs(counted[w] - feeder.words[w])
                                     for w in set(counted) | set(feeder.words)),
                 "reassigned_tasks": len(before), "double_runs": len(watch.doubled),
+                "offset_regressions": commits.regressions,
                 # each with the seconds from the fault until it was first seen
                 "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
 
@@ -125,33 +162,29 @@ def _registered(cl: HostCluster, wid: str) -> bool:
     return any(w["id"] == wid for w in cl.client().workers())
 
 
-def _roll(cl: HostCluster, prog: Progress, feeder: Feeder) -> float:
-    """A rolling restart of h3's workers, one at a time, each once the one before is
-    registered again; the longest the committed offsets stood still meanwhile (seconds)."""
-    commits = Commits(prog, lambda: feeder.fed)
-    commits.start()
-    try:
-        for kind in WORKER_PORTS:
-            cl.restart(FAILED, f"worker-{kind}")
-            wid = f"{kind}-{FAILED}"
-            if not wait(functools.partial(_registered, cl, wid), 120):
-                raise SystemExit(f"{wid} did not register again in 120 s")
-            say(f"restart: {wid} back")
-        # what moved back to h3 is running and acking again
-        base = prog.committed()
-        wait(lambda: prog.committed() > base, 120)
-    finally:
-        commits.stop.set()
+def _roll(cl: HostCluster, failed: str, prog: Progress, commits: Commits) -> float:
+    """A rolling restart of ``failed``'s workers, one at a time, each once the one before
+    is registered again; the longest the committed offsets stood still meanwhile
+    (seconds, since the run began: a roll that stalls nothing adds nothing)."""
+    for kind in WORKER_PORTS:
+        cl.restart(failed, f"worker-{kind}")
+        wid = f"{kind}-{failed}"
+        if not wait(functools.partial(_registered, cl, wid), 120):
+            raise SystemExit(f"{wid} did not register again in 120 s")
+        say(f"restart: {wid} back")
+    # what moved back to the host is running and acking again
+    base = prog.committed()
+    wait(lambda: prog.committed() > base, 120)
     return round(commits.max_stall_s, 1)
 
 
-def _recovery(cl: HostCluster, prog: Progress, lost: set[tuple[str, str]], t0: float,
-              timeout_s: float = 180.0) -> float | None:
+def _recovery(cl: HostCluster, failed: str, prog: Progress, lost: set[tuple[str, str]],
+              t0: float, timeout_s: float = 180.0) -> float | None:
     """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host and the
     committed source offsets moved after that; None if not within ``timeout_s``."""
     def moved_elsewhere() -> bool:
         running = units_running(cl.hosts)
-        elsewhere = set().union(*(u for h, u in running.items() if h != FAILED))
+        elsewhere = set().union(*(u for h, u in running.items() if h != failed))
         return lost <= elsewhere
 
     if not wait(moved_elsewhere, timeout_s):
@@ -164,23 +197,25 @@ def _recovery(cl: HostCluster, prog: Progress, lost: set[tuple[str, str]], t0: f
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--faults", default="kill,cut",
-                    help="kill, cut, restart (comma-separated: each in turn)")
+    ap.add_argument("--faults", default="kill:h1,kill:h3,cut:h3",
+                    help=f"KIND:HOST, comma-separated, each in turn, or all ({','.join(ALL)})")
     ap.add_argument("--sentences", type=int, default=30_000)
     ap.add_argument("--rate", type=float, default=500, help="sentences per second")
-    ap.add_argument("--cut-s", type=float, default=60.0, help="how long h3 is cut off")
+    ap.add_argument("--cut-s", type=float, default=60.0, help="how long a host is cut off")
     ap.add_argument("--workdir", type=Path, default=None)
     a = ap.parse_args(argv)
+    try:
+        faults = parse_faults(a.faults)
+    except ValueError as e:
+        ap.error(f"--faults: {e}")
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
-    faults = [f for f in a.faults.split(",") if f]
-    if not set(faults) <= {"kill", "cut", "restart"}:
-        ap.error(f"--faults: kill, cut and restart only (got {a.faults!r})")
-    results = [run_fault(f, home / f, a.sentences, a.rate, a.cut_s) for f in faults]
+    results = [run_fault(f"{k}:{h}", home / f"{k}-{h}", a.sentences, a.rate, a.cut_s)
+               for k, h in faults]
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0
              and r["recovery_s"] is not None and r["recovery_s"] <= 30
-             and r["double_runs"] == 0 for r in results)
+             and r["double_runs"] == 0 and r["offset_regressions"] == 0 for r in results)
     return 0 if ok else 1
 
 

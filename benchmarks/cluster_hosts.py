@@ -1,11 +1,14 @@
 """Squall deployed on three hosts of this machine (squall/dev/hosts.py), as on a real
-cluster: a ZooKeeper ensemble of three, an Apache Kafka broker on h1, two API replicas (h1,
-h2), a Spark standalone master (h1) and a worker per host, and a spout, acker and bolts
-worker on each of h2 and h3. What the hosts share: Kafka, ZooKeeper, the PostgreSQL state
-(a database service on the bridge, outside the hosts) and the bolts' Spark checkpoints
-(the shared folder, as NFS). Everything else stays on a host's own disk. The workers fence
-themselves (``--fence-after-s``, a sixth of their session timeout) when cut off from the
-ensemble."""
+cluster, with no host special: on every host a ZooKeeper server (an ensemble of three), an
+Apache Kafka broker (a KRaft quorum of three; Squall's topics and the source at replication
+factor 3, ``min.insync.replicas`` 2), a Spark standalone worker, and a spout, an acker and
+a bolts worker. The API runs on h1 and h2, the Spark master on h1 with a standby on h2
+(Spark's ``spark.deploy.recoveryMode=ZOOKEEPER``). What the hosts share besides Kafka and
+ZooKeeper: the PostgreSQL state (a database service on the bridge, outside the hosts) and
+the bolts' Spark checkpoints (the shared folder, as NFS). Everything else stays on a host's
+own disk. The workers fence themselves when cut off from the ensemble (``--fence-after-s``,
+a sixth of their session timeout) and leave the cluster when cut off from Kafka alone
+(``--kafka-fence-after-s``)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from squall.client import ApiClient
 from squall.core.errors import StackError
@@ -35,8 +39,15 @@ KAFKA_PORT, API_PORT, SPARK_PORT, PG_PORT = 9092, 8080, 7077, 5432
 KAFKA_CONTROLLER_PORT = 9093
 #: Each kind of worker's own /metrics port on a host.
 WORKER_PORTS = {"spout": 9101, "acker": 9102, "bolts": 9103}
-#: The hosts that run Squall's workers (h1 keeps the broker: it is never failed).
-WORKER_HOSTS = ("h2", "h3")
+#: The hosts that run Squall's workers: all of them.
+WORKER_HOSTS = ("h1", "h2", "h3")
+#: The hosts of the Spark master (the first leads at the start) and of the API replicas.
+MASTER_HOSTS = API_HOSTS = ("h1", "h2")
+#: How long a worker that reaches ZooKeeper but gets no write acknowledged by Kafka keeps
+#: its tasks (services/worker/kafka_watch.py): the least the worker takes.
+KAFKA_FENCE_AFTER_S = 10
+#: A broker's heap: three brokers and everything else share this machine's memory.
+KAFKA_HEAP_MB = 512
 #: Every Squall process imports this checkout's code.
 CODE = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
@@ -123,44 +134,16 @@ def _postgres(home: Path, data: Path, address: str) -> subprocess.Popen[bytes]:
 
 def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
            session_timeout_s: float) -> HostCluster:
-    import pyspark
-
     zk = Ensemble(hosts, list(hosts.hosts)).start()
     say(f"ZooKeeper ensemble {zk}")
-    bootstrap = f"{h1.address}:{KAFKA_PORT}"
     procs: dict[str, dict[str, subprocess.Popen[bytes]]] = {h.name: {} for h in hosts.hosts}
-    node = broker.Node.plain(1, h1.address, KAFKA_PORT, KAFKA_CONTROLLER_PORT)
-    config = broker.write_node(h1.disk / "kafka", node, [node], seen_as=DISK / "kafka")
-    java, libs = find_java(), broker.fetch()
-    formatted = hosts.run(h1, broker.format_argv(java, libs, config, broker.cluster_id()), 120)
-    if formatted.returncode != 0:
-        raise StackError(f"formatting Kafka's storage on h1 failed: {formatted.stdout[-2000:]}")
-    procs["h1"]["kafka"] = hosts.start(h1, broker.server_argv(java, libs, config),
-                                       h1.disk / "logs" / "kafka.log")
-    wait_until(lambda: kafka_round_trip(KafkaClients(bootstrap)), 90,
-               f"Kafka on {bootstrap}", lambda: procs["h1"]["kafka"].poll() is None,
-               h1.disk / "logs" / "kafka.log")
+    bootstrap = _kafka(hosts, procs)
     say(f"Kafka {bootstrap}")
     state_url = f"postgresql://{postgres.USER}@{hosts.subnet}.1:{PG_PORT}/{postgres.DATABASE}"
-    spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
-    master = f"spark://{h1.address}:{SPARK_PORT}"
-    py = {**CODE, "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1",
-          "SPARK_HOME": str(Path(pyspark.__file__).parent)}
-    procs["h1"]["spark-master"] = hosts.start(h1, [
-        spark_class, "org.apache.spark.deploy.master.Master", "--host", h1.address,
-        "--port", str(SPARK_PORT), "--webui-port", "8081"], h1.disk / "logs" / "master.log",
-        env={**py, "SPARK_LOCAL_IP": h1.address}, cwd=h1.disk)
-    for h in hosts.hosts:
-        procs[h.name]["spark-worker"] = hosts.start(h, [
-            spark_class, "org.apache.spark.deploy.worker.Worker", master, "--host", h.address,
-            "--cores", "1", "--memory", "1g", "--webui-port", "8082",
-            "--work-dir", str(DISK / "spark")], h.disk / "logs" / "spark-worker.log",
-            env={**py, "SPARK_LOCAL_IP": h.address}, cwd=h.disk)
-    wait_until(lambda: _spark_workers(f"http://{h1.address}:8081/json/") >= len(hosts.hosts),
-               120, f"{len(hosts.hosts)} Spark workers at {master}")
+    master = _spark(hosts, procs, zk)
     token = secrets.token_urlsafe(18)
     api = []
-    for h in hosts.hosts[:2]:
+    for h in map(hosts.host, API_HOSTS):
         procs[h.name]["api"] = hosts.start(h, [
             sys.executable, "-m", "services.api", "--zookeeper", zk, "--bootstrap-servers",
             bootstrap, "--host", h.address, "--port", str(API_PORT),
@@ -179,7 +162,8 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
                 "--metrics-host", h.address, "--metrics-port", str(port),
                 "--master", master, "--checkpoint-dir", str(SHARED / "checkpoints"),
                 "--session-timeout-s", str(session_timeout_s),
-                "--fence-after-s", str(session_timeout_s / 6)],
+                "--fence-after-s", str(session_timeout_s / 6),
+                "--kafka-fence-after-s", str(KAFKA_FENCE_AFTER_S)],
                 h.disk / "logs" / f"worker-{kind}.log",
                 {**CODE, "SQUALL_STATE_URL": state_url, "PYSPARK_PYTHON": sys.executable,
                  "SPARK_LOCAL_IP": h.address})
@@ -187,7 +171,7 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
             procs[name][f"worker-{kind}"] = hosts.start(h, start[0], start[1], env=start[2],
                                                         cwd=h.disk)
     cl = HostCluster(hosts, bootstrap, zk, state_url, api, token, procs, starts)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while True:
         try:
             workers = cl.client().workers()
@@ -195,18 +179,100 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
                 break
         except Exception as e:  # not up yet
             if time.monotonic() > deadline:
-                raise StackError(f"the workers did not register in 120 s: {e}") from e
+                raise StackError(f"the workers did not register in 180 s: {e}") from e
         if time.monotonic() > deadline:
-            raise StackError("the workers did not register in 120 s")
+            raise StackError("the workers did not register in 180 s")
         time.sleep(0.5)
     say(f"API {', '.join(api)}; {len(workers)} workers registered")
     assert pg.poll() is None and os.path.isdir(hosts.shared)
     return cl
 
 
-def _spark_workers(status_url: str) -> int:
-    with urllib.request.urlopen(status_url, timeout=2) as r:
-        doc = json.load(r)
+def _kafka(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]]) -> str:
+    """A broker and KRaft controller on every host, formatted for one new cluster; the
+    bootstrap list (every broker)."""
+    nodes = [broker.Node.plain(i, h.address, KAFKA_PORT, KAFKA_CONTROLLER_PORT)
+             for i, h in enumerate(hosts.hosts, 1)]
+    java, libs, cluster = find_java(), broker.fetch(), broker.cluster_id()
+    configs = {h.name: broker.write_node(h.disk / "kafka", n, nodes, seen_as=DISK / "kafka")
+               for h, n in zip(hosts.hosts, nodes, strict=True)}
+    for h in hosts.hosts:
+        formatted = hosts.run(h, broker.format_argv(java, libs, configs[h.name], cluster), 120)
+        if formatted.returncode != 0:
+            raise StackError(f"formatting Kafka's storage on {h.name} failed: "
+                             f"{formatted.stdout[-2000:]}")
+    for h in hosts.hosts:
+        procs[h.name]["kafka"] = hosts.start(
+            h, broker.server_argv(java, libs, configs[h.name], KAFKA_HEAP_MB),
+            h.disk / "logs" / "kafka.log")
+    bootstrap = ",".join(n.listener for n in nodes)
+    wait_until(lambda: kafka_round_trip(KafkaClients(bootstrap)), 120,
+               f"Kafka on {bootstrap}",
+               lambda: all(procs[h.name]["kafka"].poll() is None for h in hosts.hosts),
+               hosts.hosts[0].disk / "logs" / "kafka.log")
+    return bootstrap
+
+
+def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], zk: str
+           ) -> str:
+    """The Spark master and its standby, recovering through ZooKeeper, and a worker on
+    every host; the master URL (both masters: the drivers and workers follow the leader).
+    ``spark.worker.timeout`` is 10 s, not 60: a standby that takes over waits that long for
+    the workers and applications of a killed host before it schedules again."""
+    import pyspark
+
+    spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+    py = {**CODE, "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1",
+          "SPARK_HOME": str(Path(pyspark.__file__).parent)}
+    recovery = " ".join(f"-D{k}={v}" for k, v in {
+        "spark.deploy.recoveryMode": "ZOOKEEPER", "spark.deploy.zookeeper.url": zk,
+        "spark.deploy.zookeeper.dir": "/spark", "spark.worker.timeout": "10"}.items())
+    masters = [hosts.host(n) for n in MASTER_HOSTS]
+    for h in masters:
+        procs[h.name]["spark-master"] = hosts.start(h, [
+            spark_class, "org.apache.spark.deploy.master.Master", "--host", h.address,
+            "--port", str(SPARK_PORT), "--webui-port", "8081"],
+            h.disk / "logs" / "master.log",
+            env={**py, "SPARK_LOCAL_IP": h.address, "SPARK_MASTER_OPTS": recovery}, cwd=h.disk)
+        # the first master started leads; the standby starts once it does
+        wait_until(lambda: _spark_leader(hosts) is not None, 120,
+                   f"a Spark master leading on {masters[0].name}")
+    master = "spark://" + ",".join(f"{h.address}:{SPARK_PORT}" for h in masters)
+    for h in hosts.hosts:
+        procs[h.name]["spark-worker"] = hosts.start(h, [
+            spark_class, "org.apache.spark.deploy.worker.Worker", master, "--host", h.address,
+            "--cores", "1", "--memory", "1g", "--webui-port", "8082",
+            "--work-dir", str(DISK / "spark")], h.disk / "logs" / "spark-worker.log",
+            env={**py, "SPARK_LOCAL_IP": h.address}, cwd=h.disk)
+    wait_until(lambda: _spark_workers(hosts) >= len(hosts.hosts), 120,
+               f"{len(hosts.hosts)} Spark workers at {master}")
+    say(f"Spark {master} (leading: {_spark_leader(hosts)})")
+    return master
+
+
+def _spark_status(h: Host) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://{h.address}:8081/json/", timeout=2) as r:
+        doc: dict[str, Any] = json.load(r)
+    return doc
+
+
+def _spark_leader(hosts: Hosts) -> str | None:
+    """The host whose Spark master leads (``ALIVE``), if one does."""
+    for n in MASTER_HOSTS:
+        try:
+            if _spark_status(hosts.host(n)).get("status") == "ALIVE":
+                return n
+        except OSError:
+            continue
+    return None
+
+
+def _spark_workers(hosts: Hosts) -> int:
+    """The live workers the leading master knows."""
+    leader = _spark_leader(hosts)
+    if leader is None:
+        return 0
+    doc = _spark_status(hosts.host(leader))
     return sum(1 for w in doc.get("workers", []) if w.get("state") == "ALIVE")
 
 

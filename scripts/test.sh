@@ -3,11 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Debian packages some tests drive for real: headless Chromium (the topology page) and
-# Prometheus with promtool (the dashboards and alert rules against a live word count).
+# Debian packages some tests drive for real: headless Chromium (the topology page),
+# Prometheus with promtool (the dashboards and alert rules against a live word count) and
+# nftables (the cluster test's partial partition: one host cut off ZooKeeper alone).
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v nft >/dev/null 2>&1 || need+=(nftables)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing Debian's ${need[*]} (system-wide) for the page and monitoring tests" >&2

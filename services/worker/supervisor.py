@@ -22,6 +22,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.loop_queries import Handler
+from services.worker.kafka_watch import KafkaWatch
 from services.worker.logs import log_route
 from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
@@ -87,6 +88,12 @@ class WorkerService:
         grace = settings.fence_after_s
         self.fence = Fence(None if grace is None else int(grace * 1000))
         self._session_ended = False
+        # Cut off from Kafka alone (services/worker/kafka_watch.py): the tasks stop and the
+        # worker leaves the cluster, so that the leader gives its units to the others.
+        kgrace = settings.kafka_fence_after_s
+        self.kafka_fence = Fence(None if kgrace is None else int(kgrace * 1000))
+        self._withdrawn = False
+        self._registrations = 0
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -106,15 +113,34 @@ class WorkerService:
                 self.fence.disconnected(self.clock.now_ms())
         self.wake.set()
 
+    def _kafka(self, reachable: bool) -> None:
+        """The Kafka watch's word after each of its rounds."""
+        with self._lock:
+            if reachable:
+                self.kafka_fence.connected()
+            else:
+                self.kafka_fence.disconnected(self.clock.now_ms())
+        self.wake.set()
+
     def _fence_if_due(self) -> bool:
-        """Kill every task process once cut off for the fence's grace; whether task processes
-        may start now (squall/core/control/fencing.py)."""
+        """Kill every task process once cut off from ZooKeeper or Kafka for its fence's
+        grace; whether task processes may start now (squall/core/control/fencing.py)."""
         now = self.clock.now_ms()
         with self._lock:
             due, may_start = self.fence.due(now), self.fence.may_start()
+            kafka_due = self.kafka_fence.due(now)
+            may_start = may_start and self.kafka_fence.may_start()
             lost_at = self.fence.lost_at_ms
+            kafka_lost_at = self.kafka_fence.lost_at_ms
             ended, self._session_ended = self._session_ended, False
-        if due or ended:
+        if kafka_due:
+            self._withdraw()
+            with self._lock:
+                self.kafka_fence.stopped()
+            log.error("no write acknowledged by Kafka for %.1f s: left the cluster, so that "
+                      "its units run on workers that reach the brokers; back once Kafka "
+                      "acknowledges again", (now - (kafka_lost_at or now)) / 1000)
+        if due or ended or kafka_due:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
             self.running.clear()
@@ -123,6 +149,7 @@ class WorkerService:
             with self._lock:
                 self.fence.stopped()
             why = "its ZooKeeper session ended" if ended else \
+                "cut off from Kafka" if kafka_due else \
                 f"cut off from ZooKeeper for {(now - (lost_at or now)) / 1000:.1f} s"
             log.error("%s: killed its %d task processes, so that none runs beside the one the "
                       "leader may start elsewhere; they start as assigned once connected", why,
@@ -148,11 +175,34 @@ class WorkerService:
                           self.s.metrics_host, os.getpid(), self.started_ms, eps, stopping,
                           self.session)
 
+    def _withdraw(self) -> None:
+        """Leave the cluster (delete the ephemeral node) until :meth:`_publish` may
+        register again: the leader then moves this worker's units to the others."""
+        from kazoo.exceptions import KazooException, NoNodeError
+
+        self._withdrawn, self._published, self.session = True, None, ""
+        if self.zk is None:
+            return
+        try:
+            self.zk.delete(self.path)
+        except NoNodeError:
+            pass
+        except KazooException as e:  # the node goes with the session, or the next round
+            log.warning("could not leave the cluster yet (%s); retrying", e)
+            self._withdrawn = False
+
     def _publish(self, zk: Any) -> None:
-        """Create or refresh this worker's ephemeral node (after a lost session too)."""
+        """Create or refresh this worker's ephemeral node (after a lost session too); none
+        while Kafka's fence holds the worker out."""
         from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
         if not zk.connected:
+            return
+        with self._lock:
+            held_out = not self.kafka_fence.may_start() and self.kafka_fence.fenced
+        if held_out:
+            if not self._withdrawn:
+                self._withdraw()
             return
         data = self._info().to_json()
         try:
@@ -160,7 +210,10 @@ class WorkerService:
                 cid = zk.client_id
                 if cid is None:  # disconnected meanwhile: the next round registers
                     return
-                self.session = f"{cid[0]:x}"
+                # A registration of its own: an assignment written for an earlier one (before
+                # the worker left the cluster, in the same session) is not run.
+                self._registrations += 1
+                self.session = f"{cid[0]:x}.{self._registrations}"
                 data = self._info().to_json()
                 try:
                     zk.create(self.path, data, ephemeral=True)
@@ -169,7 +222,7 @@ class WorkerService:
                     zk.delete(self.path)
                     zk.create(self.path, data, ephemeral=True)
                 self.lost.clear()
-                self._published = data
+                self._published, self._withdrawn = data, False
                 log.info("registered %s as a %s worker (capacity %d, session %s)",
                          self.s.worker_id, self.s.kind, self.s.capacity, self.session)
             elif data != self._published:
@@ -327,6 +380,10 @@ class WorkerService:
         zk = self.zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
                                listener=self._state)
         self.s.workdir.mkdir(parents=True, exist_ok=True)
+        watch = None
+        if self.s.kafka_fence_after_s is not None:
+            watch = KafkaWatch(self.s.clients, self._kafka)
+            watch.start()
         try:
             self._publish(zk)
             zk.DataWatch(f"{ASSIGNMENTS}/{self.s.worker_id}", self._on_assignment)
@@ -337,6 +394,8 @@ class WorkerService:
                 self.wake.wait(0.5)
                 self.wake.clear()
         finally:
+            if watch is not None:
+                watch.stop.set()
             # Spouts first: they drain their in-flight trees through the bolts and ackers.
             order = sorted(self.running, key=lambda k: [Kind.SPOUT, Kind.BOLTS, Kind.ACKER]
                            .index(self.running[k].kind))

@@ -9,7 +9,10 @@ path. Everything else of the machine (the code, the virtualenv, the caches) is s
 
 Faults are a host's: :meth:`Hosts.kill` kills every process in its namespace at once (a
 power loss), :meth:`Hosts.cut` takes its link off the bridge (a partition) until
-:meth:`Hosts.heal`. Needs root and iproute2 (``ip``) and util-linux (``unshare``).
+:meth:`Hosts.heal`, and :meth:`Hosts.cut_ports` drops only the TCP traffic between the host
+and the others on some ports (a partial partition: ZooKeeper's, say, while Kafka's flows)
+until :meth:`Hosts.heal_ports`. Needs root and iproute2 (``ip``) and util-linux
+(``unshare``); a partial partition also nftables (``nft``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 
 from squall.core.errors import StackError
 
+#: The nftables table of a host's partial partition.
+_CUT = "squall_cut"
 #: Where a host's processes see its own disk, and the shared folder.
 DISK = Path("/srv/squall/host")
 SHARED = Path("/srv/squall/shared")
@@ -155,6 +160,35 @@ class Hosts:
 
     def heal(self, host: Host) -> None:
         _ip("link", "set", host.link, "up")
+
+    def cut_ports(self, host: Host, ports: Sequence[int]) -> None:
+        """Drop every TCP segment between ``host`` and the other hosts (or the machine)
+        from or to ``ports``, both ways: its clients of those ports elsewhere and its own
+        servers on them are cut off; what its processes say to each other stays."""
+        if shutil.which("nft") is None:
+            raise StackError("hosts: a partial partition needs nftables ('nft' is not on "
+                             "PATH: apt-get install nftables)")
+        if not ports or not all(isinstance(p, int) and 0 < p < 65536 for p in ports):
+            raise StackError(f"hosts: ports to cut are TCP ports (got {list(ports)!r})")
+        ps = ", ".join(str(p) for p in ports)
+        rules = (f"table inet {_CUT} {{\n"
+                 f"  chain in {{ type filter hook input priority 0; iifname \"lo\" accept;"
+                 f" tcp sport {{ {ps} }} drop; tcp dport {{ {ps} }} drop; }}\n"
+                 f"  chain out {{ type filter hook output priority 0; oifname \"lo\" accept;"
+                 f" tcp dport {{ {ps} }} drop; tcp sport {{ {ps} }} drop; }}\n}}\n")
+        self.heal_ports(host)
+        res = subprocess.run(["ip", "netns", "exec", host.netns, "nft", "-f", "-"],
+                             input=rules, capture_output=True, text=True, timeout=30,
+                             check=False)
+        if res.returncode != 0:
+            raise StackError(f"hosts: cutting {host.name} off ports {ps}: "
+                             f"{res.stderr.strip() or res.returncode}")
+
+    def heal_ports(self, host: Host) -> None:
+        """Undo :meth:`cut_ports` (nothing if nothing is cut)."""
+        if shutil.which("nft") is not None:
+            subprocess.run(["ip", "netns", "exec", host.netns, "nft", "delete", "table",
+                            "inet", _CUT], capture_output=True, timeout=30, check=False)
 
     def _kill_netns(self, netns: str) -> int:
         killed = 0

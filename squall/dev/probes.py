@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from squall.core.errors import StackError
+from squall.core.topology.topics import HEALTH_PARTITIONS, HEALTH_TOPIC
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients, quiet_logger
 from squall.processes import HOST
-
-#: The topic a Kafka round trip writes to and reads back.
-HEALTH_TOPIC = "__squall_health"
 
 
 def find_java(explicit: str | None = None) -> str:
@@ -97,7 +95,7 @@ def kafka_round_trip(clients: KafkaClients, timeout_s: float = 10.0) -> bool:
     """Create the health topic, produce a unique value and read it back."""
     from confluent_kafka import TopicPartition
 
-    ensure_topics(clients, {HEALTH_TOPIC: 1}, timeout_s, quiet=True)
+    ensure_topics(clients, {HEALTH_TOPIC: HEALTH_PARTITIONS}, timeout_s, quiet=True)
     token = uuid.uuid4().bytes
     producer = clients.producer({"message.timeout.ms": int(timeout_s * 1000),
                                  "logger": quiet_logger("probe")})

@@ -29,16 +29,19 @@ def write_config(home: Path, client_port: int, address: str, seen_as: Path | Non
     (home / "log4j2.properties").write_text(LOG4J)
     lines = [f"dataDir={at / 'data'}", f"clientPort={client_port}",
              f"clientPortAddress={address}", "admin.enableServer=false", "maxClientCnxns=0",
-             "4lw.commands.whitelist=ruok,srvr,stat", "maxSessionTimeout=60000"]
+             "4lw.commands.whitelist=ruok,srvr,stat"]
     if peers:
         # A follower notices its leader gone after syncLimit ticks and every client of the
         # ensemble waits for the election: 2 s, not ZooKeeper's default 10 s, so that a lost
         # host's ZooKeeper leader does not cut every worker off past its fence's grace.
         lines += ["tickTime=500", "initLimit=20", "syncLimit=4"]
+        # The server caps every session at this: the Spark master's latch (Spark asks for a
+        # fixed 60 s) then expires 10 s after its master died, and the standby takes over.
+        lines += ["maxSessionTimeout=10000"]
         lines += [f"server.{i}={p}:2888:3888" for i, p in enumerate(peers, 1)]
         (home / "data" / "myid").write_text(f"{my_id}\n")
     else:
-        lines += ["tickTime=2000", "initLimit=10", "syncLimit=5"]
+        lines += ["tickTime=2000", "initLimit=10", "syncLimit=5", "maxSessionTimeout=60000"]
     (home / "zoo.cfg").write_text("\n".join(lines) + "\n")
     return at / "zoo.cfg"
 

@@ -1,10 +1,12 @@
 """Hosts on one machine (squall/dev/hosts.py), for real: network namespaces on a bridge,
 each with its own disk. What the cluster benchmark relies on: a file on one host's disk is
 not on another's, the shared folder is on all, hosts reach each other at their addresses,
-a cut host is unreachable until healed, and killing a host kills all its processes."""
+a cut host is unreachable until healed, a partial partition drops only the ports it names,
+and killing a host kills all its processes."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from squall.dev.hosts import DISK, SHARED, Hosts, netns_names
+from squall.dev.hosts import DISK, SHARED, Host, Hosts, netns_names
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +69,36 @@ def test_hosts_talk_over_the_bridge_a_cut_host_is_unreachable_until_healed(
         assert hosts.pids(h2) == []
     finally:
         server.kill()
+
+
+def test_a_partial_partition_drops_its_ports_both_ways_and_nothing_else(
+        hosts: Hosts, tmp_path: Path) -> None:
+    h1, h2, h3 = hosts.hosts
+    (h2.disk / "hello").write_text("from h2")
+    servers = [hosts.start(h, [sys.executable, "-m", "http.server", "--bind", h.address,
+                               "--directory", str(DISK), str(port)],
+                           tmp_path / f"{h.name}-{port}.log")
+               for h, port in ((h2, 8001), (h2, 8002), (h3, 8001))]
+    (h3.disk / "hello").write_text("from h3")
+
+    def reads(client: Host, server: Host, port: int) -> bool:
+        url = f"http://{server.address}:{port}/hello"
+        return hosts.run(client, [sys.executable, "-c", FETCH, url]).returncode == 0
+
+    try:
+        for server, port in ((h2, 8001), (h2, 8002), (h3, 8001)):
+            _wait(functools.partial(reads, h1, server, port), 30, f"{server.name}:{port} up")
+        hosts.cut_ports(h2, [8001])
+        assert not reads(h1, h2, 8001)  # h2's own server on the port, from outside
+        assert not reads(h2, h3, 8001)  # h2 as a client of the port elsewhere
+        assert reads(h1, h2, 8002) and reads(h1, h3, 8001)  # everything else flows
+        assert reads(h2, h2, 8001)  # and h2's processes among themselves
+        hosts.heal_ports(h2)
+        _wait(functools.partial(reads, h1, h2, 8001), 30, "h2:8001 again")
+        assert reads(h2, h3, 8001)
+    finally:
+        for p in servers:
+            p.kill()
 
 
 def test_down_leaves_no_namespace_behind(tmp_path: Path) -> None:

@@ -144,7 +144,8 @@ def test_a_missing_acl_stops_the_process_naming_the_operation_and_the_resource(
 def test_plain_over_tls_authenticates_and_a_wrong_password_is_told_why(
         kafka: SecureKafka) -> None:
     from squall.core.errors import KafkaUnavailable
-    from squall.dev.probes import HEALTH_TOPIC, kafka_round_trip
+    from squall.core.topology.topics import HEALTH_TOPIC
+    from squall.dev.probes import kafka_round_trip
 
     env = kafka.plain_env("reader")
     kafka.grant(bindings([Acl(Resource.TOPIC, Pattern.LITERAL, HEALTH_TOPIC, op, "probe")

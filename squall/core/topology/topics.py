@@ -8,6 +8,11 @@ from squall.core.errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 ACKER_COMPONENT = "__acker"
+#: The topic the development stack's readiness probe and the workers' Kafka watch
+#: (services/worker/kafka_watch.py) write to, shared by every topology; a partition for each
+#: of up to three brokers, so that one broker's loss leaves the others' writable.
+HEALTH_TOPIC = "__squall_health"
+HEALTH_PARTITIONS = 3
 
 
 def check_name(kind: str, name: str) -> str:

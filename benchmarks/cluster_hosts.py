@@ -224,9 +224,11 @@ def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], z
     spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
     py = {**CODE, "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1",
           "SPARK_HOME": str(Path(pyspark.__file__).parent)}
-    recovery = " ".join(f"-D{k}={v}" for k, v in {
+    # A worker beats every quarter of its own spark.worker.timeout: the same on both sides.
+    timeout = "-Dspark.worker.timeout=10"
+    recovery = " ".join([timeout, *(f"-D{k}={v}" for k, v in {
         "spark.deploy.recoveryMode": "ZOOKEEPER", "spark.deploy.zookeeper.url": zk,
-        "spark.deploy.zookeeper.dir": "/spark", "spark.worker.timeout": "10"}.items())
+        "spark.deploy.zookeeper.dir": "/spark"}.items())])
     masters = [hosts.host(n) for n in MASTER_HOSTS]
     for h in masters:
         procs[h.name]["spark-master"] = hosts.start(h, [
@@ -243,7 +245,7 @@ def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], z
             spark_class, "org.apache.spark.deploy.worker.Worker", master, "--host", h.address,
             "--cores", "1", "--memory", "1g", "--webui-port", "8082",
             "--work-dir", str(DISK / "spark")], h.disk / "logs" / "spark-worker.log",
-            env={**py, "SPARK_LOCAL_IP": h.address}, cwd=h.disk)
+            env={**py, "SPARK_LOCAL_IP": h.address, "SPARK_WORKER_OPTS": timeout}, cwd=h.disk)
     wait_until(lambda: _spark_workers(hosts) >= len(hosts.hosts), 120,
                f"{len(hosts.hosts)} Spark workers at {master}")
     say(f"Spark {master} (leading: {_spark_leader(hosts)})")

@@ -46,6 +46,10 @@ MASTER_HOSTS = API_HOSTS = ("h1", "h2")
 #: How long a worker that reaches ZooKeeper but gets no write acknowledged by Kafka keeps
 #: its tasks (services/worker/kafka_watch.py): the least the worker takes.
 KAFKA_FENCE_AFTER_S = 10
+#: Each Spark worker's cores (with 1 GB each): with a host lost, the other two still hold
+#: every bolts job's ``spark.cores.max`` (the word count's jobs take 2 each), or a job
+#: moved off the lost host waits for executors until it returns.
+SPARK_CORES = 2
 #: A broker's heap: three brokers and everything else share this machine's memory.
 KAFKA_HEAP_MB = 512
 #: Every Squall process imports this checkout's code.
@@ -243,7 +247,7 @@ def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], z
     for h in hosts.hosts:
         procs[h.name]["spark-worker"] = hosts.start(h, [
             spark_class, "org.apache.spark.deploy.worker.Worker", master, "--host", h.address,
-            "--cores", "1", "--memory", "1g", "--webui-port", "8082",
+            "--cores", str(SPARK_CORES), "--memory", f"{SPARK_CORES}g", "--webui-port", "8082",
             "--work-dir", str(DISK / "spark")], h.disk / "logs" / "spark-worker.log",
             env={**py, "SPARK_LOCAL_IP": h.address, "SPARK_WORKER_OPTS": timeout}, cwd=h.disk)
     wait_until(lambda: _spark_workers(hosts) >= len(hosts.hosts), 120,

@@ -99,7 +99,8 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
     (kind, failed), = parse_faults(fault)
     with host_cluster(home) as cl:
         ensure_topics(KafkaClients(cl.bootstrap), {SOURCE: SOURCE_PARTITIONS})
-        spec = demo_topology(cl.bootstrap, exact=True)
+        # an acker task on every host: each host runs some of the topology
+        spec = demo_topology(cl.bootstrap, exact=True, ackers=len(WORKER_HOSTS))
         tid = str(cl.client().submit(spec.to_json())["id"])
         say(f"{fault}: submitted {tid}; waiting for its bolt queries")
         if not wait(lambda: all(b["running"] for b in cl.client().storm_topology(tid)["bolts"]),

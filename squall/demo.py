@@ -51,12 +51,12 @@ class DemoSettings:
 
 def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentenceArrow",
                   message_timeout_s: float = 60, exact: bool = True,
-                  bolt_deadline_s: float | None = None, words_to: str | None = None
-                  ) -> TopologySpec:
+                  bolt_deadline_s: float | None = None, words_to: str | None = None,
+                  ackers: int = 2) -> TopologySpec:
     """Sentences -> split -> count. ``exact``: the counts are a persistent aggregate
     (Trident state, read with :func:`state_counts`); else a counting bolt whose counts a
     sink publishes to Kafka (at least once; :func:`top_counts`). ``words_to``: a topic the
-    Kafka bolt also writes every word to, exactly once."""
+    Kafka bolt also writes every word to, exactly once. ``ackers``: the acker tasks."""
     b = TopologyBuilder()
     b.set_spout(SOURCE, [SOURCE], SOURCE_PARTITIONS, scheme="text")
     b.set_bolt("split", split, 2,
@@ -67,14 +67,14 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
     if exact:
         b.persistent_aggregate("count", ["word"], "count", 2, kind="opaque"
                                ).fields_grouping("split", ["word"])
-        return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
+        return b.build(NAME, ackers=ackers, message_timeout_s=message_timeout_s,
                        max_spout_pending=20_000, bolt_deadline_s=bolt_deadline_s)
     b.set_bolt("count", "examples.wordcount:WordCountArrow", 2,
                outputs={"default": ["word", "count"]}).fields_grouping("split", ["word"])
     b.set_bolt("publish", "examples.wordcount:PublishCounts", 1, outputs={},
                config={"topic": COUNTS, "bootstrap_servers": bootstrap}
                ).global_grouping("count")
-    return b.build(NAME, ackers=2, message_timeout_s=message_timeout_s,
+    return b.build(NAME, ackers=ackers, message_timeout_s=message_timeout_s,
                    max_spout_pending=20_000, bolt_deadline_s=bolt_deadline_s)
 
 

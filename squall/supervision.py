@@ -80,6 +80,19 @@ class Child:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def pause(self) -> None:
+        """SIGSTOP its process group (its own: it and what it started, Spark's JVM and its
+        Python workers): nothing of it runs until :meth:`resume`."""
+        self.signal_group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal_group(signal.SIGCONT)
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+
     @property
     def exit_file(self) -> Path:
         return self.log.with_suffix(".exit")
@@ -152,8 +165,10 @@ class Supervisor:
         exit_file.unlink(missing_ok=True)
         ready_file.unlink(missing_ok=True)
         with open(logf, "ab") as out:  # the child has its own copy of the descriptor
+            # A process group of its own, so that a fence pauses all of it (Child.pause).
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE if self.echo else out,
                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
+                                    start_new_session=True,
                                     env={**os.environ, **command.env,
                                          EXIT_FILE_ENV: str(exit_file),
                                          READY_FILE_ENV: str(ready_file)})
@@ -264,9 +279,11 @@ def stop_children(children: Sequence[Child], timeout_s: float, one_by_one: bool 
 
 
 def kill_children(children: Sequence[Child]) -> None:
-    """SIGKILL at once, then wait for them: nothing of theirs may run a moment longer."""
+    """SIGKILL at once, each with its process group (what it started), then wait for
+    them: nothing of theirs may run a moment longer."""
     for c in children:
         if c.alive():
+            c.signal_group(signal.SIGKILL)
             c.proc.kill()
     for c in children:
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -60,6 +60,9 @@ class WorkerService:
                                "Task processes in a crash loop (exiting again and again soon "
                                "after each start; still restarted with backoff)", lab,
                                registry=registry).labels(settings.worker_id, str(settings.kind))
+        self.m_paused = Gauge("squall_worker_paused_processes", "Task processes paused "
+                              "while cut off from ZooKeeper", lab, registry=registry).labels(
+            settings.worker_id, str(settings.kind))
         Gauge("squall_worker_zookeeper_connected", "1 while the ZooKeeper session is "
               "connected", lab, registry=registry).labels(
             settings.worker_id, str(settings.kind)).set_function(
@@ -94,6 +97,7 @@ class WorkerService:
         self.kafka_fence = Fence(None if kgrace is None else int(kgrace * 1000))
         self._withdrawn = False
         self._registrations = 0
+        self._resume = False  # the fence paused the task processes; the session held
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -108,6 +112,9 @@ class WorkerService:
                 self.session = ""
                 self._session_ended = True
             if state == "CONNECTED":
+                # Back in the same session (a lost one said LOST first): what the fence
+                # paused may run on, nobody else was given it.
+                self._resume = self._resume or self.fence.fenced
                 self.fence.connected()
             else:
                 self.fence.disconnected(self.clock.now_ms())
@@ -123,8 +130,10 @@ class WorkerService:
         self.wake.set()
 
     def _fence_if_due(self) -> bool:
-        """Kill every task process once cut off from ZooKeeper or Kafka for its fence's
-        grace; whether task processes may start now (squall/core/control/fencing.py)."""
+        """Pause every task process once cut off from ZooKeeper for its fence's grace, and
+        resume them if the session held; kill them once it ended, or once cut off from
+        Kafka for that fence's grace. Whether task processes may start now
+        (squall/core/control/fencing.py)."""
         now = self.clock.now_ms()
         with self._lock:
             due, may_start = self.fence.due(now), self.fence.may_start()
@@ -133,6 +142,25 @@ class WorkerService:
             lost_at = self.fence.lost_at_ms
             kafka_lost_at = self.kafka_fence.lost_at_ms
             ended, self._session_ended = self._session_ended, False
+            resume, self._resume = self._resume and not ended, False
+        tasks = [c for k, c in self.sup.children.items() if k != SPARE]
+        if due and not ended and not kafka_due:
+            for c in tasks:
+                c.pause()
+            with self._lock:
+                self.fence.stopped()
+            self.m_paused.set(len(tasks))
+            log.error("cut off from ZooKeeper for %.1f s: paused its %d task processes, so "
+                      "that none runs beside one the leader may start elsewhere; they go on "
+                      "if the session holds, and are killed if it ends",
+                      (now - (lost_at or now)) / 1000, len(tasks))
+            return False
+        if resume:
+            for c in tasks:
+                c.resume()
+            self.m_paused.set(0)
+            log.warning("connected again in the same session: resumed its %d task processes",
+                        len(tasks))
         if kafka_due:
             self._withdraw()
             with self._lock:
@@ -140,17 +168,16 @@ class WorkerService:
             log.error("no write acknowledged by Kafka for %.1f s: left the cluster, so that "
                       "its units run on workers that reach the brokers; back once Kafka "
                       "acknowledges again", (now - (kafka_lost_at or now)) / 1000)
-        if due or ended or kafka_due:
+        if ended or kafka_due:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
+            self.m_paused.set(0)
             self.running.clear()
             self._planned = None
             self.m_procs.set(len(self.sup.children))
             with self._lock:
                 self.fence.stopped()
-            why = "its ZooKeeper session ended" if ended else \
-                "cut off from Kafka" if kafka_due else \
-                f"cut off from ZooKeeper for {(now - (lost_at or now)) / 1000:.1f} s"
+            why = "its ZooKeeper session ended" if ended else "cut off from Kafka"
             log.error("%s: killed its %d task processes, so that none runs beside the one the "
                       "leader may start elsewhere; they start as assigned once connected", why,
                       len(gone))
@@ -396,6 +423,8 @@ class WorkerService:
         finally:
             if watch is not None:
                 watch.stop.set()
+            for c in self.sup.children.values():  # a paused one could not take its SIGTERM
+                c.resume()
             # Spouts first: they drain their in-flight trees through the bolts and ackers.
             order = sorted(self.running, key=lambda k: [Kind.SPOUT, Kind.BOLTS, Kind.ACKER]
                            .index(self.running[k].kind))

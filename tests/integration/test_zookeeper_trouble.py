@@ -1,6 +1,7 @@
 """ZooKeeper trouble, for real: freeze the ZooKeeper process (SIGSTOP) under a running
 API and worker. Writes are refused with 503 and /readyz says why; the worker keeps its
-task processes; once ZooKeeper is back, writes work again and the state is the same. And a
+task processes (a fenced one pauses them and resumes them in the same session); once
+ZooKeeper is back, writes work again and the state is the same. And a
 worker whose session ended runs its tasks again once the leader wrote it an assignment for
 its new session."""
 
@@ -18,6 +19,7 @@ from kazoo.client import KazooClient
 
 from squall.coord import WORKERS
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from squall.processes import child_pids
 from tests.integration.cluster import ApiProcess
 from tests.integration.helpers import ServiceProcess, wait_for
 
@@ -80,37 +82,50 @@ def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
         api.stop()
 
 
-def test_a_fenced_worker_stops_its_tasks_while_cut_off_and_starts_them_once_back(
+def test_a_fenced_worker_pauses_its_tasks_while_cut_off_and_resumes_them_once_back(
         own_stack: StackInfo, tmp_path: Path) -> None:
-    """With --fence-after-s, a worker that lost ZooKeeper kills its task processes before
-    its session could end (squall/core/control/fencing.py); the session held, so the same
-    assignment runs again once it is back."""
+    """With --fence-after-s, a worker that lost ZooKeeper pauses its task processes (SIGSTOP,
+    their whole process group) before its session could end
+    (squall/core/control/fencing.py); the session held, so the same processes go on once it
+    is back: none restarted."""
     zk_pid = next(p.pid for p in own_stack.processes if p.name == "zookeeper")
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
     worker = acker_worker(own_stack, tmp_path, "acker-fenced", "--session-timeout-s", "20",
                           "--fence-after-s", "1")
-    procs = "squall_worker_processes{kind=acker,worker=acker-fenced}"
+    labels = "{kind=acker,worker=acker-fenced}"
+    procs, paused = f"squall_worker_processes{labels}", f"squall_worker_paused_processes{labels}"
     http = api.client()
     try:
         spec = {"name": f"zk{uuid.uuid4().hex[:6]}", "ackers": 1,
                 "spouts": [{"name": "s", "topics": ["t"]}]}
         assert http.post("/topologies", json=spec).status_code == 201
         wait_for(lambda: worker.metrics().get(procs) == 1, 30, "the acker task")
+        assert worker.proc is not None
+        (task,) = child_pids(worker.proc.pid, "services.acker")
         os.kill(zk_pid, signal.SIGSTOP)
         try:
             # kazoo notices the lost connection after about 2/3 of the session timeout.
-            wait_for(lambda: worker.metrics().get(procs) == 0, 40, "the task killed",
+            wait_for(lambda: worker.metrics().get(paused) == 1, 40, "the task paused",
                      every_s=0.5)
-            assert "cut off from ZooKeeper" in worker.log_tail(50)
+            assert _state(task) == "T"  # stopped
+            assert "paused its 1 task processes" in worker.log_tail(50)
         finally:
             os.kill(zk_pid, signal.SIGCONT)
-        wait_for(lambda: worker.metrics().get(procs) == 1, 60, "the task started again",
+        wait_for(lambda: worker.metrics().get(paused) == 0, 60, "the task resumed",
                  every_s=0.5)
+        assert _state(task) != "T" and worker.metrics().get(procs) == 1
+        assert child_pids(worker.proc.pid, "services.acker") == [task]  # the same process
+        assert "resumed its 1 task processes" in worker.log_tail(50)
     finally:
         http.close()
         worker.stop()
         api.stop()
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (``T``: stopped), from /proc."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_a_worker_whose_session_ended_runs_its_tasks_again_in_its_new_session(

@@ -97,7 +97,8 @@ class WorkerService:
         self.kafka_fence = Fence(None if kgrace is None else int(kgrace * 1000))
         self._withdrawn = False
         self._registrations = 0
-        self._resume = False  # the fence paused the task processes; the session held
+        self._paused = False  # the fence paused the task processes
+        self._resume = False  # ... and the session held
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -114,7 +115,7 @@ class WorkerService:
             if state == "CONNECTED":
                 # Back in the same session (a lost one said LOST first): what the fence
                 # paused may run on, nobody else was given it.
-                self._resume = self._resume or self.fence.fenced
+                self._resume = self._paused
                 self.fence.connected()
             else:
                 self.fence.disconnected(self.clock.now_ms())
@@ -149,6 +150,7 @@ class WorkerService:
                 c.pause()
             with self._lock:
                 self.fence.stopped()
+                self._paused = True
             self.m_paused.set(len(tasks))
             log.error("cut off from ZooKeeper for %.1f s: paused its %d task processes, so "
                       "that none runs beside one the leader may start elsewhere; they go on "
@@ -156,6 +158,8 @@ class WorkerService:
                       (now - (lost_at or now)) / 1000, len(tasks))
             return False
         if resume:
+            with self._lock:
+                self._paused = False
             for c in tasks:
                 c.resume()
             self.m_paused.set(0)
@@ -172,6 +176,8 @@ class WorkerService:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
             self.m_paused.set(0)
+            with self._lock:
+                self._paused = False
             self.running.clear()
             self._planned = None
             self.m_procs.set(len(self.sup.children))

@@ -288,15 +288,19 @@ _MODULES = ("services.spout", "services.acker", "services.bolts")
 
 def units_running(hosts: Hosts) -> dict[str, set[tuple[str, str]]]:
     """Per host, the units its processes run now, from their command lines: a spout's
-    ``(component, task)``, an acker's ``("__acker", task)``, a bolts job's ``(bolt, "*")``.
-    What ZooKeeper's assignment says is not looked at: this is what really runs."""
+    ``(component, task)``, an acker's ``("__acker", task)``, a bolts job's ``(bolt, "*")``;
+    a process its worker's fence paused (stopped) runs nothing. What ZooKeeper's assignment
+    says is not looked at: this is what really runs."""
     out: dict[str, set[tuple[str, str]]] = {}
     for h in hosts.hosts:
         mine: set[tuple[str, str]] = set()
         for pid in hosts.pids(h):
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-            except OSError:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state == "T":  # paused by its worker's fence: it runs nothing
                 continue
             if "-m" not in args or args[args.index("-m") + 1] not in _MODULES:
                 continue

@@ -198,7 +198,7 @@ def _recovery(cl: HostCluster, failed: str, prog: Progress, lost: set[tuple[str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--faults", default="kill:h1,kill:h3,cut:h3",
+    ap.add_argument("--faults", default="kill:h1,cut-zk:h3,cut:h3",
                     help=f"KIND:HOST, comma-separated, each in turn, or all ({','.join(ALL)})")
     ap.add_argument("--sentences", type=int, default=30_000)
     ap.add_argument("--rate", type=float, default=500, help="sentences per second")

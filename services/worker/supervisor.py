@@ -5,16 +5,15 @@ existing service (``services.spout`` / ``services.acker`` / ``services.bolts``;
 a topology's bolts on one worker share one Spark application). Spouts run only
 while their topology is ACTIVE: deactivating stops them with SIGTERM, which
 drains their trees in flight and commits. While ZooKeeper is unreachable the
-children keep running as they are; on reconnect the worker registers again and
-takes the assignment as it then is.
+children keep running as they are (fenced: paused, after the grace); on reconnect
+the worker registers again and takes the assignment as it then is. Fenced from
+Kafka, it leaves the cluster (services/worker/kafka_watch.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,17 +21,16 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.loop_queries import Handler
+from services.worker.cleanup import clean_killed
 from services.worker.kafka_watch import KafkaWatch
 from services.worker.logs import log_route
 from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
-from squall.backends import default_state_path, purge
-from squall.coord import ASSIGNMENTS, WORKERS, connect, teardown_of
+from squall.coord import ASSIGNMENTS, WORKERS, connect
 from squall.core.control.assignment import Kind
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.control.fencing import Fence
 from squall.core.control.restarts import Restarts
-from squall.core.errors import SquallError
 from squall.core.reliability.clock import Clock
 from squall.handoff import hand_off
 from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
@@ -330,55 +328,16 @@ class WorkerService:
         self.m_looping.set(sum(c.policy.crash_looping for c in self.sup.children.values()))
 
     def _stop(self, gone: list[Child], topologies: set[str]) -> None:
-        """Stop ``gone``; then, of ``topologies``, the killed ones' checkpoints and topology
-        files go (their teardown is queued: squall/core/control/teardown.py), their default state
-        (SQLite beside the checkpoints) stays. A topology moved to another worker keeps its
-        checkpoints, for them to be shared."""
+        """Stop ``gone``; then remove what this worker kept of those of ``topologies`` that
+        were killed and no longer run here (services/worker/cleanup.py)."""
         stop_children(gone, self.s.stop_timeout_s, False)
         with self._lock:
             for c in gone:
                 self._draining.pop(c.proc.pid, None)
         self.wake.set()  # publish that they stopped
         for tid in sorted(topologies):
-            try:
-                teardown = teardown_of(self.zk, tid) if self.zk is not None else None
-            except SquallError as e:
-                log.warning("cannot tell whether %s was killed (%s): its checkpoints stay",
-                            tid, e)
-                continue
-            if teardown is None or any(ps.topology == tid for ps in self.running.values()):
-                continue
-            state = default_state_path(self.s.checkpoints, tid)
-            spec = self.s.workdir / "topologies" / f"{tid}.json"
-            gone_paths = [p for p in (state.parent.iterdir() if state.parent.is_dir() else ())
-                          if not p.name.startswith(state.name)] + [spec] * spec.exists()
-            _remove(gone_paths)
-            if self.s.kind is Kind.BOLTS and teardown.purge_state:
-                # the state it kept from an earlier submission, if it kept one
-                self._purge(teardown.state_id,
-                            default_state_path(self.s.checkpoints, teardown.state_id))
-            for d in {state.parent, default_state_path(self.s.checkpoints,
-                                                       teardown.state_id).parent}:
-                with contextlib.suppress(OSError):  # a directory with only its state stays
-                    d.rmdir()
-            if gone_paths:
-                log.info("killed topology %s: removed %s", tid,
-                         ", ".join(str(p) for p in gone_paths))
-
-    def _purge(self, tid: str, state: Path) -> None:
-        """A kill asked for the topology's state to go: its default SQLite files, and its
-        rows in the bolts' database if they have one."""
-        files = sorted(state.parent.glob(f"{state.name}*"))  # with its -wal and .locks
-        _remove(files)
-        rows = 0
-        if self.s.state_url:
-            try:
-                rows = purge(self.s.state_url, tid)
-            except SquallError as e:
-                log.error("killed topology %s: %s", tid, e)
-                return
-        log.info("killed topology %s: purged its state (%s%d rows)", tid,
-                 "".join(f"{p}, " for p in files), rows)
+            if not any(ps.topology == tid for ps in self.running.values()):
+                clean_killed(self.s, self.zk, tid)
 
     def _handoff_file(self) -> Path:
         return self.s.workdir / "spare" / f"handoff-{self._spares}.json"
@@ -443,11 +402,3 @@ class WorkerService:
                 log.warning("closing ZooKeeper: %s", e)
 
 
-
-def _remove(paths: list[Path]) -> None:
-    """Delete files and directories; one already gone is fine."""
-    for p in paths:
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)

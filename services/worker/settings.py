@@ -45,12 +45,12 @@ class WorkerSettings(BaseSettings):
         "the bolts' state database (default: SQLite beside each topology's checkpoints)"))
     session_timeout_s: float = Field(6.0, ge=2, le=120, description=(
         "ZooKeeper session timeout: how long a lost worker keeps its tasks"))
-    # squall/core/control/fencing.py: on a ZooKeeper ensemble, a worker cut off from it stops
+    # squall/core/control/fencing.py: on a ZooKeeper ensemble, a worker cut off from it pauses
     # its tasks before its session can end and another worker be given them.
     fence_after_s: float | None = Field(None, ge=0, description=(
-        "cut off from ZooKeeper this long, stop every task process until connected again "
-        "(under a third of the session timeout; default: the tasks run on while ZooKeeper "
-        "is away, as suits a single ZooKeeper server)"))
+        "cut off from ZooKeeper this long, pause every task process: resumed if the "
+        "session holds, killed if it ends (under a third of the session timeout; default: "
+        "the tasks run on while ZooKeeper is away, as suits a single ZooKeeper server)"))
     # services/worker/kafka_watch.py: a worker that reaches ZooKeeper but no broker gives
     # its tasks up, for workers that still reach Kafka to run them.
     kafka_fence_after_s: float | None = Field(None, ge=10, le=600, description=(

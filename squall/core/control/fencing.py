@@ -1,13 +1,15 @@
-"""When a worker cut off from ZooKeeper stops its tasks: before ZooKeeper can give them to
-another worker, so that no task runs on two hosts at once.
+"""When a worker cut off from a service its tasks need stops them: before ZooKeeper can
+give them to another worker, so that no task runs on two hosts at once.
 
 ZooKeeper ends a session its servers have not heard from for the session timeout, and the
 leader then moves the worker's tasks. The client notices a lost connection after about two
 thirds of that timeout (no answer to its pings) and may win it back within the same
 session, from another server of the ensemble. So a worker waits ``grace_ms`` after its
-connection is lost (long enough to move to another server), then kills its task processes,
-before its session can end, and starts nothing until it is connected again. Pure: the
-worker tells it what ZooKeeper said and when.
+connection is lost (long enough to move to another server), then pauses its task processes,
+before its session can end, and starts nothing until it is connected again: back in the same
+session it resumes them, its session ended it kills them. The same rule, with a grace of its
+own, tells a worker cut off from Kafka when to give its tasks up
+(services/worker/kafka_watch.py). Pure: the worker tells it what it saw and when.
 
 Without a grace (``None``) the tasks run on while ZooKeeper is away: the choice for a single
 ZooKeeper server, whose restart would otherwise stop every task of the cluster.

@@ -9,6 +9,7 @@ moves backwards; and h3 cut off ZooKeeper alone. How soon is the benchmark's fig
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,18 +18,23 @@ from benchmarks.cluster import run_fault
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
-def test_the_first_host_killed_whole_loses_nothing_and_its_units_move(tmp_path: Path
-                                                                     ) -> None:
-    got = run_fault("kill:h1", tmp_path / "cluster", sentences=9_000, rate=500, cut_s=0)
+def _survived(got: dict[str, Any], moved: int) -> None:
+    """Nothing lost or counted twice, ``moved`` units or more on other hosts, the commits
+    moving again within a bound for "not stalled" loose enough for a loaded machine, no
+    unit on two hosts and no committed offset moved back."""
     assert got["fed"] == 9_000
     assert got["lost"] == 0 and got["healthy_dead_lettered"] == 0, got
     assert got["counts_delta"] == 0, got
-    # h1 ran a spout task, an acker task and a bolts job: each moved to another host.
-    assert got["reassigned_tasks"] >= 2, got
-    # a bound for "not stalled", loose enough for a loaded machine
+    assert got["reassigned_tasks"] >= moved, got
     assert got["recovery_s"] is not None and got["recovery_s"] <= 60, got
     assert got["double_runs"] == 0 and got["offset_regressions"] == 0, got
 
+
+def test_the_first_host_killed_whole_loses_nothing_and_its_units_move(tmp_path: Path
+                                                                     ) -> None:
+    got = run_fault("kill:h1", tmp_path / "cluster", sentences=9_000, rate=500, cut_s=0)
+    # h1 ran a spout task, an acker task and a bolts job: each moved to another host.
+    _survived(got, moved=2)
 
 
 def test_a_host_cut_off_zookeeper_alone_pauses_its_tasks_and_its_units_move(
@@ -38,10 +44,5 @@ def test_a_host_cut_off_zookeeper_alone_pauses_its_tasks_and_its_units_move(
     end, the other hosts take h3's units over, and the workers of h1 and h2 that were
     connected to h3's server resume theirs once they are connected to another."""
     got = run_fault("cut-zk:h3", tmp_path / "cluster", sentences=9_000, rate=500, cut_s=30)
-    assert got["fed"] == 9_000
-    assert got["lost"] == 0 and got["healthy_dead_lettered"] == 0, got
-    assert got["counts_delta"] == 0, got
     # h3 ran an acker task: it moved to another host.
-    assert got["reassigned_tasks"] >= 1, got
-    assert got["recovery_s"] is not None and got["recovery_s"] <= 60, got
-    assert got["double_runs"] == 0 and got["offset_regressions"] == 0, got
+    _survived(got, moved=1)

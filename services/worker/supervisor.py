@@ -173,14 +173,14 @@ class WorkerService:
         if ended or kafka_due:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
-            self.m_paused.set(0)
-            with self._lock:
-                self._paused = False
             self.running.clear()
             self._planned = None
             self.m_procs.set(len(self.sup.children))
+            self.m_paused.set(0)
             with self._lock:
-                self.fence.stopped()
+                self._paused = False
+                if ended:  # a kill for Kafka's sake must leave ZooKeeper's fence armed
+                    self.fence.stopped()
             why = "its ZooKeeper session ended" if ended else "cut off from Kafka"
             log.error("%s: killed its %d task processes, so that none runs beside the one the "
                       "leader may start elsewhere; they start as assigned once connected", why,

@@ -8,6 +8,10 @@ leading Spark master, the API leader, a ZooKeeper server and a worker of each ki
 ``cut-zk`` cuts it off ZooKeeper alone for as long (its clients of the other servers and
 its own server's quorum: it still reaches every broker), ``cut-kafka`` off Kafka alone
 (it still reaches the ensemble);
+``freeze`` stops (SIGSTOP) the host's spout worker and bolts worker with every process
+under them for ``--freeze-s`` seconds, longer than the ZooKeeper session, then wakes them
+(SIGCONT, the task processes first): the woken ones must commit, emit and run nothing for
+the tasks that moved (``zombies_held`` counts the task logs that say they held);
 ``restart`` restarts the host's workers one at a time, as a rolling upgrade does (SIGTERM,
 then started again once it exited; the next once it is registered again), and its
 ``recovery_s`` is the longest the committed offsets stood still during the roll. The fault
@@ -27,8 +31,11 @@ namespaces).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import os
+import signal
 import tempfile
 import threading
 import time
@@ -46,6 +53,7 @@ from benchmarks.cluster_hosts import (
     doubles,
     host_cluster,
     say,
+    tree,
     units_running,
 )
 from squall.core.topology.topics import dlq_topic
@@ -55,9 +63,13 @@ from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
 #: Every fault, in the order ``--faults all`` runs them.
-KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "restart")
+KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart")
 ALL = (*(f"{k}:{h}" for k in ("kill", "cut") for h in WORKER_HOSTS), "cut-zk:h3",
-       "cut-kafka:h3", "restart:h3")
+       "cut-kafka:h3", "freeze:h2", "restart:h3")
+#: The workers a freeze stops, with everything they started.
+FROZEN = ("worker-spout", "worker-bolts")
+#: What a task process logs when its worker's lease ran out (squall/lease.py, BatchSink).
+HELD = ("the worker's lease ran out", "squall: the worker's lease")
 #: The TCP ports a partial partition drops: ZooKeeper's (clients, quorum, election),
 #: Kafka's (clients, controllers).
 CUT_PORTS = {"cut-zk": (ZK_PORT, 2888, 3888), "cut-kafka": (KAFKA_PORT, KAFKA_CONTROLLER_PORT)}
@@ -94,8 +106,8 @@ class Watch(threading.Thread):
                 say(f"watch: {e}")
 
 
-def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
-              ) -> dict[str, Any]:
+def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
+              freeze_s: float = 20.0) -> dict[str, Any]:
     (kind, failed), = parse_faults(fault)
     with host_cluster(home) as cl:
         ensure_topics(KafkaClients(cl.bootstrap), {SOURCE: SOURCE_PARTITIONS})
@@ -128,10 +140,19 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
                 cl.hosts.kill(host)
             elif kind == "cut":
                 cl.hosts.cut(host)
+            elif kind == "freeze":
+                frozen = [p for n in FROZEN for p in tree(cl.hosts, host, cl.procs[failed][n].pid)]
+                _signal(frozen, signal.SIGSTOP)
+                before -= units_running(cl.hosts)[failed]  # what the frozen ones ran
+                say(f"{fault}: froze {len(frozen)} processes running {sorted(before)}")
             else:
                 cl.hosts.cut_ports(host, CUT_PORTS[kind])
             recovery = _recovery(cl, failed, prog, before, t0)
             say(f"{fault}: recovered in {recovery} s")
+        if kind == "freeze":
+            wait(lambda: False, max(0.0, freeze_s - (time.monotonic() - t0)))
+            _signal(frozen[::-1], signal.SIGCONT)
+            say(f"{fault}: woke them after {time.monotonic() - t0:.0f} s")
         if kind.startswith("cut"):
             wait(lambda: False, max(0.0, cut_s - (time.monotonic() - t0)))
             if kind == "cut":
@@ -155,8 +176,21 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float
                                     for w in set(counted) | set(feeder.words)),
                 "reassigned_tasks": len(before), "double_runs": len(watch.doubled),
                 "offset_regressions": commits.regressions,
+                "zombies_held": _held(host.disk) if kind == "freeze" else None,
                 # each with the seconds from the fault until it was first seen
                 "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
+
+
+def _signal(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _held(disk: Path) -> int:
+    """The frozen workers' task logs that say a woken process held for its lease."""
+    logs = [p for n in FROZEN for p in (disk / n / "logs").glob("*.log")]
+    return sum(any(h in p.read_text(errors="replace") for h in HELD) for p in logs)
 
 
 def _registered(cl: HostCluster, wid: str) -> bool:
@@ -203,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentences", type=int, default=30_000)
     ap.add_argument("--rate", type=float, default=500, help="sentences per second")
     ap.add_argument("--cut-s", type=float, default=60.0, help="how long a host is cut off")
+    ap.add_argument("--freeze-s", type=float, default=20.0,
+                    help="how long a frozen worker stays stopped (over the session timeout)")
     ap.add_argument("--workdir", type=Path, default=None)
     a = ap.parse_args(argv)
     try:
@@ -210,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(f"--faults: {e}")
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
-    results = [run_fault(f"{k}:{h}", home / f"{k}-{h}", a.sentences, a.rate, a.cut_s)
-               for k, h in faults]
+    results = [run_fault(f"{k}:{h}", home / f"{k}-{h}", a.sentences, a.rate, a.cut_s,
+                         a.freeze_s) for k, h in faults]
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0

@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from squall.client import ApiClient
-from squall.core.errors import StackError
+from squall.core.control.lease import Lease
+from squall.core.errors import ConfigError, StackError
 from squall.dev import broker, postgres
 from squall.dev.ensemble import Ensemble
 from squall.dev.hosts import DISK, SHARED, Host, Hosts
 from squall.dev.probes import find_java, kafka_round_trip, wait_until
 from squall.kafka_clients import KafkaClients
+from squall.lease import LEASE_FILE_ENV
 from squall.processes import die_with_parent
 
 KAFKA_PORT, API_PORT, SPARK_PORT, PG_PORT = 9092, 8080, 7077, 5432
@@ -300,7 +302,7 @@ def units_running(hosts: Hosts) -> dict[str, set[tuple[str, str]]]:
                 state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except (OSError, IndexError):
                 continue
-            if state == "T":  # paused by its worker's fence: it runs nothing
+            if state == "T" or _lease_ran_out(pid):  # paused or frozen: it runs nothing
                 continue
             if "-m" not in args or args[args.index("-m") + 1] not in _MODULES:
                 continue
@@ -312,6 +314,41 @@ def units_running(hosts: Hosts) -> dict[str, set[tuple[str, str]]]:
             else:
                 mine |= {(c, "*") for c in _flag(args, "--components")}
         out[h.name] = mine
+    return out
+
+
+def _lease_ran_out(pid: int) -> bool:
+    """Whether the process's worker lease (squall/lease.py) has run out: it then commits,
+    emits and runs nothing. Read through the process's own root (its host's disk)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    path = next((e.split(b"=", 1)[1] for e in env if e.startswith(LEASE_FILE_ENV.encode() + b"=")),
+                None)
+    if not path:
+        return False
+    try:
+        lease = Lease.decode(Path(f"/proc/{pid}/root{path.decode()}").read_bytes())
+    except (OSError, ConfigError):
+        return True
+    return not lease.holds(time.monotonic_ns())
+
+
+def tree(hosts: Hosts, host: Host, root: int) -> list[int]:
+    """``root`` and every process of ``host`` descended from it, parents first."""
+    parents: dict[int, int] = {}
+    for pid in hosts.pids(host):
+        try:
+            parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]
+                               .split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        out.append(pid)
+        todo += sorted(c for c, pp in parents.items() if pp == pid)
     return out
 
 

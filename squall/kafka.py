@@ -57,6 +57,20 @@ def consume_ready(consumer: Any, max_messages: int, timeout_s: float) -> list[An
     return [first, *consumer.consume(max_messages - 1, 0)] if max_messages > 1 else [first]
 
 
+def unread(consumer: Any, msgs: list[Any]) -> None:
+    """Seek ``consumer`` back to the first of ``msgs`` in each partition: they are read
+    again (a loop that must not act on them now, its lease run out)."""
+    from confluent_kafka import TopicPartition
+
+    first: dict[tuple[str, int], int] = {}
+    for m in msgs:
+        if not m.error():
+            tp = (m.topic(), m.partition())
+            first[tp] = min(first.get(tp, m.offset()), m.offset())
+    for (t, p), off in first.items():
+        consumer.seek(TopicPartition(t, p, off))
+
+
 #: The acker's and the spout's fetch wait (``fetch.wait.max.ms``). A fetch parked at the
 #: log's end returns as soon as records come, so the wait costs nothing under load; it
 #: bounds how often an idle consumer asks (librdkafka's 500 ms default halved the spout's

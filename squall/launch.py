@@ -27,10 +27,11 @@ def acker_args(topology_file: Path, tasks: Sequence[int], bootstrap: str) -> lis
 
 
 def bolts_args(topology_file: Path, components: Sequence[str], bootstrap: str,
-               checkpoint_dir: Path, master: str) -> list[str]:
+               checkpoint_dir: Path, master: str, lock_dir: Path | None = None) -> list[str]:
     """Flags of ``python -m services.bolts`` (empty ``components``: every bolt)."""
     args = ["--topology-file", str(topology_file), "--bootstrap-servers", bootstrap,
             "--checkpoint-dir", str(checkpoint_dir), "--master", master]
+    args += ["--lock-dir", str(lock_dir)] if lock_dir is not None else []
     return args + (["--components", ",".join(components)] if components else [])
 
 

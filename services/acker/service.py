@@ -19,6 +19,7 @@ import numpy as np
 from services.acker.listener import AckerListener
 from services.acker.settings import AckerSettings
 from services.loop_queries import Handler, LoopQueries, json_route
+from squall import lease
 from squall.core.control.kafka_acls import Operation
 from squall.core.reliability.clock import Clock
 from squall.core.reliability.dead_letters import DeadLetterHeaders
@@ -26,7 +27,7 @@ from squall.core.reliability.records import Outcome, Results
 from squall.core.tasks.acker_task import AckerTask, Applied, BadRecord, Message
 from squall.core.topology.topics import ACKER_COMPONENT, acker_topic, dlq_topic, results_topic
 from squall.core.wire.internal import encode_fail_reasons, encode_results
-from squall.kafka import check_refused, consume_ready, ensure_topics, produce
+from squall.kafka import check_refused, consume_ready, ensure_topics, produce, unread
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.acker")
@@ -50,6 +51,9 @@ class AckerService:
         self.queries = LoopQueries()
         self.ready = threading.Event()
         self._spout_tasks: tuple[int, int] | None = None  # results partitions, when learnt
+        # Its worker's lease (squall/core/control/lease.py): no result is published and no
+        # offset committed while it has run out (the tasks may have moved meanwhile).
+        self.lease = lease.from_environment()
 
     # ----- the loop ------------------------------------------------------
 
@@ -81,8 +85,13 @@ class AckerService:
         last_commit = last_beat = now
         try:
             while not stop.is_set():
+                if not self.lease.wait(stop):
+                    break
                 self.queries.answer()
                 msgs = consume_ready(consumer, s.max_poll_messages, 0.05)
+                if not self.lease.holds():  # the wait may have been a freeze: read again later
+                    unread(consumer, msgs)
+                    continue
                 now = self.clock.now_ms()
                 by_part: dict[int, list[Message]] = defaultdict(list)
                 for m in msgs:
@@ -107,7 +116,8 @@ class AckerService:
                     last_commit = now
         finally:
             log.info("acker stopping: flushing results and committing watermarks")
-            self._commit(consumer)
+            if self.lease.holds():
+                self._commit(consumer)
             consumer.close()
 
     def routes(self) -> dict[str, Handler]:

@@ -13,6 +13,7 @@ execute, produce and flush; the sink hands the tasks' reports to a thread here f
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -44,6 +45,7 @@ from squall.core.topology.model import BoltSpec, TopologySpec
 from squall.core.topology.topics import acker_topic, dlq_topic
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
+from squall.lease import LEASE_FILE_ENV
 
 log = logging.getLogger("squall.bolts")
 
@@ -86,12 +88,14 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
                           "are compiled with the JDK's javac at start-up (install a JDK 17, "
                           "not only a JRE; the log says why compiling failed)")
     query = query_name(spec, chain)
+    lease_path = os.environ.get(LEASE_FILE_ENV, "")  # set by a worker with a fence
     reader = (spark.readStream.format(register_for_query(spark, EdgeSource, query))
               .option("bootstrap", s.bootstrap_servers)
               .option("topics", ",".join(spec.input_topics(head.name)))
               .option("tasks", ",".join(str(t) for t in range(head.parallelism)))
               .option("max_rows", str(s.max_rows_per_batch))
               .option("quiet_ms", str(s.quiet_ms)).option("linger_ms", str(s.linger_ms))
+              .option("lease", lease_path)
               .load())
     checkpoint = (s.checkpoint_dir / spec.name / head.name).resolve()
     # Stateful bolts' and persistent aggregates' state: the job's database, by default SQLite
@@ -105,17 +109,17 @@ def prepare_bolt(spark: Any, spec: TopologySpec, chain: Sequence[str], s: BoltSe
                                spec.input_topics(head.name), head.parallelism,
                                head.num_executors)
     writer = tasks_sink.writer(reader, query, chain, job, BATCH_PROPERTY, metrics,
-                               stop or threading.Event())
+                               stop or threading.Event(), lease_path)
     return (writer.option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
             .queryName(query))
 
 
-def job_lock(checkpoints: Path, spec: TopologySpec, bolts: Sequence[str]) -> Path:
+def job_lock(folder: Path, spec: TopologySpec, bolts: Sequence[str]) -> Path:
     """The lock of the job that runs ``bolts`` of ``spec``: one active job per set of bolts
     (its standby waits on it), apart from the jobs other workers run for the topology's
     other bolts."""
-    return checkpoints / spec.name / f"job.{'+'.join(sorted(bolts))}.lock"
+    return folder / spec.name / f"job.{'+'.join(sorted(bolts))}.lock"
 
 
 def cluster_conf(master: str, spec: TopologySpec, plan: Sequence[Sequence[str]]
@@ -154,7 +158,7 @@ class BoltJob:
     def run(self, stop: threading.Event) -> None:
         t0 = time.monotonic()
         ensure_bolt_topics(self.spec, self.s.clients)
-        lock_path = job_lock(self.s.checkpoint_dir.resolve(), self.spec,
+        lock_path = job_lock((self.s.lock_dir or self.s.checkpoint_dir).resolve(), self.spec,
                              [b.name for b in self.bolts])
         if self.s.standby and self.spark is None:
             log.info("standby: starting Spark once the active job's queries run")

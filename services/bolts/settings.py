@@ -82,6 +82,13 @@ class BoltSettings(SparkSettings):
 
     checkpoint_dir: Path = Field(Path(".squall/checkpoints"), description=(
         "Spark's checkpoints and the default state database (shared storage on a cluster)"))
+    # The job's lock (services/bolts/runtime/standby.py) excludes its standby, on the same
+    # host: on a host's own disk, a process that froze or was cut off holding it cannot keep
+    # another host's job from its checkpoints; ZooKeeper's assignment and the lease exclude
+    # the jobs of two hosts (docs/decisions.md).
+    lock_dir: Path | None = Field(None, description=(
+        "where the job's lock is taken, on the host's own disk (default: the checkpoint "
+        "folder)"))
     max_rows_per_batch: int = Field(2_000, ge=1, description="edge messages per task and "
                                     "micro-batch")
     trigger_ms: int = Field(50, ge=0, description="how often a query looks for input")

@@ -24,6 +24,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from services.bolts.planning import TaskPartition, edge_key, next_offsets, plan_partitions
+from squall import lease
 from squall.core.reliability.linger import Linger
 from squall.kafka_clients import from_environment
 
@@ -58,6 +59,9 @@ class EdgeReader(DataSourceStreamReader):
         self._linger = Linger(**{k: int(options[k]) for k in ("quiet_ms", "linger_ms")
                                  if k in options})
         self._ends: EdgeEnds | None = None
+        # The worker's lease (squall/core/control/lease.py): no batch is planned while it has
+        # run out (its tasks may have moved meanwhile).
+        self._lease = lease.check(options.get("lease", ""))
 
     def initialOffset(self) -> dict[str, int]:
         # Deterministic (it is called again when batch 0 is replayed): the topic start.
@@ -67,6 +71,8 @@ class EdgeReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_rows)
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        if not self._lease.holds():
+            return start  # nothing new: Spark plans no batch
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         ends = self._high_watermarks()
         # After an idle spell, wait for the burst to land (squall/core/reliability/linger.py).

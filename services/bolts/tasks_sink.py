@@ -68,12 +68,13 @@ class FirstBatches:
 
 
 def writer(reader: Any, query: str, chain: Sequence[str], rdd: Any, batch_property: str,
-           metrics: BoltMetrics | None, stop: threading.Event) -> Any:
+           metrics: BoltMetrics | None, stop: threading.Event, lease: str = "") -> Any:
     """Query ``query``'s writer (before ``start()``) over ``reader``: its micro-batches run
-    ``rdd`` (the chain's planned job, told its batch by ``batch_property``), whose reports
-    a thread reads until ``stop``."""
+    ``rdd`` (the chain's planned job, told its batch by ``batch_property``), each once the
+    worker's lease file ``lease`` holds (squall/core/control/lease.py; "": none), and their
+    reports a thread reads until ``stop``."""
     sink = reader.sparkSession.sparkContext._jvm.squall.spark.BatchSink
-    tasks = sink.register(query, rdd._jrdd.rdd(), batch_property)
+    tasks = sink.register(query, rdd._jrdd.rdd(), batch_property, lease)
     threading.Thread(target=_read_reports, daemon=True, name=f"reports-{query}",
                      args=(sink, tasks, query, chain, rdd._jrdd_deserializer, metrics,
                            stop)).start()

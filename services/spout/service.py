@@ -22,6 +22,7 @@ from services.spout import kept, startup
 from services.spout.listener import SpoutListener
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
+from squall import lease
 from squall.core.control.kafka_acls import Operation
 from squall.core.errors import WireFormatError
 from squall.core.reliability.clock import Clock
@@ -46,7 +47,7 @@ from squall.core.wire.internal import (
 )
 from squall.core.wire.scheme import load_scheme
 from squall.core.wire.tuple_batch import encode_tuples_chunked
-from squall.kafka import check_refused, consume_ready, produce
+from squall.kafka import check_refused, consume_ready, produce, unread
 from squall.wallclock import SystemClock
 
 log = logging.getLogger("squall.spout")
@@ -84,6 +85,9 @@ class SpoutService:
         # The last commit failed: the next waits for the interval, not for a step.
         self._commit_failed = False
         self.queries = LoopQueries()
+        # Its worker's lease (squall/core/control/lease.py): nothing is emitted or committed
+        # while it has run out, as after a freeze, when the tasks may have moved.
+        self.lease = lease.from_environment()
 
     def routes(self) -> dict[str, Handler]:
         """``/messages/<topic>/<partition>/<offset>``: where a source message of this
@@ -171,6 +175,8 @@ class SpoutService:
         last_commit = self.clock.now_ms()
         try:
             while not stop.is_set():
+                if not self.lease.wait(stop):
+                    break
                 self._step(consumer, emit=True)
                 now = self.clock.now_ms()
                 if now - last_commit >= s.commit_interval_s * 1000 or self._caught_up():
@@ -187,6 +193,11 @@ class SpoutService:
         # Wait on the sources while they may be read, else on the results.
         reading = emit and len(self._paused) < len(self._route)
         got = consume_ready(self.results_consumer, 1000, 0 if reading else 0.05)
+        # After each wait, as it may have been a freeze: what was read is read again once
+        # the lease is renewed, and nothing is acted on now.
+        if not self.lease.holds():
+            unread(self.results_consumer, got)
+            return
         for m in got:
             if m.error():
                 check_refused(m.error(), Operation.READ, m.topic() or self.results,
@@ -200,6 +211,9 @@ class SpoutService:
             self._retry(now)
         wait = self._source_wait()
         msgs = consume_ready(consumer, self.s.max_poll_records, wait) if reading else []
+        if not self.lease.holds():
+            unread(consumer, msgs)
+            return
         now = self.clock.now_ms()
         batches: dict[TP, list[Any]] = defaultdict(list)
         for m in msgs:
@@ -261,7 +275,8 @@ class SpoutService:
         deadline = time.monotonic() + min(self.s.message_timeout_s, 10.0)
         log.info("spout draining: %d trees in flight",
                  sum(io.task.pending for io in self.io.values()))
-        while any(io.task.pending for io in self.io.values()) and time.monotonic() < deadline:
+        while any(io.task.pending for io in self.io.values()) and time.monotonic() < deadline \
+                and self.lease.holds():
             self._step(consumer, emit=False)
 
     # ----- effects ------------------------------------------------------
@@ -376,6 +391,9 @@ class SpoutService:
         positions say which offsets held none."""
         from confluent_kafka import KafkaException, TopicPartition
 
+        if not self.lease.holds():
+            self._commit_failed = True
+            return
         consumer = self.consumer
         chosen = tasks or [io.task for io in self.io.values()]
         for task in chosen:
@@ -426,3 +444,4 @@ class SpoutService:
 
     def _kafka_error(self, err: Any) -> None:
         log.error("Kafka: %s", err)
+

@@ -69,7 +69,7 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
     for topo, comps in bolts.items():
         raw = a.specs[topo]
         args = bolts_args(_topology_file(s, topo, raw), sorted(comps), s.bootstrap_servers,
-                          s.checkpoints, s.master)
+                          s.checkpoints, s.master, s.workdir / "locks")
         placement = Placement(topo, Kind.BOLTS, ",".join(sorted(comps)), ())
         key, ps = _proc(placement, args, raw)
         out[key] = ps

@@ -23,16 +23,20 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from services.loop_queries import Handler
 from services.worker.cleanup import clean_killed
 from services.worker.kafka_watch import KafkaWatch
+from services.worker.lease_renewal import LeaseRenewal
 from services.worker.logs import log_route
 from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
+from squall import lease as lease_file
 from squall.coord import ASSIGNMENTS, WORKERS, connect
 from squall.core.control.assignment import Kind
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
-from squall.core.control.fencing import Fence
+from squall.core.control.fencing import Kill, WorkerFences
+from squall.core.control.lease import NONE
 from squall.core.control.restarts import Restarts
 from squall.core.reliability.clock import Clock
 from squall.handoff import hand_off
+from squall.lease import LEASE_FILE_ENV
 from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
 from squall.wallclock import SystemClock
 
@@ -86,17 +90,20 @@ class WorkerService:
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
         self._spares = 0  # spares started: each has a handoff file of its own
-        grace = settings.fence_after_s
-        self.fence = Fence(None if grace is None else int(grace * 1000))
-        self._session_ended = False
-        # Cut off from Kafka alone (services/worker/kafka_watch.py): the tasks stop and the
+        grace, kgrace = settings.fence_after_s, settings.kafka_fence_after_s
+        # Cut off from Kafka alone (services/worker/kafka_watch.py), the tasks stop and the
         # worker leaves the cluster, so that the leader gives its units to the others.
-        kgrace = settings.kafka_fence_after_s
-        self.kafka_fence = Fence(None if kgrace is None else int(kgrace * 1000))
+        self.fences = WorkerFences(None if grace is None else int(grace * 1000),
+                                   None if kgrace is None else int(kgrace * 1000),
+                                   int(settings.session_timeout_s * 1000))
         self._withdrawn = False
         self._registrations = 0
-        self._paused = False  # the fence paused the task processes
-        self._resume = False  # ... and the session held
+        # With a fence, the tasks' lease (squall/core/control/lease.py), renewed only for the
+        # session they were started in (``_owner``).
+        self._owner: int | None = None
+        self.lease = None if grace is None else LeaseRenewal(
+            settings.workdir.resolve() / "lease", self._lease_zk, settings.session_timeout_s,
+            self.path)
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -109,83 +116,68 @@ class WorkerService:
                 # old assignment runs on: the next one is written for the new session.
                 self.lost.set()
                 self.session = ""
-                self._session_ended = True
-            if state == "CONNECTED":
-                # Back in the same session (a lost one said LOST first): what the fence
-                # paused may run on, nobody else was given it.
-                self._resume = self._paused
-                self.fence.connected()
-            else:
-                self.fence.disconnected(self.clock.now_ms())
+                self._owner = None
+            if state == "CONNECTED" and self.session and self.zk is not None:
+                # the same session again: nobody else was given its tasks
+                self._owner = (self.zk.client_id or (None,))[0]
+            self.fences.zookeeper(str(state), self.clock.now_ms())
         self.wake.set()
 
     def _kafka(self, reachable: bool) -> None:
         """The Kafka watch's word after each of its rounds."""
         with self._lock:
-            if reachable:
-                self.kafka_fence.connected()
-            else:
-                self.kafka_fence.disconnected(self.clock.now_ms())
+            self.fences.kafka_reachable(reachable, self.clock.now_ms())
         self.wake.set()
+
+    def _lease_zk(self) -> Any:
+        """The ZooKeeper client, while it is in the session the tasks were started in."""
+        zk = self.zk
+        cid = getattr(zk, "client_id", None)
+        with self._lock:
+            return zk if cid is not None and cid[0] == self._owner else None
 
     def _fence_if_due(self) -> bool:
         """Pause every task process once cut off from ZooKeeper for its fence's grace, and
         resume them if the session held; kill them once it ended, or once cut off from
         Kafka for that fence's grace. Whether task processes may start now
         (squall/core/control/fencing.py)."""
-        now = self.clock.now_ms()
         with self._lock:
-            due, may_start = self.fence.due(now), self.fence.may_start()
-            kafka_due = self.kafka_fence.due(now)
-            may_start = may_start and self.kafka_fence.may_start()
-            lost_at = self.fence.lost_at_ms
-            kafka_lost_at = self.kafka_fence.lost_at_ms
-            ended, self._session_ended = self._session_ended, False
-            resume, self._resume = self._resume and not ended, False
+            d = self.fences.decide(self.clock.now_ms())
+            if d.kill is not None and d.kill is not Kill.KAFKA:
+                self._owner = None  # the lease is not renewed for what the session ran
         tasks = [c for k, c in self.sup.children.items() if k != SPARE]
-        if due and not ended and not kafka_due:
+        if d.pause:
             for c in tasks:
                 c.pause()
-            with self._lock:
-                self.fence.stopped()
-                self._paused = True
             self.m_paused.set(len(tasks))
             log.error("cut off from ZooKeeper for %.1f s: paused its %d task processes, so "
                       "that none runs beside one the leader may start elsewhere; they go on "
                       "if the session holds, and are killed if it ends",
-                      (now - (lost_at or now)) / 1000, len(tasks))
+                      d.lost_for_ms / 1000, len(tasks))
             return False
-        if resume:
-            with self._lock:
-                self._paused = False
+        if d.resume:
             for c in tasks:
                 c.resume()
             self.m_paused.set(0)
             log.warning("connected again in the same session: resumed its %d task processes",
                         len(tasks))
-        if kafka_due:
+        if d.withdraw:
             self._withdraw()
-            with self._lock:
-                self.kafka_fence.stopped()
             log.error("no write acknowledged by Kafka for %.1f s: left the cluster, so that "
                       "its units run on workers that reach the brokers; back once Kafka "
-                      "acknowledges again", (now - (kafka_lost_at or now)) / 1000)
-        if ended or kafka_due:
+                      "acknowledges again", d.lost_for_ms / 1000)
+        if d.kill is not None:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
+            self.m_paused.set(0)
             self.running.clear()
             self._planned = None
             self.m_procs.set(len(self.sup.children))
-            self.m_paused.set(0)
-            with self._lock:
-                self._paused = False
-                if ended:  # a kill for Kafka's sake must leave ZooKeeper's fence armed
-                    self.fence.stopped()
-            why = "its ZooKeeper session ended" if ended else "cut off from Kafka"
-            log.error("%s: killed its %d task processes, so that none runs beside the one the "
-                      "leader may start elsewhere; they start as assigned once connected", why,
-                      len(gone))
-        return may_start
+            if gone:
+                log.error("%s: killed its %d task processes, so that none runs beside the one "
+                          "the leader may start elsewhere; they start as assigned once "
+                          "connected", d.kill.value, len(gone))
+        return d.may_start
 
     def _info(self) -> WorkerInfo:
         from squall.core.control.assignment import Worker
@@ -230,7 +222,11 @@ class WorkerService:
         if not zk.connected:
             return
         with self._lock:
-            held_out = not self.kafka_fence.may_start() and self.kafka_fence.fenced
+            held_out = not self.fences.kafka.may_start() and self.fences.kafka.fenced
+            # a session that ended: its tasks are killed before a new one is registered
+            ending = self.fences.ending()
+        if ending:
+            return
         if held_out:
             if not self._withdrawn:
                 self._withdraw()
@@ -245,6 +241,10 @@ class WorkerService:
                 # the worker left the cluster, in the same session) is not run.
                 self._registrations += 1
                 self.session = f"{cid[0]:x}.{self._registrations}"
+                with self._lock:
+                    self._owner = cid[0]
+                if self.lease is not None:  # the tasks about to start need not wait a round
+                    self.lease.renew()
                 data = self._info().to_json()
                 try:
                     zk.create(self.path, data, ephemeral=True)
@@ -306,7 +306,8 @@ class WorkerService:
             if k not in self.sup.children:
                 if any(shares_tasks(ps, d) for d in draining):
                     continue  # once the process that ran them exited (it wakes the loop)
-                cmd = Command(_MODULES[ps.kind], ps.args, ready=ps.kind is Kind.BOLTS)
+                cmd = Command(_MODULES[ps.kind], ps.args, ready=ps.kind is Kind.BOLTS,
+                              env=self._task_env())
                 if not (ps.kind is Kind.BOLTS and not k.endswith(STANDBY)
                         and self._take_spare(k, cmd)):
                     self.sup.start(k, cmd)
@@ -349,7 +350,10 @@ class WorkerService:
         path.unlink(missing_ok=True)  # an earlier run's
         self.sup.start(SPARE, Command("services.bolts.spare", (
             "--handoff-file", str(path), "--bootstrap-servers", self.s.bootstrap_servers,
-            "--master", self.s.master)))
+            "--master", self.s.master), env=self._task_env()))
+
+    def _task_env(self) -> dict[str, str]:
+        return {} if self.lease is None else {LEASE_FILE_ENV: str(self.lease.path)}
 
     def _take_spare(self, key: str, cmd: Command) -> bool:
         """Hand the bolts job ``cmd`` to the spare, if one runs; supervised as ``key``."""
@@ -372,6 +376,9 @@ class WorkerService:
         zk = self.zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
                                listener=self._state)
         self.s.workdir.mkdir(parents=True, exist_ok=True)
+        if self.lease is not None:
+            lease_file.write(self.lease.path, NONE)  # one left by an earlier run holds nothing
+            self.lease.start()
         watch = None
         if self.s.kafka_fence_after_s is not None:
             watch = KafkaWatch(self.s.clients, self._kafka)
@@ -388,6 +395,8 @@ class WorkerService:
         finally:
             if watch is not None:
                 watch.stop.set()
+            if self.lease is not None:
+                self.lease.stop.set()
             for c in self.sup.children.values():  # a paused one could not take its SIGTERM
                 c.resume()
             # Spouts first: they drain their in-flight trees through the bolts and ackers.

@@ -6,6 +6,7 @@ import json
 import random
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,9 +17,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from services.spout.settings import SpoutSettings
 from services.spout.startup import read_ahead
+from squall import lease as lease_file
+from squall.core.control.lease import Lease
 from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.topology.topics import acker_topic, dlq_topic, edge_topic
 from squall.kafka import ensure_topics
+from squall.lease import LEASE_FILE_ENV
 from tests.integration.helpers import (
     ScriptedBolt,
     ServiceProcess,
@@ -362,3 +366,56 @@ def test_a_new_spout_starts_at_the_end_or_where_a_named_group_got_to(
             wait_for(lambda: rig.committed() == [20, 20], 60, "every new message committed")
     want = set(new) if start == "latest" else set(new) | set(old[8:])  # 4-9 of each partition
     assert set(bolt.seen) == want, sorted(set(bolt.seen) ^ want)[:5]
+
+
+class Renewal(threading.Thread):
+    """What a worker does for its tasks' lease (squall/core/control/lease.py): renew it
+    every 0.1 s for 1 s ahead, while ``renewing`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.renewing, self.done = threading.Event(), threading.Event()
+        self.deadline = 0
+        self.renewing.set()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            if self.renewing.is_set():
+                self.deadline = time.monotonic_ns() + 1_000_000_000
+                lease_file.write(self.path, Lease(self.deadline))
+
+
+def test_a_spout_that_wakes_with_its_lease_run_out_emits_and_commits_nothing(
+        rig_factory: Any, tmp_path: Path) -> None:
+    """The zombie: a spout frozen past its lease, woken with new messages waiting, sends no
+    tuple and commits no offset until the lease is renewed; then it goes on."""
+    rig = rig_factory(100)
+    renewal = Renewal(tmp_path / "lease")
+    renewal.start()
+    spout = ServiceProcess("services.spout", rig.spout_args, tmp_path / "spout.log",
+                           env={LEASE_FILE_ENV: str(renewal.path)})
+    try:
+        with rig.acker.start(), rig.bolt(lambda v, n: "ack") as bolt, spout.start():
+            wait_for(rig.all_committed, 60, "the first messages committed")
+            spout.signal(signal.SIGSTOP)
+            renewal.renewing.clear()
+            later = [f"late-{i}".encode() for i in range(50)]
+            rig.where |= dict(zip(later, produce_source(rig.bootstrap, rig.source, later,
+                                                        PARTS), strict=True))
+            wait_for(lambda: time.monotonic_ns() > renewal.deadline, 10, "the lease ran out")
+            before = rig.committed()
+            spout.signal(signal.SIGCONT)
+            wait_for(lambda: "lease ran out" in spout.log.read_text(), 30,
+                     "the woken spout saying it holds")
+            seen = time.monotonic() + 3.0  # a held spout does nothing, however long it is
+            while time.monotonic() < seen:
+                assert rig.committed() == before, "a commit after the lease ran out"
+                assert not set(later) & set(bolt.seen), "a tuple sent after it ran out"
+                time.sleep(0.1)
+            renewal.renewing.set()
+            rig.values += later
+            wait_for(rig.all_committed, 60, "the late messages committed once renewed")
+            assert set(later) <= set(bolt.seen)
+    finally:
+        renewal.done.set()

@@ -7,9 +7,13 @@ thirds of that timeout (no answer to its pings) and may win it back within the s
 session, from another server of the ensemble. So a worker waits ``grace_ms`` after its
 connection is lost (long enough to move to another server), then pauses its task processes,
 before its session can end, and starts nothing until it is connected again: back in the same
-session it resumes them, its session ended it kills them. The same rule, with a grace of its
-own, tells a worker cut off from Kafka when to give its tasks up
-(services/worker/kafka_watch.py). Pure: the worker tells it what it saw and when.
+session it resumes them; once its session ended it kills them. It ended when ZooKeeper says
+so on reconnecting, or at the latest one session timeout after the loss was noticed (the
+servers last heard from it before that): a paused process still holds what it held (the
+bolts job's lock on its checkpoints), and the worker given its tasks must not wait for the
+cut to heal. The same rule, with a grace of its own, tells a worker cut off from Kafka when
+to give its tasks up (services/worker/kafka_watch.py). Pure: the worker tells it what it
+saw and when (:class:`WorkerFences`).
 
 Without a grace (``None``) the tasks run on while ZooKeeper is away: the choice for a single
 ZooKeeper server, whose restart would otherwise stop every task of the cluster.
@@ -18,6 +22,7 @@ ZooKeeper server, whose restart would otherwise stop every task of the cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from squall.core.errors import ConfigError
 
@@ -30,13 +35,22 @@ class Fence:
     lost_at_ms: int | None = None
     #: the tasks were stopped for this disconnection
     fenced: bool = False
+    #: how long after the loss the session has surely ended (None: when told so)
+    session_ms: int | None = None
+    #: the session was taken as ended for this disconnection
+    timed_out: bool = False
 
     def disconnected(self, now_ms: int) -> None:
         if self.lost_at_ms is None:
             self.lost_at_ms = now_ms
 
     def connected(self) -> None:
-        self.lost_at_ms, self.fenced = None, False
+        self.lost_at_ms, self.fenced, self.timed_out = None, False, False
+
+    def expired(self, now_ms: int) -> bool:
+        """Whether the session has surely ended by now, once per disconnection."""
+        return (self.session_ms is not None and self.lost_at_ms is not None
+                and not self.timed_out and now_ms - self.lost_at_ms >= self.session_ms)
 
     def due(self, now_ms: int) -> bool:
         """Whether the tasks must be stopped now."""
@@ -59,3 +73,98 @@ def check_grace(grace_s: float | None, session_timeout_s: float) -> None:
             f"fence_after_s {grace_s} must be under a third of the ZooKeeper session timeout "
             f"({session_timeout_s} s): the lost connection is noticed after about two thirds "
             "of it, and the tasks must stop before the session can end")
+
+
+class Kill(Enum):
+    """Why a worker kills its task processes."""
+
+    SESSION_ENDED = "its ZooKeeper session ended"
+    SESSION_TIMED_OUT = "cut off from ZooKeeper for a whole session timeout (its session " \
+        "has ended)"
+    KAFKA = "cut off from Kafka"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a worker does with its task processes now."""
+
+    pause: bool = False
+    #: back in the same session: the paused ones go on
+    resume: bool = False
+    kill: Kill | None = None
+    #: leave the cluster (cut off from Kafka), so that the leader moves the units
+    withdraw: bool = False
+    #: whether task processes may be started now
+    may_start: bool = True
+    #: how long the connection this is about has been lost (ms)
+    lost_for_ms: int = 0
+
+
+class WorkerFences:
+    """A worker's ZooKeeper fence and Kafka fence together: what it saw, in, what to do with
+    its tasks, out (:meth:`decide`, each round of its loop).
+
+    Rules, besides each fence's own: a pause is for ZooKeeper alone (a worker cut off from
+    Kafka, or whose session ended, kills instead); a resume follows a reconnection in the
+    same session, never a session that ended; ZooKeeper's fence is spent by a pause or a
+    kill for ZooKeeper's sake, not by one for Kafka's (a later cut must still pause)."""
+
+    def __init__(self, zk_grace_ms: int | None, kafka_grace_ms: int | None,
+                 session_ms: int | None = None) -> None:
+        self.zk = Fence(zk_grace_ms, session_ms=None if zk_grace_ms is None else session_ms)
+        self.kafka = Fence(kafka_grace_ms)
+        self.paused = False
+        self._ended = False
+        self._resume = False
+
+    def zookeeper(self, state: str, now_ms: int) -> None:
+        """kazoo's connection state: ``CONNECTED``, ``SUSPENDED`` or ``LOST``."""
+        if state == "LOST":
+            self._ended = True
+        if state == "CONNECTED":
+            self._resume = self.paused
+            self.zk.connected()
+        else:
+            self.zk.disconnected(now_ms)
+
+    def ending(self) -> bool:
+        """Whether a session's end was seen that :meth:`decide` has not acted on yet."""
+        return self._ended
+
+    def kafka_reachable(self, reachable: bool, now_ms: int) -> None:
+        if reachable:
+            self.kafka.connected()
+        else:
+            self.kafka.disconnected(now_ms)
+
+    def decide(self, now_ms: int) -> Decision:
+        timed_out = self.zk.expired(now_ms)
+        ended, self._ended = self._ended or timed_out, False
+        resume, self._resume = self._resume and not ended, False
+        kafka_due = self.kafka.due(now_ms)
+        may_start = self.zk.may_start() and self.kafka.may_start()
+        if self.zk.due(now_ms) and not ended and not kafka_due:
+            self.zk.stopped()
+            self.paused = True
+            return Decision(pause=True, may_start=False,
+                            lost_for_ms=_since(self.zk.lost_at_ms, now_ms))
+        if resume:
+            self.paused = False
+        if not (ended or kafka_due):
+            return Decision(resume=resume, may_start=may_start)
+        self.paused = False
+        if kafka_due:
+            self.kafka.stopped()
+        if ended:
+            self.zk.stopped()
+        if timed_out:
+            self.zk.timed_out = True
+        kill = Kill.KAFKA if kafka_due else \
+            Kill.SESSION_TIMED_OUT if timed_out else Kill.SESSION_ENDED
+        lost_at = self.kafka.lost_at_ms if kafka_due else self.zk.lost_at_ms
+        return Decision(resume=resume, kill=kill, withdraw=kafka_due, may_start=may_start,
+                        lost_for_ms=_since(lost_at, now_ms))
+
+
+def _since(at_ms: int | None, now_ms: int) -> int:
+    return 0 if at_ms is None else now_ms - at_ms

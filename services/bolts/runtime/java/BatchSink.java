@@ -4,6 +4,9 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -44,10 +47,51 @@ public final class BatchSink implements StreamSinkProvider {
         final String property;
         final ArrayBlockingQueue<byte[]> reports = new ArrayBlockingQueue<>(KEPT);
         final AtomicLong dropped = new AtomicLong();
+        /** The worker's lease file ("": none); the deadline last read from it. */
+        final String lease;
+        long leaseDeadline;
+        boolean leaseHeld;
 
-        Tasks(RDD<byte[]> rdd, String property) {
+        Tasks(RDD<byte[]> rdd, String property, String lease) {
             this.rdd = rdd;
             this.property = property;
+            this.lease = lease;
+        }
+
+        /**
+         * Until the worker's lease lies ahead (squall/core/control/lease.py: one line, a
+         * deadline in nanoseconds of the clock {@code System.nanoTime} reads, which a stopped
+         * process's does too): a driver that froze runs no micro-batch for bolt tasks that
+         * may have moved meanwhile. The file is read again only once the deadline passed.
+         */
+        void awaitLease() {
+            if (lease.isEmpty()) {
+                return;
+            }
+            while (System.nanoTime() >= leaseDeadline) {
+                try {
+                    String text = new String(Files.readAllBytes(Paths.get(lease)),
+                                             StandardCharsets.US_ASCII).trim();
+                    leaseDeadline = Math.max(leaseDeadline, Long.parseLong(text));
+                } catch (IOException | NumberFormatException e) {
+                    // unreadable or half-made: it holds nothing
+                }
+                if (System.nanoTime() < leaseDeadline) {
+                    break;
+                }
+                if (!leaseHeld) {
+                    System.err.println("squall: the worker's lease " + lease + " ran out: no "
+                                       + "micro-batch runs until it is renewed");
+                    leaseHeld = true;
+                }
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("stopped waiting for the worker's lease", e);
+                }
+            }
+            leaseHeld = false;
         }
 
         /**
@@ -74,9 +118,11 @@ public final class BatchSink implements StreamSinkProvider {
     }
 
     /** Query {@code query}'s micro-batches run {@code rdd}, told their batch id by the
-     *  local property {@code property}; where to read their reports. */
-    public static Tasks register(String query, RDD<byte[]> rdd, String property) {
-        Tasks t = new Tasks(rdd, property);
+     *  local property {@code property}, each once the lease file {@code lease} holds ("":
+     *  none); where to read their reports. */
+    public static Tasks register(String query, RDD<byte[]> rdd, String property,
+                                 String lease) {
+        Tasks t = new Tasks(rdd, property, lease);
         QUERIES.put(query, t);
         return t;
     }
@@ -109,6 +155,7 @@ public final class BatchSink implements StreamSinkProvider {
 
         @Override
         public void addBatch(long batchId, Dataset<Row> data) {
+            tasks.awaitLease();
             SparkContext sc = tasks.rdd.sparkContext();
             sc.setLocalProperty(tasks.property, Long.toString(batchId));
             byte[][][] parts = BatchJob.run(tasks.rdd);

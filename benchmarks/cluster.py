@@ -10,8 +10,10 @@ its own server's quorum: it still reaches every broker), ``cut-kafka`` off Kafka
 (it still reaches the ensemble);
 ``freeze`` stops (SIGSTOP) the host's spout worker and bolts worker with every process
 under them for ``--freeze-s`` seconds, longer than the ZooKeeper session, then wakes them
-(SIGCONT, the task processes first): the woken ones must commit, emit and run nothing for
-the tasks that moved (``zombies_held`` counts the task logs that say they held);
+(SIGCONT: the task processes, and the workers 3 s later): the woken tasks must commit, emit
+and run nothing for the tasks that moved (``zombies_held`` counts the task logs that say they held);
+``pg-down`` (no host) shuts the state database down for ``--cut-s`` seconds and starts it
+again, and its ``recovery_s`` runs from its return;
 ``restart`` restarts the host's workers one at a time, as a rolling upgrade does (SIGTERM,
 then started again once it exited; the next once it is registered again), and its
 ``recovery_s`` is the longest the committed offsets stood still during the roll. The fault
@@ -63,11 +65,15 @@ from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
 #: Every fault, in the order ``--faults all`` runs them.
-KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart")
+KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart", "pg-down")
+#: The faults of no host.
+HOSTLESS = ("pg-down",)
 ALL = (*(f"{k}:{h}" for k in ("kill", "cut") for h in WORKER_HOSTS), "cut-zk:h3",
-       "cut-kafka:h3", "freeze:h2", "restart:h3")
+       "cut-kafka:h3", "freeze:h2", "restart:h3", "pg-down")
 #: The workers a freeze stops, with everything they started.
 FROZEN = ("worker-spout", "worker-bolts")
+#: How long a freeze's woken task processes run before their workers wake.
+ZOMBIE_S = 3.0
 #: What a task process logs when its worker's lease ran out (squall/lease.py, BatchSink).
 HELD = ("the worker's lease ran out", "squall: the worker's lease")
 #: The TCP ports a partial partition drops: ZooKeeper's (clients, quorum, election),
@@ -77,12 +83,15 @@ CUT_PORTS = {"cut-zk": (ZK_PORT, 2888, 3888), "cut-kafka": (KAFKA_PORT, KAFKA_CO
 
 def parse_faults(text: str) -> list[tuple[str, str]]:
     """``kill:h1,cut:h3`` (or ``all``) as (kind, host) pairs; a clear error otherwise."""
-    out = []
+    out: list[tuple[str, str]] = []
     for f in (ALL if text == "all" else [f for f in text.split(",") if f]):
         kind, _, host = f.partition(":")
-        if kind not in KINDS or host not in WORKER_HOSTS:
+        if kind in HOSTLESS and not host:
+            out.append((kind, host))
+            continue
+        if kind not in KINDS or kind in HOSTLESS or host not in WORKER_HOSTS:
             raise ValueError(f"fault {f!r}: KIND:HOST, KIND one of {', '.join(KINDS)} and HOST "
-                             f"one of {', '.join(WORKER_HOSTS)}")
+                             f"one of {', '.join(WORKER_HOSTS)} ({', '.join(HOSTLESS)} alone)")
         out.append((kind, host))
     return out
 
@@ -126,6 +135,8 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
         commits = Commits(prog, lambda: feeder.fed)
         commits.start()
         wait(lambda: feeder.fed >= sentences // 3, 600)
+        if kind == "pg-down":
+            return _state_down(cl, fault, prog, feeder, watch, commits, cut_s, tid)
         host = cl.hosts.host(failed)
         before = units_running(cl.hosts)[failed]
         say(f"{fault}: {failed} runs {sorted(before)}; striking at {feeder.fed} fed")
@@ -151,7 +162,12 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
             say(f"{fault}: recovered in {recovery} s")
         if kind == "freeze":
             wait(lambda: False, max(0.0, freeze_s - (time.monotonic() - t0)))
-            _signal(frozen[::-1], signal.SIGCONT)
+            # The tasks first, their workers ZOMBIE_S later: the woken tasks alone, with
+            # nothing but their lease between them and the tasks that moved.
+            roots = [cl.procs[failed][n].pid for n in FROZEN]
+            _signal([p for p in frozen[::-1] if p not in roots], signal.SIGCONT)
+            wait(lambda: False, ZOMBIE_S)
+            _signal(roots, signal.SIGCONT)
             say(f"{fault}: woke them after {time.monotonic() - t0:.0f} s")
         if kind.startswith("cut"):
             wait(lambda: False, max(0.0, cut_s - (time.monotonic() - t0)))
@@ -160,25 +176,50 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
             else:
                 cl.hosts.heal_ports(host)
             say(f"{fault}: {failed} healed after {time.monotonic() - t0:.0f} s")
-        feeder.done.wait()
-        say(f"{fault}: fed {feeder.fed}; waiting for every one to be committed")
-        wait(lambda: prog.committed() >= feeder.fed, 300)
-        time.sleep(2)  # a last sample of what runs where
-        watch.stop.set()
-        commits.stop.set()
-        committed = prog.committed()
-        letters = read_topic(cl.bootstrap, dlq_topic(tid), 1)
-        counted = state_counts(cl.state_url, tid)
-        return {"fault": fault, "recovery_s": recovery, "fed": feeder.fed,
-                "committed": committed, "lost": max(0, feeder.fed - committed - len(letters)),
-                "healthy_dead_lettered": len(letters),
-                "counts_delta": sum(abs(counted[w] - feeder.words[w])
-                                    for w in set(counted) | set(feeder.words)),
-                "reassigned_tasks": len(before), "double_runs": len(watch.doubled),
-                "offset_regressions": commits.regressions,
-                "zombies_held": _held(host.disk) if kind == "freeze" else None,
-                # each with the seconds from the fault until it was first seen
-                "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
+        return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
+                "recovery_s": recovery, "reassigned_tasks": len(before),
+                "zombies_held": _held(host.disk) if kind == "freeze" else None}
+
+
+def _outcome(cl: HostCluster, fault: str, prog: Progress, feeder: Feeder, watch: Watch,
+             commits: Commits, tid: str, t0: float) -> dict[str, Any]:
+    """Once the feed ended and drained: what was lost, counted, run twice."""
+    feeder.done.wait()
+    say(f"{fault}: fed {feeder.fed}; waiting for every one to be committed")
+    wait(lambda: prog.committed() >= feeder.fed, 300)
+    time.sleep(2)  # a last sample of what runs where
+    watch.stop.set()
+    commits.stop.set()
+    committed = prog.committed()
+    letters = read_topic(cl.bootstrap, dlq_topic(tid), 1)
+    counted = state_counts(cl.state_url, tid)
+    return {"fault": fault, "fed": feeder.fed,
+            "committed": committed, "lost": max(0, feeder.fed - committed - len(letters)),
+            "healthy_dead_lettered": len(letters),
+            "counts_delta": sum(abs(counted[w] - feeder.words[w])
+                                for w in set(counted) | set(feeder.words)),
+            "double_runs": len(watch.doubled), "offset_regressions": commits.regressions,
+            # each with the seconds from the fault until it was first seen
+            "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
+
+
+def _state_down(cl: HostCluster, fault: str, prog: Progress, feeder: Feeder, watch: Watch,
+                commits: Commits, down_s: float, tid: str) -> dict[str, Any]:
+    """The state database shut down for ``down_s``, then started again; ``recovery_s`` from
+    its return until the committed offsets move."""
+    t0 = time.monotonic()
+    cl.state.stop()
+    say(f"{fault}: the state database is down")
+    wait(lambda: False, down_s)
+    cl.state.start()
+    back = time.monotonic()
+    say(f"{fault}: the state database is back after {back - t0:.0f} s")
+    base = prog.committed()
+    moved = wait(lambda: prog.committed() > base, 180)
+    recovery = round(time.monotonic() - back, 1) if moved else None
+    say(f"{fault}: committing again {recovery} s after its return")
+    return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
+            "recovery_s": recovery, "reassigned_tasks": 0, "zombies_held": None}
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
@@ -246,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(f"--faults: {e}")
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
-    results = [run_fault(f"{k}:{h}", home / f"{k}-{h}", a.sentences, a.rate, a.cut_s,
-                         a.freeze_s) for k, h in faults]
+    results = [run_fault(f"{k}:{h}" if h else k, home / (f"{k}-{h}" if h else k), a.sentences,
+                         a.rate, a.cut_s, a.freeze_s) for k, h in faults]
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0

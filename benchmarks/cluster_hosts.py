@@ -35,7 +35,6 @@ from squall.dev.hosts import DISK, SHARED, Host, Hosts
 from squall.dev.probes import find_java, kafka_round_trip, wait_until
 from squall.kafka_clients import KafkaClients
 from squall.lease import LEASE_FILE_ENV
-from squall.processes import die_with_parent
 
 KAFKA_PORT, API_PORT, SPARK_PORT, PG_PORT = 9092, 8080, 7077, 5432
 KAFKA_CONTROLLER_PORT = 9093
@@ -70,6 +69,7 @@ class HostCluster:
     state_url: str
     api: list[str]
     token: str
+    state: postgres.Server
     #: the processes started on each host, by name
     procs: dict[str, dict[str, subprocess.Popen[bytes]]] = field(default_factory=dict)
     #: how each worker was started (its host, name): to start it again
@@ -108,44 +108,26 @@ def host_cluster(home: Path, session_timeout_s: float = 6.0) -> Iterator[HostClu
     with Hosts(home / "hosts", 3, tag="sqc") as hosts:
         h1 = hosts.hosts[0]
         say(f"hosts {', '.join(f'{h.name} {h.address}' for h in hosts.hosts)}")
-        data = postgres.data_dir(home / "postgres")
-        pg = _postgres(home / "postgres", data, hosts.subnet + ".1")
+        # The state database: a service on the bridge, reached by every host.
+        pg = postgres.Server(home / "postgres", PG_PORT, hosts.subnet + ".1",
+                             trust=hosts.subnet + ".0/24").start()
         try:
             cl = _start(hosts, h1, pg, session_timeout_s)
             yield cl
         finally:
-            pg.kill()
-            pg.wait(30)
-            if not data.is_relative_to(home):
-                shutil.rmtree(data.parent, ignore_errors=True)
+            pg.stop(kill=True)
+            if not pg.data.is_relative_to(home):
+                pg.remove()
 
 
-def _postgres(home: Path, data: Path, address: str) -> subprocess.Popen[bytes]:
-    """The state database: a service on the bridge, reached by every host."""
-    home.mkdir(parents=True, exist_ok=True)
-    postgres.init_cluster(data, home / "postgres.log")
-    with open(data / "pg_hba.conf", "a") as hba:  # the hosts, on the bridge
-        hba.write(f"host all all {address}/24 trust\n")
-    argv = postgres.server_argv(data, PG_PORT, listen=address)
-    who = postgres.run_as()
-    with open(home / "postgres.log", "ab") as out:
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                             user=who[0] if who else None, group=who[1] if who else None,
-                             start_new_session=True, preexec_fn=die_with_parent)
-    conninfo = f"postgresql://{postgres.USER}@{address}:{PG_PORT}/{postgres.DATABASE}"
-    wait_until(lambda: postgres.answers(conninfo), 60, f"PostgreSQL on {address}",
-               lambda: p.poll() is None, home / "postgres.log")
-    return p
-
-
-def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
+def _start(hosts: Hosts, h1: Host, pg: postgres.Server,
            session_timeout_s: float) -> HostCluster:
     zk = Ensemble(hosts, list(hosts.hosts)).start()
     say(f"ZooKeeper ensemble {zk}")
     procs: dict[str, dict[str, subprocess.Popen[bytes]]] = {h.name: {} for h in hosts.hosts}
     bootstrap = _kafka(hosts, procs)
     say(f"Kafka {bootstrap}")
-    state_url = f"postgresql://{postgres.USER}@{hosts.subnet}.1:{PG_PORT}/{postgres.DATABASE}"
+    state_url = pg.url
     master = _spark(hosts, procs, zk)
     token = secrets.token_urlsafe(18)
     api = []
@@ -176,7 +158,7 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
             starts[(name, f"worker-{kind}")] = start
             procs[name][f"worker-{kind}"] = hosts.start(h, start[0], start[1], env=start[2],
                                                         cwd=h.disk)
-    cl = HostCluster(hosts, bootstrap, zk, state_url, api, token, procs, starts)
+    cl = HostCluster(hosts, bootstrap, zk, state_url, api, token, pg, procs, starts)
     deadline = time.monotonic() + 180
     while True:
         try:
@@ -190,7 +172,7 @@ def _start(hosts: Hosts, h1: Host, pg: subprocess.Popen[bytes],
             raise StackError("the workers did not register in 180 s")
         time.sleep(0.5)
     say(f"API {', '.join(api)}; {len(workers)} workers registered")
-    assert pg.poll() is None and os.path.isdir(hosts.shared)
+    assert pg.alive() and os.path.isdir(hosts.shared)
     return cl
 
 

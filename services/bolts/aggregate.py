@@ -78,6 +78,13 @@ class AggregateTask:
         # The spouts' committed offsets: applied records below them are let go.
         self._committed = committed
 
+    def close(self) -> None:
+        """Let its connection go (it may be dead already)."""
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
+
     def run(self, batches: Sequence[TupleBatch]) -> ExecResult:
         res = ExecResult()
         batches = [b for b in batches if len(b)]

@@ -38,7 +38,7 @@ from services.bolts.settings import BoltSettings
 from services.bolts.ticks import Ticker
 from services.bolts.warm import warm_up
 from services.common import mark_ready
-from squall.backends import default_state_path
+from squall.backends import answers, default_state_path
 from squall.core.errors import BoltFault, ConfigError
 from squall.core.topology.chains import chains
 from squall.core.topology.model import BoltSpec, TopologySpec
@@ -197,6 +197,10 @@ class BoltJob:
         # Every micro-batch's progress counted as Spark reports it (services/bolts/metrics.py).
         if self.metrics:
             self.metrics.listen(spark, {query_name(self.spec, c): c for c in plan})
+        url = self.s.state_url or ""
+        if self.metrics and url.startswith(("postgresql://", "postgres://")):
+            threading.Thread(target=_probe_state, args=(url, self.metrics, stop), daemon=True,
+                             name="state-probe").start()
         try:
             queries = [w.start() for w in writers]
             mark_running(lock)
@@ -272,3 +276,20 @@ class BoltJob:
             raise BoltFault(f"bolt query {q.name}: a micro-batch has run {ran:.0f} s (over "
                             f"{limit:.0f} s: ten bolt deadlines) without ending; the job "
                             "stops, to be started again")
+
+
+def _probe_state(url: str, metrics: BoltMetrics, stop: threading.Event,
+                 every_s: float = 5.0) -> None:
+    """Whether the state database answers, every ``every_s``, into the metrics (the
+    SquallStateDatabaseDown alert)."""
+    up = True
+    while True:
+        now_up = answers(url)
+        metrics.state_up.set(1.0 if now_up else 0.0)
+        if now_up != up:
+            (log.warning if now_up else log.error)(
+                "the state database %s", "answers again" if now_up else
+                "does not answer: stateful tasks wait for it")
+            up = now_up
+        if stop.wait(every_s):
+            return

@@ -50,6 +50,10 @@ class BoltMetrics:
             "squall_bolt_batch_running_seconds",
             "How long the query's current micro-batch has run (0: none runs); the job stops "
             "past ten bolt deadlines (services/bolts/query_watch.py)", base, registry=registry)
+        self.state_up = Gauge(
+            "squall_bolt_state_database_up", "1 while the job's PostgreSQL state database "
+            "takes a connection and a query (asked every 5 s); stateful tasks wait while it "
+            "does not", ["topology"], registry=registry).labels(topology)
         self._seen: dict[str, int] = {}
         self.phases = Counter("squall_bolt_batch_phase_seconds_total",
                               "Micro-batch time by Spark phase (addBatch = the bolt tasks, "

@@ -10,7 +10,9 @@ the worker is in the state database (services/bolts/task_state.py) or beside the
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Callable, Sequence
 
 from services.bolts import clients
 from services.bolts.aggregate import AggregateTask
@@ -18,14 +20,17 @@ from services.bolts.kafka_sink import SinkTask
 from services.bolts.runtime import heap
 from services.bolts.suspects import Suspects
 from services.bolts.task_state import TaskState
-from squall.backends import open_kv
+from squall.backends import answers, open_kv, unavailable
 from squall.core.bolt_api.bolt import TaskContext
+from squall.core.tasks.exec_result import ExecResult
 from squall.core.tasks.executor import BoltExecutor
 from squall.core.topology.model import BoltSpec, TopologySpec
 from squall.core.topology.topics import spout_group
 from squall.core.topology.trident import QUERY_CLASS, QuerySpec, stored_state, trident_spec
+from squall.core.wire.tuple_batch import TupleBatch
 from squall.wallclock import SystemClock
 
+log = logging.getLogger("squall.bolts")
 _EXECUTORS: dict[tuple[str, str, int], BoltExecutor] = {}
 _SPECS: dict[str, TopologySpec] = {}
 
@@ -81,6 +86,49 @@ def aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str,
         agg = _AGGREGATES[key] = AggregateTask(spec, bolt, task, url, clock,
                                                _spouts_committed(spec, bootstrap, clock))
     return agg
+
+
+def run_aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str, bootstrap: str,
+                  batches: Sequence[TupleBatch], sleep: Callable[[float], None] = time.sleep
+                  ) -> ExecResult:
+    """The aggregate's task on ``batches``, waiting out a database that does not answer:
+    the task is dropped with its connection, the database asked again (every 0.5 s to 2 s)
+    until it answers, and the batch applied anew by a fresh task, as when Spark runs a task
+    again (its txid and applied records make a first run that committed unseen harmless).
+    The micro-batch waits meanwhile: its trees with it (their timeouts count processed
+    time), none replayed or dead-lettered; the query watch bounds the wait."""
+    key = (spec.name, bolt.name, task)
+    waited_from: float | None = None
+    while True:
+        try:
+            res = aggregate(spec, bolt, task, url, bootstrap).run(batches)
+        except Exception as e:
+            if not unavailable(e):
+                raise
+            gone = _AGGREGATES.pop(key, None)
+            if gone is not None:
+                gone.close()
+            if waited_from is None:
+                waited_from = time.monotonic()
+                log.error("bolt %r task %d: the state database does not answer (%s); the "
+                          "micro-batch waits for it", bolt.name, task, e)
+            pause = 0.5
+            while not answers(_aggregate_url(spec, bolt, url)):
+                sleep(pause)
+                pause = min(2 * pause, 2.0)
+            continue
+        if waited_from is not None:
+            log.warning("bolt %r task %d: the state database answers again after %.1f s; "
+                        "the micro-batch goes on", bolt.name, task,
+                        time.monotonic() - waited_from)
+        return res
+
+
+def _aggregate_url(spec: TopologySpec, bolt: BoltSpec, default_url: str) -> str:
+    """The database an aggregate's state is in: its spec's, else the job's."""
+    t = trident_spec(bolt.cls, bolt.config, f"bolt {bolt.name!r}")
+    assert not isinstance(t, QuerySpec)
+    return stored_state(spec.state_id, bolt.name, t).url or default_url
 
 
 _SINKS: dict[tuple[str, str, int], SinkTask] = {}

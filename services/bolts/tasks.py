@@ -262,7 +262,7 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
         label, watcher = f"bolt {component!r} task {task}, micro-batch {batch_id}", \
             guardian.guard()
         if bolt.cls in STATEFUL:  # its database's own timeouts bound it, not the deadline
-            res = resident.aggregate(spec, bolt, task, state_url, bootstrap).run(inputs[task])
+            res = resident.run_aggregate(spec, bolt, task, state_url, bootstrap, inputs[task])
         elif bolt.cls == KAFKA_BOLT:  # Kafka's own timeouts bound it
             res = resident.kafka_sink(spec, bolt, task, state_url, bootstrap).run(inputs[task])
         else:

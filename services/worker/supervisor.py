@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -27,6 +26,7 @@ from services.worker.lease_renewal import LeaseRenewal
 from services.worker.logs import log_route
 from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
+from services.worker.spare import SPARE, Spare
 from squall import lease as lease_file
 from squall.coord import ASSIGNMENTS, WORKERS, connect
 from squall.core.control.assignment import Kind
@@ -35,7 +35,6 @@ from squall.core.control.fencing import Kill, WorkerFences
 from squall.core.control.lease import NONE
 from squall.core.control.restarts import Restarts
 from squall.core.reliability.clock import Clock
-from squall.handoff import hand_off
 from squall.lease import LEASE_FILE_ENV
 from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
 from squall.wallclock import SystemClock
@@ -43,8 +42,6 @@ from squall.wallclock import SystemClock
 log = logging.getLogger("squall.worker")
 _MODULES = {Kind.SPOUT: "services.spout", Kind.ACKER: "services.acker",
             Kind.BOLTS: "services.bolts"}
-#: The spare bolts process's name among the children (no placement's key: those have dots).
-SPARE = "spare"
 
 
 class WorkerService:
@@ -89,7 +86,6 @@ class WorkerService:
         self._lock = threading.Lock()
         self.started_ms = self.clock.now_ms()
         self._published: bytes | None = None
-        self._spares = 0  # spares started: each has a handoff file of its own
         grace, kgrace = settings.fence_after_s, settings.kafka_fence_after_s
         # Cut off from Kafka alone (services/worker/kafka_watch.py), the tasks stop and the
         # worker leaves the cluster, so that the leader gives its units to the others.
@@ -104,6 +100,8 @@ class WorkerService:
         self.lease = None if grace is None else LeaseRenewal(
             settings.workdir.resolve() / "lease", self._lease_zk, settings.session_timeout_s,
             self.path)
+        self.spare = Spare(self.sup, settings.workdir / "spare", settings.bootstrap_servers,
+                           settings.master, self._task_env())
 
     # ----- ZooKeeper ------------------------------------------------------
 
@@ -309,7 +307,7 @@ class WorkerService:
                 cmd = Command(_MODULES[ps.kind], ps.args, ready=ps.kind is Kind.BOLTS,
                               env=self._task_env())
                 if not (ps.kind is Kind.BOLTS and not k.endswith(STANDBY)
-                        and self._take_spare(k, cmd)):
+                        and self.spare.take(k, cmd)):
                     self.sup.start(k, cmd)
                 self.running[k] = ps
         # The spare lives while this worker runs no bolts job (one left now was not alive
@@ -320,7 +318,7 @@ class WorkerService:
                 threading.Thread(target=stop_children, args=(idle, self.s.stop_timeout_s),
                                  daemon=True).start()
         elif self.s.spare and SPARE not in self.sup.children:
-            self._start_spare()
+            self.spare.start()
         done = self.sup.check()
         for e in done.exits:
             log.error("%s", e)
@@ -340,39 +338,14 @@ class WorkerService:
             if not any(ps.topology == tid for ps in self.running.values()):
                 clean_killed(self.s, self.zk, tid)
 
-    def _handoff_file(self) -> Path:
-        return self.s.workdir / "spare" / f"handoff-{self._spares}.json"
-
-    def _start_spare(self) -> None:
-        """A bolts process that starts Spark now, for the next job (services/bolts/spare)."""
-        self._spares += 1
-        path = self._handoff_file()
-        path.unlink(missing_ok=True)  # an earlier run's
-        self.sup.start(SPARE, Command("services.bolts.spare", (
-            "--handoff-file", str(path), "--bootstrap-servers", self.s.bootstrap_servers,
-            "--master", self.s.master), env=self._task_env()))
-
     def _task_env(self) -> dict[str, str]:
         return {} if self.lease is None else {LEASE_FILE_ENV: str(self.lease.path)}
-
-    def _take_spare(self, key: str, cmd: Command) -> bool:
-        """Hand the bolts job ``cmd`` to the spare, if one runs; supervised as ``key``."""
-        spare = self.sup.children.get(SPARE)
-        if spare is None or not spare.alive():
-            return False
-        try:
-            hand_off(self._handoff_file(), cmd.args)
-        except OSError as e:  # the job starts as its own process instead
-            log.warning("could not hand %s to the spare (%s); starting it anew", key, e)
-            return False
-        self.sup.adopt(SPARE, key, cmd)
-        return True
 
     # ----- the loop ---------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
         if self.s.spare:  # before anything else: its Spark start is the longest of all
-            self._start_spare()
+            self.spare.start()
         zk = self.zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
                                listener=self._state)
         self.s.workdir.mkdir(parents=True, exist_ok=True)

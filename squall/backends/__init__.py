@@ -13,7 +13,7 @@ from typing import Any
 
 from squall.backends.kv import KeyValueStore
 from squall.backends.sql import Dialect, SqlStore, StoreName
-from squall.core.errors import StateError
+from squall.core.errors import StateError, StateUnavailable
 from squall.core.topology.trident import StateOptions
 
 
@@ -36,6 +36,32 @@ def connect(url: str) -> tuple[Any, Dialect]:
     if not path:
         raise StateError(f"state URL {url!r} names no database")
     return sqlite.connect(Path(path)), sqlite.SqliteDialect(path)
+
+
+def unavailable(e: BaseException) -> bool:
+    """Whether ``e`` says the database does not answer (its connection refused, lost or
+    shut down by the server), not that a statement or a record was wrong."""
+    if isinstance(e, StateUnavailable):
+        return True
+    if type(e).__module__.split(".")[0] != "psycopg":
+        return False
+    import psycopg
+
+    return isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+def answers(url: str, timeout_s: float = 3.0) -> bool:
+    """Whether the database at ``url`` takes a connection and a query now."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return True  # SQLite: a file beside the process
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=max(1, int(timeout_s))) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
 
 
 #: Every table that holds a state's rows, by its ``state`` column.

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from squall.backends.sql import schema
-from squall.core.errors import StateError
+from squall.core.errors import StateError, StateUnavailable
 
 #: Serialises schema creation: concurrent CREATE TABLE IF NOT EXISTS can collide.
 _SCHEMA_LOCK = 0x5351_5541_4C4C
@@ -74,6 +74,9 @@ def connect(conninfo: str, timeout_s: float = 30.0) -> Any:
         for stmt in schema(blob="BYTEA"):
             conn.execute(stmt)
         conn.execute("COMMIT")
+    except psycopg.OperationalError as e:
+        raise StateUnavailable(f"the PostgreSQL state at {_safe(conninfo)} does not answer: "
+                               f"{str(e).strip()}") from None
     except psycopg.Error as e:
         raise StateError(f"cannot open the PostgreSQL state at {_safe(conninfo)}: "
                          f"{str(e).strip()}") from None

@@ -78,6 +78,11 @@ class StateError(SquallError):
     log and byte)."""
 
 
+class StateUnavailable(StateError):
+    """The state database does not answer (down, restarting, unreachable): waited for, not
+    a failure of the batch's records."""
+
+
 class BoltFault(SquallError):
     """A bolt task cannot run, and not because of a record: its ``prepare`` raised, killed or
     hung its process, or the framework around the bolt failed. Never dead-letters a record:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -100,3 +101,53 @@ def answers(conninfo: str) -> bool:
             conn.execute(f"CREATE DATABASE {DATABASE}")
     with psycopg.connect(conninfo, connect_timeout=5) as conn:
         return conn.execute("SELECT 1").fetchone() == (1,)
+
+
+class Server:
+    """A server of its own, that a test or a fault may stop and start again on its data:
+    ``listen`` its address, ``trust`` a network (``10.0.0.0/24``) whose clients it lets in
+    as well as local ones."""
+
+    def __init__(self, home: Path, port: int, listen: str = HOST, trust: str = "") -> None:
+        self.home, self.port, self.listen = home, port, listen
+        home.mkdir(parents=True, exist_ok=True)
+        self.data = data_dir(home)
+        init_cluster(self.data, home / "postgres.log")
+        if trust:
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {trust} trust\n")
+        self.url = f"postgresql://{USER}@{listen}:{port}/{DATABASE}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 60.0) -> Server:
+        """Start it, and wait until it answers."""
+        from squall.dev.probes import wait_until
+        from squall.processes import die_with_parent
+
+        who = run_as()
+        with open(self.home / "postgres.log", "ab") as out:
+            p = subprocess.Popen(server_argv(self.data, self.port, self.listen), stdout=out,
+                                 stderr=subprocess.STDOUT, user=who[0] if who else None,
+                                 group=who[1] if who else None, start_new_session=True,
+                                 preexec_fn=die_with_parent)
+        self.proc = p
+        wait_until(lambda: answers(self.url), timeout_s, f"PostgreSQL on port {self.port}",
+                   lambda: p.poll() is None, self.home / "postgres.log")
+        return self
+
+    def stop(self, kill: bool = False) -> None:
+        """Shut it down (fast: its sessions are ended), or kill it."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if kill:
+            self.proc.kill()
+        else:
+            self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(30)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def remove(self) -> None:
+        """Its files, once stopped (outside ``home`` as root: :func:`data_dir`)."""
+        shutil.rmtree(self.data.parent, ignore_errors=True)

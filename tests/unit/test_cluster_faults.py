@@ -19,7 +19,14 @@ def test_all_fails_every_host_and_each_partial_partition() -> None:
     assert len(got) == len(ALL) == len(set(got))
 
 
-@pytest.mark.parametrize("bad", ["kill", "kill:h4", "explode:h1", "kill:h1,,cut", ":h2"])
+def test_the_state_database_going_down_is_a_fault_of_no_host() -> None:
+    assert parse_faults("pg-down,freeze:h2") == [("pg-down", ""), ("freeze", "h2")]
+    with pytest.raises(ValueError, match="pg-down alone"):
+        parse_faults("pg-down:h1")
+
+
+@pytest.mark.parametrize("bad", ["kill", "kill:h4", "explode:h1", "kill:h1,,cut", ":h2",
+                                 "freeze"])
 def test_a_fault_that_is_not_one_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match="KIND:HOST"):
         parse_faults(bad)

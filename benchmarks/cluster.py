@@ -13,7 +13,8 @@ under them for ``--freeze-s`` seconds, longer than the ZooKeeper session, then w
 (SIGCONT: the task processes, and the workers 3 s later): the woken tasks must commit, emit
 and run nothing for the tasks that moved (``zombies_held`` counts the task logs that say they held);
 ``pg-down`` (no host) shuts the state database down for ``--cut-s`` seconds and starts it
-again, and its ``recovery_s`` runs from its return;
+again, and ``ro-checkpoints`` (no host) makes the shared checkpoint folder read-only for
+every process for ``--ro-s`` seconds: their ``recovery_s`` runs from the return;
 ``restart`` restarts the host's workers one at a time, as a rolling upgrade does (SIGTERM,
 then started again once it exited; the next once it is registered again), and its
 ``recovery_s`` is the longest the committed offsets stood still during the roll. The fault
@@ -66,11 +67,13 @@ from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 
 #: Every fault, in the order ``--faults all`` runs them.
-KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart", "pg-down")
+KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart", "pg-down",
+         "ro-checkpoints")
 #: The faults of no host.
-HOSTLESS = ("pg-down",)
+HOSTLESS = ("pg-down", "ro-checkpoints")
 ALL = (*(f"{k}:{h}" for k in ("kill", "cut") for h in WORKER_HOSTS), "cut-zk:h3",
-       "cut-kafka:h3", "freeze:h2", "restart:h3", "pg-down")
+       "cut-kafka:h3", "freeze:h2", "restart:h3", "pg-down",
+       "ro-checkpoints")
 #: The workers a freeze stops, with everything they started.
 FROZEN = ("worker-spout", "worker-bolts")
 #: How long a freeze's woken task processes run before their workers wake.
@@ -117,7 +120,7 @@ class Watch(threading.Thread):
 
 
 def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
-              freeze_s: float = 20.0) -> dict[str, Any]:
+              freeze_s: float = 20.0, ro_s: float = 30.0) -> dict[str, Any]:
     (kind, failed), = parse_faults(fault)
     with host_cluster(home) as cl:
         ensure_topics(KafkaClients(cl.bootstrap), {SOURCE: SOURCE_PARTITIONS})
@@ -138,6 +141,8 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
         wait(lambda: feeder.fed >= sentences // 3, 600)
         if kind == "pg-down":
             return _state_down(cl, fault, prog, feeder, watch, commits, cut_s, tid)
+        if kind == "ro-checkpoints":
+            return _checkpoints_read_only(cl, fault, prog, feeder, watch, commits, ro_s, tid)
         host = cl.hosts.host(failed)
         before = units_running(cl.hosts)[failed]
         say(f"{fault}: {failed} runs {sorted(before)}; striking at {feeder.fed} fed")
@@ -202,6 +207,30 @@ def _outcome(cl: HostCluster, fault: str, prog: Progress, feeder: Feeder, watch:
             "double_runs": len(watch.doubled), "offset_regressions": commits.regressions,
             # each with the seconds from the fault until it was first seen
             "doubled": sorted([*u, round(at - t0, 1)] for u, at in watch.doubled.items())}
+
+
+def _checkpoints_read_only(cl: HostCluster, fault: str, prog: Progress, feeder: Feeder,
+                           watch: Watch, commits: Commits, ro_s: float, tid: str
+                           ) -> dict[str, Any]:
+    """The shared checkpoint folder read-only for every process for ``ro_s``, then writable
+    again; ``recovery_s`` from then until the committed offsets move."""
+    t0 = time.monotonic()
+    pids = [p.pid for procs in cl.procs.values() for p in procs.values() if p.poll() is None]
+    for pid in pids:
+        cl.hosts.shared_writable(pid, False)
+    say(f"{fault}: the shared folder is read-only for {len(pids)} processes")
+    wait(lambda: False, ro_s)
+    for pid in pids:
+        with contextlib.suppress(Exception):  # one that exited meanwhile
+            cl.hosts.shared_writable(pid, True)
+    back = time.monotonic()
+    say(f"{fault}: writable again after {back - t0:.0f} s")
+    base = prog.committed()
+    moved = wait(lambda: prog.committed() > base, 180)
+    recovery = round(time.monotonic() - back, 1) if moved else None
+    say(f"{fault}: committing again {recovery} s after")
+    return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
+            "recovery_s": recovery, "reassigned_tasks": 0, "zombies_held": None}
 
 
 class StateAlarm(threading.Thread):
@@ -320,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentences", type=int, default=30_000)
     ap.add_argument("--rate", type=float, default=500, help="sentences per second")
     ap.add_argument("--cut-s", type=float, default=60.0, help="how long a host is cut off")
+    ap.add_argument("--ro-s", type=float, default=30.0,
+                    help="how long the shared checkpoint folder is read-only")
     ap.add_argument("--freeze-s", type=float, default=20.0,
                     help="how long a frozen worker stays stopped (over the session timeout)")
     ap.add_argument("--workdir", type=Path, default=None)
@@ -330,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--faults: {e}")
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
     results = [run_fault(f"{k}:{h}" if h else k, home / (f"{k}-{h}" if h else k), a.sentences,
-                         a.rate, a.cut_s, a.freeze_s) for k, h in faults]
+                         a.rate, a.cut_s, a.freeze_s, a.ro_s) for k, h in faults]
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0

@@ -190,6 +190,18 @@ class Hosts:
             subprocess.run(["ip", "netns", "exec", host.netns, "nft", "delete", "table",
                             "inet", _CUT], capture_output=True, timeout=30, check=False)
 
+    def shared_writable(self, pid: int, writable: bool) -> None:
+        """Make the shared folder read-only (or writable again) for the process ``pid`` and
+        what it starts: a shared store that stops taking writes. Each process
+        :meth:`start` ran has a mount namespace of its own, where the folder is a bind
+        mount; root's processes would write through a permission bit, not through this."""
+        res = subprocess.run(["nsenter", f"--mount=/proc/{pid}/ns/mnt", "mount", "-o",
+                              f"remount,bind,{'rw' if writable else 'ro'}", str(SHARED)],
+                             capture_output=True, text=True, timeout=30, check=False)
+        if res.returncode != 0:
+            raise StackError(f"hosts: making {SHARED} {'writable' if writable else 'read-only'}"
+                             f" for process {pid}: {res.stderr.strip() or res.returncode}")
+
     def _kill_netns(self, netns: str) -> int:
         killed = 0
         for _ in range(20):  # a process may fork while the others are being killed

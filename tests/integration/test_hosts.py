@@ -7,6 +7,7 @@ and killing a host kills all its processes."""
 from __future__ import annotations
 
 import functools
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,37 @@ def test_each_host_has_its_own_disk_and_all_share_the_shared_folder(hosts: Hosts
     other = hosts.run(h2, ["sh", "-c", f"cat {DISK}/mine"])
     assert other.returncode != 0 and "No such file" in other.stderr
     assert hosts.run(h2, ["cat", f"{SHARED}/ours"]).stdout == "all\n"
+
+
+def test_the_shared_folder_made_read_only_refuses_a_process_until_writable_again(
+        hosts: Hosts, tmp_path: Path) -> None:
+    """As root, whom no permission bit stops: what the checkpoint fault relies on."""
+    h1, h2, _ = hosts.hosts
+    # A process that tries a write each time it is told to (a line on its stdin).
+    script = (f"import sys\nfor _ in sys.stdin:\n    try:\n        open('{SHARED}/probe', 'w')"
+              ".write('x')\n        print('ok', flush=True)\n    except OSError as e:\n"
+              "        print(e.strerror, flush=True)\n")
+    proc = subprocess.Popen(hosts.command(h1, [sys.executable, "-c", script]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def attempt() -> str:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        return proc.stdout.readline().strip()
+
+    try:
+        assert attempt() == "ok"
+        hosts.shared_writable(proc.pid, False)
+        assert attempt() == "Read-only file system"
+        # Only that process's view: another host's process still writes.
+        assert hosts.run(h2, ["sh", "-c", f"echo y > {SHARED}/other"]).returncode == 0
+        hosts.shared_writable(proc.pid, True)
+        assert attempt() == "ok"
+    finally:
+        proc.kill()
+        proc.wait(10)
 
 
 def test_hosts_talk_over_the_bridge_a_cut_host_is_unreachable_until_healed(

@@ -5,9 +5,11 @@ existing service (``services.spout`` / ``services.acker`` / ``services.bolts``;
 a topology's bolts on one worker share one Spark application). Spouts run only
 while their topology is ACTIVE: deactivating stops them with SIGTERM, which
 drains their trees in flight and commits. While ZooKeeper is unreachable the
-children keep running as they are (fenced: paused, after the grace); on reconnect
-the worker registers again and takes the assignment as it then is. Fenced from
-Kafka, it leaves the cluster (services/worker/kafka_watch.py).
+children keep running as they are (fenced: paused after the grace, killed once the
+session has surely ended); on reconnect the worker registers again and takes the
+assignment as it then is. Fenced from Kafka, it leaves the cluster
+(services/worker/kafka_watch.py). With a fence its children act only under the lease it
+renews (services/worker/lease_renewal.py).
 """
 
 from __future__ import annotations

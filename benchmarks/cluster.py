@@ -223,14 +223,19 @@ def _checkpoints_read_only(cl: HostCluster, fault: str, prog: Progress, feeder: 
     for pid in pids:
         with contextlib.suppress(Exception):  # one that exited meanwhile
             cl.hosts.shared_writable(pid, True)
-    back = time.monotonic()
-    say(f"{fault}: writable again after {back - t0:.0f} s")
-    base = prog.committed()
-    moved = wait(lambda: prog.committed() > base, 180)
-    recovery = round(time.monotonic() - back, 1) if moved else None
-    say(f"{fault}: committing again {recovery} s after")
+    say(f"{fault}: writable again after {time.monotonic() - t0:.0f} s")
+    recovery = _since_return(fault, prog)
     return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
             "recovery_s": recovery, "reassigned_tasks": 0, "zombies_held": None}
+
+
+def _since_return(fault: str, prog: Progress) -> float | None:
+    """Seconds from now (what failed is back) until the committed offsets move."""
+    back, base = time.monotonic(), prog.committed()
+    moved = wait(lambda: prog.committed() > base, 180)
+    recovery = round(time.monotonic() - back, 1) if moved else None
+    say(f"{fault}: committing again {recovery} s after its return")
+    return recovery
 
 
 class StateAlarm(threading.Thread):
@@ -282,12 +287,8 @@ def _state_down(cl: HostCluster, fault: str, prog: Progress, feeder: Feeder, wat
     wait(lambda: False, down_s)
     alarm.stop.set()
     cl.state.start()
-    back = time.monotonic()
-    say(f"{fault}: the state database is back after {back - t0:.0f} s")
-    base = prog.committed()
-    moved = wait(lambda: prog.committed() > base, 180)
-    recovery = round(time.monotonic() - back, 1) if moved else None
-    say(f"{fault}: committing again {recovery} s after its return")
+    say(f"{fault}: the state database is back after {time.monotonic() - t0:.0f} s")
+    recovery = _since_return(fault, prog)
     return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
             "recovery_s": recovery, "reassigned_tasks": 0, "zombies_held": None,
             "alarm_s": round(alarm.longest_s, 1)}

@@ -9,6 +9,7 @@ the worker is in the state database (services/bolts/task_state.py) or beside the
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import time
@@ -112,10 +113,8 @@ def run_aggregate(spec: TopologySpec, bolt: BoltSpec, task: int, url: str, boots
                 waited_from = time.monotonic()
                 log.error("bolt %r task %d: the state database does not answer (%s); the "
                           "micro-batch waits for it", bolt.name, task, e)
-            pause = 0.5
-            while not answers(_aggregate_url(spec, bolt, url)):
-                sleep(pause)
-                pause = min(2 * pause, 2.0)
+            _wait_for(_aggregate_url(spec, bolt, url), f"bolt {bolt.name!r} task {task}",
+                      sleep)
             continue
         if waited_from is not None:
             log.warning("bolt %r task %d: the state database answers again after %.1f s; "
@@ -164,9 +163,34 @@ def task_state(spec: TopologySpec, bolt: BoltSpec, ex: BoltExecutor, url: str, t
         return None
     kv = _TASK_STATES.get(id(ex))
     if kv is None:
+        _wait_for(url, f"bolt {bolt.name!r} task {task}")
         kv = _TASK_STATES[id(ex)] = TaskState(
             open_kv(url, f"{spec.state_id}.{bolt.name}", task, bolt.parallelism), ex.state)
     return kv
+
+
+def task_state_lost(ex: BoltExecutor, e: BaseException) -> None:
+    """A stateful task's turn raised: if its database stopped answering, its connection
+    goes, and the micro-batch's next attempt (Spark runs the task again) waits for the
+    database before it starts."""
+    if unavailable(e):
+        kv = _TASK_STATES.pop(id(ex), None)
+        if kv is not None:
+            with contextlib.suppress(Exception):  # dead already
+                kv.store.close()
+
+
+def _wait_for(url: str, who: str, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Until the database at ``url`` answers (asked every 0.5 s to 2 s), said once."""
+    pause, said = 0.5, False
+    while not answers(url):
+        if not said:
+            log.error("%s: the state database does not answer; waiting for it", who)
+            said = True
+        sleep(pause)
+        pause = min(2 * pause, 2.0)
+    if said:
+        log.warning("%s: the state database answers again", who)
 
 
 _SUSPECTS: dict[str, Suspects] = {}

@@ -269,15 +269,19 @@ def _run_component(spec: TopologySpec, component: str, inputs: Mapping[int, list
             with watcher.executing(label, deadline):  # building the bolt runs its prepare
                 ex = resident.executor(spec, bolt, task, state_url)
             kv = resident.task_state(spec, bolt, ex, state_url, task)
-            with kv.turn() if kv is not None else contextlib.nullcontext():
-                if isolate:
-                    fresh = functools.partial(resident.new_executor, spec, bolt, task,
-                                              state_url)
-                    res = run_isolated(ex, fresh, inputs[task], deadline, SystemClock().now_ms,
-                                       suspects, hung)
-                else:
-                    with watcher.executing(label, deadline, verdict) as calls:
-                        res = ex.run(inputs[task], calls)
+            try:
+                with kv.turn() if kv is not None else contextlib.nullcontext():
+                    if isolate:
+                        fresh = functools.partial(resident.new_executor, spec, bolt, task,
+                                                  state_url)
+                        res = run_isolated(ex, fresh, inputs[task], deadline,
+                                           SystemClock().now_ms, suspects, hung)
+                    else:
+                        with watcher.executing(label, deadline, verdict) as calls:
+                            res = ex.run(inputs[task], calls)
+            except Exception as e:
+                resident.task_state_lost(ex, e)
+                raise
         for warning in res.warnings:
             log.warning("task %d: %s", task, warning)
         t1 = time.perf_counter()

@@ -1,6 +1,6 @@
-"""A persistent aggregate whose PostgreSQL goes down: the micro-batch waits for it, through
-the bolts job's real sink, and applies once it is back: nothing failed, lost or applied
-twice."""
+"""Bolts whose PostgreSQL goes down, through the bolts job's real sink: a persistent
+aggregate's micro-batch waits for it and applies once it is back; a stateful bolt's turn
+fails its Spark task and the next attempt waits. Nothing failed, lost or applied twice."""
 
 from __future__ import annotations
 
@@ -14,15 +14,18 @@ from typing import Any
 import pytest
 
 from services.bolts.tasks import run_chain
-from squall.backends import open_store
+from squall.backends import open_kv, open_store, unavailable
 from squall.backends.sql import StoreName
 from squall.core.reliability.ids import IdBatcher
+from squall.core.reliability.tuples import Tuple
+from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.topics import acker_topic
 from squall.core.trident.codec import MapKind
+from squall.core.wire.tuple_batch import TupleBatch, encode_tuples
 from squall.dev import postgres
 from squall.kafka import ensure_topics
 from squall.processes import free_port
-from tests.integration.helpers import clients, wait_for
+from tests.integration.helpers import clients, edge_ranges, wait_for
 from tests.integration.test_trident_bolts import FIELDS, ledger, rows
 
 pytestmark = pytest.mark.integration
@@ -67,3 +70,48 @@ def test_an_aggregate_waits_for_its_database_and_applies_once_it_is_back(
         assert {k[0]: v.curr for k, v in store.items()} == {"alice": 12, "bob": 5, "carol": 7}
     finally:
         store.close()
+
+
+def test_a_stateful_bolts_next_attempt_waits_for_its_database_and_counts_once(
+        bootstrap: str, database: postgres.Server, caplog: pytest.LogCaptureFixture) -> None:
+    """A turn whose database went away fails its Spark task (nothing of it written or
+    sent); the attempt Spark runs next waits until the database answers, then counts."""
+    name = f"kvo{uuid.uuid4().hex[:6]}"
+    b = TopologyBuilder()
+    b.set_spout("words", "words", 1, fields=["word"])
+    b.set_bolt("count", "examples.wordcount:WordCount", 1).shuffle_grouping("words")
+    spec = b.build(name, ackers=1)
+    ensure_topics(clients(bootstrap), {acker_topic(name): 1, f"squall.{name}.dlq": 1}, 30)
+    ids = IdBatcher(seed=9)
+
+    def words(ws: list[str]) -> Any:
+        tuples = [Tuple([w], ("word",), {int(a) | 1: int(a)})
+                  for w, a in zip(ws, ids.ids(len(ws)), strict=True)]
+        return edge_ranges(bootstrap, f"edge-{name}",
+                           [encode_tuples(TupleBatch.from_tuples(tuples, ("word",)))])
+
+    def count(rec: Any, batch: int) -> Any:
+        return run_chain(spec.to_json(), ("count",), bootstrap, rec, {"count": database.url},
+                         "", batch)[0]
+
+    assert count(words(["a", "b", "a"]), 0).executed == 3
+    later = words(["a", "c"])
+    database.stop()
+    with pytest.raises(Exception) as first:
+        count(later, 1)
+    assert unavailable(first.value), first.value
+    done: list[Any] = []
+    caplog.set_level(logging.ERROR, logger="squall.bolts")
+    again = threading.Thread(target=lambda: done.append(count(later, 1)), daemon=True)
+    again.start()
+    wait_for(lambda: any("waiting for it" in r.getMessage() for r in caplog.records), 60,
+             "the next attempt saying it waits for its database")
+    assert again.is_alive() and not done
+    database.start()
+    again.join(120)
+    assert not again.is_alive() and done[0].executed == 2
+    kv = open_kv(database.url, f"{name}.count", 0)
+    try:
+        assert kv.load()[1] == {"a": 3, "b": 1, "c": 1}
+    finally:
+        kv.close()

@@ -25,10 +25,12 @@ def checkpoints(workdir: Path) -> Path:
 
 def active_driver(workdir: Path) -> list[int]:
     """The Spark driver JVM of the bolts job that holds the lock of the topology's bolts
-    (not the warm standby's): the lock file names the job's process, the JVM is its child.
-    The demo's one bolts worker runs them all in one job: one lock."""
+    (not the warm standby's): the lock file, in the bolts worker's ``locks/``, names the
+    job's process, the JVM is its child. The demo's one bolts worker runs them all in one
+    job: one lock."""
     with contextlib.suppress(OSError, ValueError, IndexError):
-        (lock,) = checkpoints(workdir).glob("job.*.lock")
+        found = sorted((workdir / "worker-bolts" / "locks").glob(f"{NAME}-*"))
+        (lock,) = found[-1].glob("job.*.lock")
         job = int(lock.read_text().split()[0])
         return child_pids(job, KILLS[2][1])
     return []

@@ -21,7 +21,7 @@ def test_all_fails_every_host_and_each_partial_partition() -> None:
 
 def test_the_state_database_going_down_is_a_fault_of_no_host() -> None:
     assert parse_faults("pg-down,freeze:h2") == [("pg-down", ""), ("freeze", "h2")]
-    with pytest.raises(ValueError, match="pg-down alone"):
+    with pytest.raises(ValueError, match=r"\(pg-down, ro-checkpoints alone\)"):
         parse_faults("pg-down:h1")
 
 

@@ -30,6 +30,7 @@ class LeaseRenewal(threading.Thread):
         self.stop = threading.Event()
         self.lease = NONE
         self._failing = False
+        self._write = threading.Lock()  # the worker's loop renews too, on registering
 
     def run(self) -> None:
         while not self.stop.wait(self.every_s):
@@ -51,10 +52,11 @@ class LeaseRenewal(threading.Thread):
         self._failing = False
         if self.zk() is not zk:  # the session changed meanwhile: its answer says nothing
             return False
-        self.lease = self.lease.renewed(deadline(sent, self.timeout_ms))
-        try:
-            lease_file.write(self.path, self.lease)
-        except OSError as e:  # the tasks hold until a write succeeds
-            log.error("cannot write the tasks' lease %s: %s", self.path, e)
-            return False
+        with self._write:
+            self.lease = self.lease.renewed(deadline(sent, self.timeout_ms))
+            try:
+                lease_file.write(self.path, self.lease)
+            except OSError as e:  # the tasks hold until a write succeeds
+                log.error("cannot write the tasks' lease %s: %s", self.path, e)
+                return False
         return True

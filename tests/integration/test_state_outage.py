@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,23 @@ def database(tmp_path: Path) -> Iterator[postgres.Server]:
     server.remove()
 
 
+def _waits_for(database: postgres.Server, caplog: pytest.LogCaptureFixture,
+               run: Callable[[], Any], said: str) -> Any:
+    """``run()`` on a thread while ``database`` is down: it says ``said`` and does not end;
+    once the database is started again it ends; what it returned."""
+    done: list[Any] = []
+    caplog.set_level(logging.ERROR, logger="squall.bolts")
+    batch = threading.Thread(target=lambda: done.append(run()), daemon=True)
+    batch.start()
+    wait_for(lambda: any(said in r.getMessage() for r in caplog.records), 60,
+             f"the task saying {said!r}")
+    assert batch.is_alive() and not done, "the batch ended while its database was down"
+    database.start()
+    batch.join(120)
+    assert not batch.is_alive(), "the batch did not go on once its database was back"
+    return done[0]
+
+
 def test_an_aggregate_waits_for_its_database_and_applies_once_it_is_back(
         bootstrap: str, database: postgres.Server, caplog: pytest.LogCaptureFixture) -> None:
     name = f"out{uuid.uuid4().hex[:6]}"
@@ -53,17 +70,7 @@ def test_an_aggregate_waits_for_its_database_and_applies_once_it_is_back(
     assert persist(rows(bootstrap, FIELDS, [("alice", 10), ("bob", 5)], 0, ids), 1).executed == 2
     later = rows(bootstrap, FIELDS, [("alice", 2), ("carol", 7)], 2, ids)
     database.stop()
-    done: list[Any] = []
-    caplog.set_level(logging.ERROR, logger="squall.bolts")
-    batch = threading.Thread(target=lambda: done.append(persist(later, 2)), daemon=True)
-    batch.start()
-    wait_for(lambda: any("does not answer" in r.getMessage() for r in caplog.records), 60,
-             "the task saying it waits for its database")
-    assert batch.is_alive() and not done, "the batch ended while its database was down"
-    database.start()
-    batch.join(120)
-    assert not batch.is_alive(), "the batch did not go on once its database was back"
-    (rep,) = done
+    rep = _waits_for(database, caplog, lambda: persist(later, 2), "does not answer")
     assert (rep.executed, rep.acked, rep.failed) == (2, 2, 0)
     store = open_store(database.url, StoreName(f"{name}.balances", 0, MapKind.OPAQUE))
     try:
@@ -100,16 +107,7 @@ def test_a_stateful_bolts_next_attempt_waits_for_its_database_and_counts_once(
     with pytest.raises(Exception) as first:
         count(later, 1)
     assert unavailable(first.value), first.value
-    done: list[Any] = []
-    caplog.set_level(logging.ERROR, logger="squall.bolts")
-    again = threading.Thread(target=lambda: done.append(count(later, 1)), daemon=True)
-    again.start()
-    wait_for(lambda: any("waiting for it" in r.getMessage() for r in caplog.records), 60,
-             "the next attempt saying it waits for its database")
-    assert again.is_alive() and not done
-    database.start()
-    again.join(120)
-    assert not again.is_alive() and done[0].executed == 2
+    assert _waits_for(database, caplog, lambda: count(later, 1), "waiting for it").executed == 2
     kv = open_kv(database.url, f"{name}.count", 0)
     try:
         assert kv.load()[1] == {"a": 3, "b": 1, "c": 1}

@@ -51,6 +51,10 @@ class StackError(SquallError):
     """The embedded development stack could not start or stop."""
 
 
+class PortTaken(StackError):
+    """A child exited at start-up because another process bound its port first."""
+
+
 class NotFoundError(SquallError):
     """A topology, component or worker that does not exist."""
 

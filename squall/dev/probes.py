@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from squall.core.errors import StackError
+from squall.core.errors import PortTaken, StackError
 from squall.core.topology.topics import HEALTH_PARTITIONS, HEALTH_TOPIC
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients, quiet_logger
@@ -53,10 +53,19 @@ def check_port_free(port: int, what: str) -> None:
         try:
             s.bind((HOST, port))
         except OSError:
-            raise StackError(
+            raise PortTaken(
                 f"{what} port {port} on {HOST} is taken by another process; choose another "
                 "(or 0 for a free one)"
             ) from None
+
+
+def port_clash(log: Path) -> bool:
+    """Whether a child's log says it could not bind its port (the words of the JVM and of
+    PostgreSQL alike): another process took the port between its choice and the bind."""
+    try:
+        return "Address already in use" in log.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def tail(path: Path | str, lines: int = 20) -> str:
@@ -73,9 +82,8 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
     last: Exception | None = None
     while time.monotonic() < deadline:
         if alive is not None and not alive():
-            raise StackError(
-                f"{what} exited during start-up. Last lines of {log}:\n{tail(log or '')}"
-            )
+            error = PortTaken if log is not None and port_clash(log) else StackError
+            raise error(f"{what} exited during start-up. Last lines of {log}:\n{tail(log or '')}")
         try:
             if check():
                 return

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from squall.core.errors import StackError
+from squall.core.errors import PortTaken, StackError
 from squall.dev import broker, postgres, zookeeper
 from squall.dev.probes import (
     check_port_free,
@@ -38,6 +38,7 @@ from squall.kafka_clients import KafkaClients
 from squall.processes import HOST, die_with_parent, free_port, pid_alive, stop_pid
 
 STATE_FILE = "stack.json"
+PORT_ATTEMPTS = 3  # starts with freshly chosen ports, when one was taken meanwhile
 
 
 def node_name(node_id: int, nodes: int) -> str:
@@ -123,6 +124,20 @@ class EmbeddedStack:
                                  "(squall dev status / squall dev down)")
         if not 1 <= s.brokers <= 9:
             raise StackError(f"brokers={s.brokers}: Apache Kafka runs 1 to 9 nodes here")
+        # A port chosen free can be bound by another process before the child binds it;
+        # a port the user named is theirs to fix, so only chosen ones are chosen again.
+        chosen = not (s.kafka_port or s.zk_port or s.postgres_port)
+        attempt = 1
+        while True:
+            try:
+                return self._start_once()
+            except PortTaken:
+                if not chosen or attempt == PORT_ATTEMPTS:
+                    raise
+                attempt += 1
+
+    def _start_once(self) -> StackInfo:
+        s = self.settings
         java, jars = find_java(s.java), pyspark_jars()
         kports = [s.kafka_port or free_port()] + [free_port() for _ in range(s.brokers - 1)]
         zport = s.zk_port or free_port()

@@ -148,6 +148,25 @@ def test_a_process_dying_at_start_shows_its_log_and_stops_the_rest(tmp_path: Pat
     assert out.stdout.strip() == "", f"orphans: {out.stdout}"
 
 
+def test_a_port_taken_before_its_bind_is_chosen_again(tmp_path: Path) -> None:
+    # A java whose first ZooKeeper loses its port to another process, as when a parallel
+    # test binds the port between its choice and the bind.
+    fake, tries = tmp_path / "java", tmp_path / "zookeeper-starts"
+    fake.write_text(
+        "#!/bin/sh\ncase \"$*\" in *QuorumPeerMain*)\n"
+        f"  echo start >> {tries}\n"
+        f"  if [ $(wc -l < {tries}) -eq 1 ]; then\n"
+        "    echo 'java.net.BindException: Address already in use' >&2; exit 1\n"
+        "  fi;;\nesac\n"
+        f"exec {find_java()} \"$@\"\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    with EmbeddedStack(StackSettings(home=tmp_path / "dev", java=str(fake),
+                                     start_timeout_s=120)) as info:
+        assert zookeeper_session(info.zookeeper)
+    assert tries.read_text().count("start") == 2
+
+
 def test_a_broker_that_cannot_format_its_storage_says_why(tmp_path: Path) -> None:
     fake = tmp_path / "java"
     fake.write_text("#!/bin/sh\necho 'Error: Invalid maximum heap size' >&2\nexit 1\n")

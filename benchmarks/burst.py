@@ -10,8 +10,12 @@ setting of the bolts job's trigger interval and linger (``squall bolts --trigger
   (``--bursts`` of them, idle ``--gap-s`` between), and its rate.
 
 The first setting is the baseline: the workers' old default (200 ms, no linger).
-Last line: one JSON object, per setting ``idle_cpu_pct``, ``burst_s`` (each burst, in
-order), ``burst_s_median``, ``sentences_per_s`` (of the median).
+``--fetch-waits 100,20`` measures instead the spout's and acker's fetch wait
+(``--fetch-wait-max-ms``) at the bolts job's defaults, the first value the baseline, the
+values alternated ``--rounds`` times. Last line: one JSON object, per setting
+``idle_cpu_pct``, ``burst_s`` (each burst, in order), ``burst_s_median``,
+``sentences_per_s`` (of the median); per fetch wait ``burst_s``, ``burst_s_median`` and
+``round_medians_s``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 from confluent_kafka import Consumer
 
@@ -37,10 +42,10 @@ SETTINGS = (("trigger_200_no_linger", ("--trigger-ms", "200", "--linger-ms", "0"
             ("trigger_20_linger", ("--trigger-ms", "20")))
 
 
-def measure(b: str, tmp: Path, flags: tuple[str, ...], a: argparse.Namespace
-            ) -> dict[str, object]:
+def measure(b: str, tmp: Path, flags: tuple[str, ...], a: argparse.Namespace,
+            service_flags: tuple[str, ...] = ()) -> dict[str, object]:
     tmp.mkdir(parents=True, exist_ok=True)
-    pipe = launch(b, tmp, bolt_flags=flags)
+    pipe = launch(b, tmp, bolt_flags=flags, service_flags=service_flags)
     watch = Consumer({"bootstrap.servers": b, "group.id": f"squall.{pipe.name}.sentences",
                       "enable.auto.commit": False})
     try:
@@ -82,15 +87,37 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5_000)
     ap.add_argument("--idle-s", type=float, default=20.0, help="idle CPU measured this long")
     ap.add_argument("--gap-s", type=float, default=3.0, help="idle between bursts")
+    ap.add_argument("--fetch-waits", default="",
+                    help="spout and acker fetch waits (ms, comma-separated) to compare")
+    ap.add_argument("--rounds", type=int, default=2, help="with --fetch-waits")
     a = ap.parse_args()
     out: dict[str, object] = {"burst": a.burst}
     with tempfile.TemporaryDirectory() as tmpdir, \
             EmbeddedStack(StackSettings(home=Path(tmpdir) / "stack")) as info:
-        for name, flags in SETTINGS:
-            say(f"{name}: {' '.join(flags)}")
-            out[name] = measure(info.bootstrap_servers, Path(tmpdir) / name, flags, a)
-            say(f"{name}: {json.dumps(out[name])}")
+        if a.fetch_waits:
+            out.update(fetch_waits(info.bootstrap_servers, Path(tmpdir), a))
+        else:
+            for name, flags in SETTINGS:
+                say(f"{name}: {' '.join(flags)}")
+                out[name] = measure(info.bootstrap_servers, Path(tmpdir) / name, flags, a)
+                say(f"{name}: {json.dumps(out[name])}")
     print(json.dumps(out))
+
+
+def fetch_waits(b: str, tmp: Path, a: argparse.Namespace) -> dict[str, object]:
+    """Per wait: every round's bursts, their median, and the spread of the rounds' medians."""
+    waits = [int(w) for w in a.fetch_waits.split(",")]
+    bursts: dict[int, list[float]] = {w: [] for w in waits}
+    medians: dict[int, list[float]] = {w: [] for w in waits}
+    for r in range(a.rounds):
+        for w in waits:
+            say(f"round {r}: fetch wait {w} ms")
+            got = measure(b, tmp / f"wait{w}-{r}", (), a, ("--fetch-wait-max-ms", str(w)))
+            bursts[w] += cast(list[float], got["burst_s"])
+            medians[w].append(cast(float, got["burst_s_median"]))
+    return {f"fetch_wait_{w}ms": {"burst_s": bursts[w],
+                                  "burst_s_median": round(statistics.median(bursts[w]), 3),
+                                  "round_medians_s": medians[w]} for w in waits}
 
 
 if __name__ == "__main__":

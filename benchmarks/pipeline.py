@@ -113,10 +113,12 @@ class Pipeline:
 
 def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
            exact: bool = False, pending: int = 50_000, bolt_flags: Sequence[str] = (),
-           build: Callable[[str, str], TopologySpec] | None = None) -> Pipeline:
+           build: Callable[[str, str], TopologySpec] | None = None,
+           service_flags: Sequence[str] = ()) -> Pipeline:
     """Start the vectorized word count's acker, bolts job (Spark ``local[2]``) and spout;
     ``bolt_flags``: more flags of the bolts job; ``build``: another topology of a spout
-    named ``sentences``, from its name and source topic."""
+    named ``sentences``, from its name and source topic; ``service_flags``: more flags of
+    the spout and the acker."""
     name = f"wc{uuid.uuid4().hex[:6]}"
     src = f"sentences-{name}"
     spec = build(name, src) if build is not None else \
@@ -134,7 +136,7 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
 
     start("acker", ["services.acker", "--topology", name, "--tasks", "0,1", "--num-ackers", "2",
                     "--bootstrap-servers", b, "--message-timeout-s", "60",
-                    "--metrics-port", str(acker_port)])
+                    "--metrics-port", str(acker_port), *service_flags])
     start("bolts", ["services.bolts", "--topology-file", str(tmp / f"{name}.json"),
                     "--bootstrap-servers", b, "--checkpoint-dir", str(tmp / "ckpt"),
                     "--master", "local[2]", "--trigger-ms", str(trigger_ms),
@@ -146,5 +148,5 @@ def launch(b: str, tmp: Path, max_rows: int = 2_000, trigger_ms: int = 50,
                     "--topics", src, "--tasks", "0", "--num-tasks", "1", "--num-ackers", "2",
                     *edges, "--bootstrap-servers", b, "--metrics-port", str(port),
                     "--message-timeout-s", "60", "--max-spout-pending", str(pending),
-                    "--commit-interval-s", "0.25"])
+                    "--commit-interval-s", "0.25", *service_flags])
     return Pipeline(name, src, procs, port, bolts_port, acker_port)

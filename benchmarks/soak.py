@@ -9,7 +9,11 @@ median of the samples in the first ``--window-s`` after ``--settle-s`` (caches a
 heap warmed) with the median of those in the last ``--window-s``: a leak raises the
 second, a lag peak at one sample does not (a process's memory follows its in-flight work:
 the acker's pending trees, say). The single samples are printed too (``*_point``: the one
-at ``--settle-s`` and the one when the feed stopped). At the end, the feed stops and every
+at ``--settle-s`` and the one when the feed stopped). Each process is followed on its own
+too: a tree's sum moves with the number of Python workers Spark keeps, so the growth of
+every process that lived through both windows is given (``process_rss_mb``: per
+``tag/role/pid``, its start and end medians and growth), and the count of Python workers
+with each sample. At the end, the feed stops and every
 sentence must be committed; the lag when it stopped says whether a queue grew.
 
 The broker's share of a core since the last sample is printed with each sample
@@ -19,16 +23,17 @@ every stall over 5 s in ``stalls``: when it began and how long it lasted). The s
 failed trees (``failed``, timeouts included) and dead letters (``dead_lettered``) are
 counted at the end.
 
-Targets: RSS growth at most 5 % per process tree, no unbounded queue, no commit stall over
+Targets: RSS growth at most 5 % per process, no unbounded queue, no commit stall over
 15 s, nothing failed or dead-lettered.
 
 Last line: one JSON object: ``{"minutes", "rate", "rss_mb_start": {...}, "rss_mb_end":
 {...}, "rss_growth": {...}, "max_rss_growth", "rss_mb_start_point", "rss_mb_end_point",
-"rss_growth_points", "lag_at_stop", "lag_bound", "committed", "replayed", "timed_out",
-"failed", "dead_lettered", "longest_commit_stall_s", "stalls", "samples": [{"t", "lag",
-"broker_cpu", <RSS per process>}, ...]}``: a lag that grew with no
-trees timed out or replayed was a slow pipeline; with them, trees that were lost on the way
-and waited out their timeout.
+"rss_growth_points", "process_rss_mb", "max_process_rss_growth", "lag_at_stop",
+"lag_bound", "committed", "replayed", "timed_out", "failed", "dead_lettered",
+"longest_commit_stall_s", "stalls", "samples": [{"t", "lag", "broker_cpu", <RSS per
+process tree>, "python_workers"}, ...]}``: a lag that grew with no trees timed out or
+replayed was a slow pipeline; with them, trees that were lost on the way and waited out
+their timeout.
 """
 
 from __future__ import annotations
@@ -57,11 +62,37 @@ from benchmarks.pipeline import (
     say,
     wait_committed,
 )
+from squall import process_tree
 from squall.dev.stack import EmbeddedStack, StackSettings
 
 
 def sample(pipe: Pipeline) -> dict[str, float]:
     return {tag: round(tree_rss_mb(p.pid), 1) for tag, p in pipe.procs.items()}
+
+
+def members(pipe: Pipeline) -> dict[str, float]:
+    """Each process of the word count on its own, keyed ``tag/role/pid`` (the bolts job's
+    role: its driver, Spark's JVM, a Python worker), its RSS in MiB."""
+    procs = process_tree.snapshot()
+    return {f"{tag}/{p.role if tag == 'bolts' else tag}/{p.pid}": round(p.rss_bytes / 2**20, 1)
+            for tag, top in pipe.procs.items() for p in process_tree.tree(top.pid, procs)}
+
+
+def lived_growth(samples: list[tuple[float, dict[str, float]]], start: tuple[float, float],
+                 end: tuple[float, float]) -> dict[str, list[float]]:
+    """Per process seen in every sample of both windows: its median RSS in the first, in
+    the second, and the growth between them. A process that came or went in between (a
+    Python worker Spark started or retired) is no one process's growth."""
+    first = [m for t, m in samples if start[0] <= t < start[1]]
+    last = [m for t, m in samples if end[0] <= t < end[1]]
+    if not first or not last:
+        return {}
+    keys = set.intersection(*(set(m) for m in first + last))
+    out: dict[str, list[float]] = {}
+    for k in sorted(keys):
+        a, b = statistics.median(m[k] for m in first), statistics.median(m[k] for m in last)
+        out[k] = [round(a, 1), round(b, 1), round(b / a - 1, 3) if a else 0.0]
+    return out
 
 
 class CommitWatch(threading.Thread):
@@ -184,6 +215,7 @@ def main() -> int:
             feed.start()
             commits.start()
             samples: list[tuple[float, int, dict[str, float]]] = []
+            each: list[tuple[float, dict[str, float]]] = []
             broker = next(p.pid for p in info.processes if p.name == "kafka")
             cpu_at = (time.monotonic(), tree_cpu(broker))
             broker_cpu: list[float] = []  # the broker's share of a core since the last sample
@@ -194,6 +226,7 @@ def main() -> int:
                     raise RuntimeError("a process of the word count exited")
                 lag_now = max(0, done + feed.sent - committed(watch, pipe.source))
                 samples.append((elapsed, lag_now, sample(pipe)))
+                each.append((elapsed, members(pipe)))
                 now_cpu = (time.monotonic(), tree_cpu(broker))
                 broker_cpu.append(round((now_cpu[1] - cpu_at[1]) / (now_cpu[0] - cpu_at[0]), 2))
                 cpu_at = now_cpu
@@ -226,18 +259,23 @@ def main() -> int:
     start = window_median(samples, a.settle_s, a.settle_s + window) or start_point
     median_end = window_median(samples, last_t - window, last_t + 1) or end
     growth = _growth(start, median_end)
+    lived = lived_growth(each, (a.settle_s, a.settle_s + window), (last_t - window, last_t + 1))
     print(json.dumps({
         "minutes": a.minutes, "rate": round(rate), "partitions": PARTS,
         "rss_mb_start": start, "rss_mb_end": median_end, "rss_growth": growth,
         "max_rss_growth": max(g for g in growth.values() if g is not None),
         "window_s": round(window), "rss_mb_start_point": start_point, "rss_mb_end_point": end,
         "rss_growth_points": _growth(start_point, end),
+        "process_rss_mb": lived,
+        "max_process_rss_growth": max((g for _, _, g in lived.values()), default=None),
         "lag_at_stop": lag, "lag_bound": round(rate * 10), "committed": total,
         "replayed": round(spout["replayed"]), "timed_out": round(timeouts["timed_out"]),
         "failed": round(spout["failed"]), "dead_lettered": round(spout["dead_lettered"]),
         "longest_commit_stall_s": round(commits.longest_s, 1), "stalls": commits.stalls,
-        "samples": [{"t": round(t), "lag": lag_t, "broker_cpu": c, **s}
-                    for (t, lag_t, s), c in zip(samples, broker_cpu, strict=True)]}))
+        "samples": [{"t": round(t), "lag": lag_t, "broker_cpu": c, **s,
+                     "python_workers": sum("/python_worker/" in k for k in m)}
+                    for (t, lag_t, s), c, (_, m) in zip(samples, broker_cpu, each,
+                                                        strict=True)]}))
     return 0
 
 

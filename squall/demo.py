@@ -28,7 +28,7 @@ from squall.core.errors import ApiError
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.model import TopologySpec
 from squall.demo_cluster import await_until, cluster, say
-from squall.kafka import FETCH_WAIT_MS, ensure_topics, produce
+from squall.kafka import ensure_topics, produce
 from squall.kafka_clients import KafkaClients, quiet_logger
 
 # Storm's RandomSentenceSpout sentences.
@@ -76,34 +76,6 @@ def demo_topology(bootstrap: str, split: str = "examples.wordcount:SplitSentence
                ).global_grouping("count")
     return b.build(NAME, ackers=ackers, message_timeout_s=message_timeout_s,
                    max_spout_pending=20_000, bolt_deadline_s=bolt_deadline_s)
-
-
-#: The fetch waits of a bounded burst's spout and acker (``--sentences`` without ``--rate``;
-#: Kafka's ``fetch.wait.max.ms``). The embedded broker answers a fetch that waits at its
-#: first look, at half its wait or at its end, never when records come: idle before the
-#: burst, the spout's source fetch and the acker's each held the burst back by up to the
-#: services' 100 ms. That default must outlast the broker's
-#: look at a partition, which grows with every batch the partition ever held (an open-ended
-#: run's partitions grow for as long as it runs: squall/kafka.py, FETCH_WAIT_MS). A burst's
-#: stay small: its feed is batched (the producer's linger), its acker and edge messages are
-#: one per poll or micro-batch, so the broker's look at any of them stays a few
-#: milliseconds; a 20 ms wait is looked at at 0, 10 and 20 ms.
-BURST_FETCH_WAIT_MS = 20
-
-
-def fetch_wait_ms(s: DemoSettings) -> int:
-    """The spout's and acker's fetch wait: a bounded burst's, else the services' own."""
-    return FETCH_WAIT_MS if s.sentences is None or s.rate else BURST_FETCH_WAIT_MS
-
-
-def worker_env(s: DemoSettings) -> dict[str, str]:
-    """What the demo's workers pass on to their spout and acker processes: a bounded
-    burst's shorter fetch waits; nothing for a paced or open-ended run."""
-    wait = fetch_wait_ms(s)
-    if wait == FETCH_WAIT_MS:
-        return {}
-    return {"SQUALL_SPOUT_FETCH_WAIT_MAX_MS": str(wait),
-            "SQUALL_ACKER_FETCH_WAIT_MAX_MS": str(wait)}
 
 
 def shown_stats(storm: dict[str, Any]) -> dict[str, Any]:
@@ -246,7 +218,7 @@ def run_demo(s: DemoSettings) -> int:
     rng = random.Random(7)
     # No warm standby of the bolts job: nothing kills the demo's driver, and a second
     # Spark warming up beside the first takes half of a small machine.
-    with cluster(s.workdir, stop, standby=False, env=worker_env(s)) as cl:
+    with cluster(s.workdir, stop, standby=False) as cl:
         info, client = cl.info, cl.client
         kafka = info.clients()
         ensure_topics(kafka, {SOURCE: SOURCE_PARTITIONS}, 30)
@@ -350,8 +322,6 @@ def run_demo(s: DemoSettings) -> int:
                 "warmup_sentences": warm, "warmup_s": round(warmup_s, 2),
                 "unfinished_at_stop": max(0, fed - done) if s.sentences is None else 0,
                 "seconds": round(elapsed, 2),
-                # The spout's and acker's fetch waits (a burst's own, or the services').
-                "fetch_wait_max_ms": fetch_wait_ms(s),
                 "bolt_queries_running_s": round(running_at - t_wait, 2),
                 "bolt_queries_after_workers_s": round(running_at - cl.workers_started, 2),
                 "sentences_per_s": round(done / elapsed, 1) if elapsed else 0.0,

@@ -64,10 +64,12 @@ class Lease:
 
     @classmethod
     def decode(cls, raw: bytes) -> Lease:
-        text = raw.decode("ascii", "replace").strip()
-        if not (text.isascii() and text.isdigit()):
+        # Exactly what encode writes: digits, then a newline (or not, if cut short).
+        digits = raw.removesuffix(b"\n")
+        if not (digits and all(48 <= c <= 57 for c in digits)):
+            text = raw.decode("ascii", "replace")
             raise ConfigError(f"lease {text[:40]!r}: a deadline in nanoseconds is needed")
-        return cls(int(text))
+        return cls(int(digits))
 
 
 #: What a check knows before it first read the lease.

@@ -172,7 +172,7 @@ def cmd_operate(args: argparse.Namespace) -> int:
     par: dict[str, int] = {}
     for item in getattr(args, "parallelism", None) or []:
         name, _, n = item.partition("=")
-        if not n.isdigit():
+        if not (n.isascii() and n.isdigit()):
             raise SquallError(f"-p expects component=N, got {item!r}")
         par[name] = int(n)
     out = c.operate(args.id, args.command, getattr(args, "wait", None), par,

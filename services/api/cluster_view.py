@@ -142,7 +142,7 @@ class ClusterView:
     def leader_url(self) -> str | None:
         """The first contender by sequence (kazoo's Election), as ``contenders()`` says."""
         first = next(iter(self.contenders()), None)
-        return None if first is None else first.url
+        return None if first is None else first.url or None
 
     def contenders(self) -> list[Contender]:
         """The API replicas, the leader first (by election sequence)."""

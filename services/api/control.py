@@ -69,8 +69,8 @@ class Contender:
 
     @classmethod
     def parse(cls, identity: str) -> Contender:
-        url, *rest = identity.split()
-        started = int(rest[0]) if rest and rest[0].isdigit() else None
+        url, *rest = identity.split() or [""]  # an empty node names no one
+        started = int(rest[0]) if rest and rest[0].isascii() and rest[0].isdigit() else None
         return cls(url, started, rest[1] if len(rest) > 1 else None)
 
 class Control:
@@ -150,7 +150,7 @@ class Control:
             contenders = self.zk.Election(ELECTION).contenders()
         except Exception:
             return None
-        return Contender.parse(str(contenders[0])).url if contenders else None
+        return (Contender.parse(str(contenders[0])).url or None) if contenders else None
 
     def require_writable(self) -> None:
         if self.state != "CONNECTED":

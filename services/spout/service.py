@@ -95,7 +95,7 @@ class SpoutService:
         return {"/messages/": json_route(self.queries, self._where)}
 
     def _where(self, parts: list[str]) -> dict[str, Any] | None:
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts[1:]):
             raise ValueError("ask /messages/<topic>/<partition>/<offset>")
         got = self._route.get((parts[0], int(parts[1])))
         if got is None:

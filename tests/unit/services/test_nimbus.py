@@ -20,6 +20,13 @@ def test_an_older_replicas_bare_url_reads_with_the_rest_unknown() -> None:
     assert Contender.parse("http://h:8080") == Contender("http://h:8080", None, None)
 
 
+@given(st.text(max_size=40))
+def test_any_election_node_reads_without_raising(identity: str) -> None:
+    # What another process wrote there is not trusted to be an identity.
+    c = Contender.parse(identity)
+    assert c.url == (identity.split() or [""])[0]
+
+
 def test_uptime_strings_leave_out_leading_zero_units() -> None:
     assert [pretty_uptime(s) for s in (0, 59, 61, 3600, 90061)] == [
         "0s", "59s", "1m 1s", "1h 0m 0s", "1d 1h 1m 1s"]

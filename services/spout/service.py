@@ -19,6 +19,7 @@ from typing import Any
 
 from services.loop_queries import Handler, LoopQueries, json_route
 from services.spout import kept, startup
+from services.spout.dead_letters import DeadLetters
 from services.spout.listener import SpoutListener
 from services.spout.results_scan import scan_results
 from services.spout.settings import SpoutSettings
@@ -26,7 +27,6 @@ from squall import lease
 from squall.core.control.kafka_acls import Operation
 from squall.core.errors import WireFormatError
 from squall.core.reliability.clock import Clock
-from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.ids import new_salt
 from squall.core.reliability.progress import AckerClocks
 from squall.core.reliability.records import Outcome
@@ -41,7 +41,6 @@ from squall.core.wire.internal import (
     decode_results,
     decode_salt_marker,
     encode_acker_messages,
-    encode_letter_marker,
     encode_salt_marker,
     results_clock,
 )
@@ -79,7 +78,8 @@ class SpoutService:
         self.io: dict[int, TaskIO] = {}
         self._route: dict[TP, tuple[SpoutTask, int]] = {}
         self._paused: dict[tuple[int, int], float] = {}
-        self._letters_to_retry: list[tuple[SpoutTask, Undeliverable]] = []
+        self.letters = DeadLetters(self.dlq, self.results, settings.component, listener,
+                                   self.clock)
         self._acker_clocks: dict[int, AckerClocks] = {}  # by spout task
         self._reasons = FailReasons()
         # The last commit failed: the next waits for the interval, not for a step.
@@ -232,9 +232,7 @@ class SpoutService:
             clock = self._acker_clock(io.task)
             if clock is not None:
                 self._settled(io.task, io.task.expire(now, clock))
-        for task, letter in self._letters_to_retry:
-            self._dead_letter(task, letter)
-        self._letters_to_retry = []
+        self.letters.retry(self.producer)
         if emit:
             self._backpressure(consumer, now)
         self.producer.poll(0)
@@ -334,32 +332,8 @@ class SpoutService:
             self._dead_letter(task, letter)
 
     def _dead_letter(self, task: SpoutTask, letter: Undeliverable) -> None:
-        t, p = self.io[task.cfg.task].sources[letter.source]
-        value, key, read_headers = kept.parts(letter.payload)  # as it was read
-        meta = DeadLetterHeaders(letter.reason, t, p, letter.offset, letter.attempts,
-                                 self.s.component)
-        headers = read_headers + meta.headers()
-        log.warning("dead-lettering %s[%d]@%d: %s", t, p, letter.offset, letter.reason)
-        self.listener.dead_lettering(task.cfg.task, f"{t}[{p}]@{letter.offset}", letter.reason,
-                                     self.clock.now_ms())
-
-        def marked(err: Any, marker: Any) -> None:
-            # Noted in the results partition: a restart will not dead-letter it again.
-            task.dead_lettered(letter, marker.offset() if err is None else None)
-
-        def delivered(err: Any, _msg: Any) -> None:
-            if err is None:
-                self.listener.dead_lettered()
-                produce(self.producer, self.results,
-                        encode_letter_marker(t, p, letter.offset, self.clock.now_ms()),
-                        partition=task.cfg.task, on_delivery=marked)
-            else:
-                check_refused(err, Operation.WRITE, self.dlq, "writing a dead letter")
-                log.error("dead letter for %s[%d]@%d not delivered (%s); retrying", t, p,
-                          letter.offset, err)
-                self._letters_to_retry.append((task, letter))
-
-        produce(self.producer, self.dlq, value, key=key, headers=headers, on_delivery=delivered)
+        self.letters.write(self.producer, task, self.io[task.cfg.task].sources[letter.source],
+                           letter)
 
     def _backpressure(self, consumer: Any, now: int) -> None:
         from confluent_kafka import KafkaException, TopicPartition

@@ -45,8 +45,10 @@ WORKER_HOSTS = ("h1", "h2", "h3")
 #: The hosts of the Spark master (the first leads at the start) and of the API replicas.
 MASTER_HOSTS = API_HOSTS = ("h1", "h2")
 #: How long a worker that reaches ZooKeeper but gets no write acknowledged by Kafka keeps
-#: its tasks (services/worker/kafka_watch.py): the least the worker takes.
-KAFKA_FENCE_AFTER_S = 10
+#: its tasks (services/worker/kafka_watch.py), as the Kubernetes manifests give it: a
+#: broker's death (h1's, and the active controller's with it) holds writes for longer than
+#: the least the worker takes.
+KAFKA_FENCE_AFTER_S = 20
 #: Each Spark worker's cores (with 1 GB each): with a host lost, the other two still hold
 #: every bolts job's ``spark.cores.max`` (the word count's jobs take 2 each), or a job
 #: moved off the lost host waits for executors until it returns.
@@ -194,7 +196,10 @@ def _kafka(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]]) -
             h, broker.server_argv(java, libs, configs[h.name], KAFKA_HEAP_MB),
             h.disk / "logs" / "kafka.log")
     bootstrap = ",".join(n.listener for n in nodes)
-    wait_until(lambda: kafka_round_trip(KafkaClients(bootstrap)), 120,
+    # Every broker registered before any client: a topic made meanwhile would be refused
+    # (fewer brokers than default.replication.factor).
+    wait_until(lambda: len(KafkaClients(bootstrap).metadata(5).brokers) == len(nodes)
+               and kafka_round_trip(KafkaClients(bootstrap)), 120,
                f"Kafka on {bootstrap}",
                lambda: all(procs[h.name]["kafka"].poll() is None for h in hosts.hosts),
                hosts.hosts[0].disk / "logs" / "kafka.log")

@@ -81,8 +81,15 @@ FETCH_WAIT_MS = 100
 def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
                   timeout_s: float = 10.0, quiet: bool = False) -> None:
     """Create those of ``{topic: partitions}`` that do not exist, with the replication factor
-    and configs of the user's properties (default ``min(3, brokers)`` replicas). Topics that
-    exist are used as they are and need no Create ACL."""
+    and configs of the user's properties (default: the brokers' ``default.replication.factor``
+    and ``min.insync.replicas``, as Kafka Streams does). Topics that exist are used as they
+    are and need no Create ACL.
+
+    Not a count of the brokers the metadata shows: a cluster still starting, or with a
+    broker down, would get topics with fewer replicas for good. Kafka places replicas on
+    every registered broker, a stopped one too (it catches up once back), and refuses a
+    creation only while fewer are registered (INVALID_REPLICATION_FACTOR); the error names
+    the topic."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
@@ -96,12 +103,12 @@ def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
         return
     admin = clients.admin(conf)
     replication = clients.properties.replication_factor
-    if replication is None:
-        replication = max(1, min(3, len(md.brokers)))
-    configs = clients.properties.topic_config(replication)
+    configs = clients.properties.topic_config()
     futures = admin.create_topics(
-        [NewTopic(t, n, replication, config=configs) for t, n in missing.items()],
+        [NewTopic(t, n, -1 if replication is None else replication, config=configs)
+         for t, n in missing.items()],
         operation_timeout=timeout_s, request_timeout=timeout_s)
+    rf = "-1 (the brokers' default.replication.factor)" if replication is None else replication
     for topic, fut in futures.items():
         try:
             fut.result(timeout=timeout_s)
@@ -115,15 +122,21 @@ def ensure_topics(clients: KafkaClients, topics: Mapping[str, int],
                 raise denied from None
             raise KafkaUnavailable(
                 f"could not create topic {topic!r} on {clients.bootstrap} (replication.factor="
-                f"{replication}, {', '.join(f'topic.{k}={v}' for k, v in configs.items())}): "
-                f"{e}") from e
-    _await_visible(clients, missing, timeout_s)
+                f"{rf}{''.join(f', topic.{k}={v}' for k, v in configs.items())}): {e}") from e
+    shown = _await_visible(clients, missing, timeout_s)
+    thin = sorted(t for t in missing
+                  if any(len(p.replicas) < 2 for p in shown.topics[t].partitions.values()))
+    if replication is None and thin and len(shown.brokers) > 1:
+        log.warning("created %s with a single replica on a cluster of %d brokers (their "
+                    "default.replication.factor): a broker's loss loses what it holds; set "
+                    "default.replication.factor on the brokers, or replication.factor in "
+                    "Squall's Kafka properties (docs/kafka.md)", thin, len(shown.brokers))
 
 
-def _await_visible(clients: KafkaClients, topics: Mapping[str, int], timeout_s: float) -> None:
+def _await_visible(clients: KafkaClients, topics: Mapping[str, int], timeout_s: float) -> Any:
     """Wait until the brokers' metadata shows every partition of ``topics`` with a leader:
     a topic's creation is confirmed by the controller before the brokers know of it, and
-    a client that asks at once sees no partitions."""
+    a client that asks at once sees no partitions. The metadata that shows them."""
     deadline = time.monotonic() + timeout_s
     while True:
         md = clients.metadata(timeout_s)
@@ -131,7 +144,7 @@ def _await_visible(clients: KafkaClients, topics: Mapping[str, int], timeout_s: 
                  if t not in md.topics or md.topics[t].error is not None
                  or sum(p.leader >= 0 for p in md.topics[t].partitions.values()) < n}
         if not short:
-            return
+            return md
         if time.monotonic() >= deadline:
             raise KafkaUnavailable(
                 f"topics {sorted(short)} created on {clients.bootstrap} but not shown with "

@@ -7,9 +7,13 @@ topic with ``acks=all``; it is reachable while at least one is acknowledged with
 ``timeout_s``. A metadata request would not do: a broker cut off from the others still
 answers it, from what it last knew, and so would the host's own broker. An acknowledged
 write needs a partition leader that the controllers still count and ``min.insync.replicas``
-replicas, which is what the worker's tasks need too. A write to any partition is enough, so
-a broker that died (its partitions leaderless until the controller moves them, 9 s by
-Kafka's ``broker.session.timeout.ms``) does not look like a lost cluster.
+replicas, which is what the worker's tasks need too. A write to any partition is enough.
+
+A broker's death stops every write for a while: its partitions have no leader, and those it
+follows wait for it (``acks=all`` waits for the whole ISR) until the controller fences it,
+Kafka's ``broker.session.timeout.ms`` (9 s) after its last heartbeat, and after a new
+controller's election if it was the active one. The worker's grace outlasts that (15 s at
+least), or one broker's death would make every worker leave the cluster.
 
 A broker that refuses the write (no ACL on the health topic, docs/kafka.md) answered: that
 counts as reachable, and the refusal is logged once."""

@@ -53,11 +53,12 @@ class WorkerSettings(BaseSettings):
         "the tasks run on while ZooKeeper is away, as suits a single ZooKeeper server)"))
     # services/worker/kafka_watch.py: a worker that reaches ZooKeeper but no broker gives
     # its tasks up, for workers that still reach Kafka to run them.
-    kafka_fence_after_s: float | None = Field(None, ge=10, le=600, description=(
+    kafka_fence_after_s: float | None = Field(None, ge=15, le=600, description=(
         "unable to get a write acknowledged by Kafka this long, stop every task process and "
-        "leave the cluster until Kafka acknowledges one again (10 s at least: a lost broker "
-        "leaves its partitions unwritable for Kafka's broker.session.timeout.ms, 9 s; "
-        "default: the tasks wait for Kafka, as suits a single broker)"))
+        "leave the cluster until Kafka acknowledges one again (15 s at least: a lost broker "
+        "holds every write it replicates until Kafka fences it, broker.session.timeout.ms "
+        "9 s, after electing a controller if it was the active one; default: the tasks wait "
+        "for Kafka, as suits a single broker)"))
     metrics_host: str = Field("127.0.0.1", description=(
         "the host others reach its processes' /metrics at"))
     # Published in ZooKeeper with its processes' endpoints, so the API's service discovery

@@ -206,6 +206,14 @@ def test_three_brokers_replicate_and_survive_one_killed(tmp_path: Path) -> None:
             p.produce(topic, b"after", partition=i)
         assert p.flush(60) == 0
         assert len(consume(info.bootstrap_servers, topic, 1, partition=2)) == 1
+        # two brokers shown: a topic made now still gets three replicas (the stopped broker
+        # is still registered, and catches up once back), not one per broker shown
+        wait_for(lambda: len(kafka.metadata(10).brokers) == 2, 60, "the killed broker fenced")
+        late = f"rf3-late-{uuid.uuid4().hex[:6]}"
+        ensure_topics(kafka, {late: 2})
+        assert all(len(p.replicas) == 3
+                   for p in kafka.metadata(10, late).topics[late].partitions.values())
+        assert p.produce(late, b"x", partition=1) is None and p.flush(60) == 0
 
 
 def test_fixture_processes_die_with_their_parent(tmp_path: Path) -> None:

@@ -94,9 +94,14 @@ def test_a_malformed_line_is_named_by_its_line_not_quoted() -> None:
 def test_topic_settings_are_kept_apart_from_the_clients() -> None:
     p = props("replication.factor=3\ntopic.min.insync.replicas=2\ntopic.retention.ms=1000\n")
     assert p.replication_factor == 3 and p.for_role("producer") == {}
-    assert p.topic_config(3) == {"min.insync.replicas": "2", "retention.ms": "1000"}
-    assert props("").topic_config(1) == {"min.insync.replicas": "1"}
-    assert props("").topic_config(3) == {"min.insync.replicas": "2"}
+    assert p.topic_config() == {"min.insync.replicas": "2", "retention.ms": "1000"}
+    assert props("replication.factor=1\n").topic_config() == {"min.insync.replicas": "1"}
+    assert props("replication.factor=3\n").topic_config() == {"min.insync.replicas": "2"}
+    # without a replication factor, the brokers' default and their min.insync.replicas
+    assert props("").replication_factor is None and props("").topic_config() == {}
+    assert props("replication.factor=-1\n").replication_factor is None
+    assert props("topic.min.insync.replicas=2\n").topic_config() == {
+        "min.insync.replicas": "2"}
     with pytest.raises(ConfigError, match=r"replication\.factor must be a whole number.*'0'"):
         props("replication.factor=0\n")
     with pytest.raises(ConfigError, match=re.escape("min.insync.replicas=3 is more "

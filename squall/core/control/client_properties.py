@@ -20,9 +20,10 @@ of them is refused with the setting to use instead. Every other property overrid
 Squall's own tuning.
 
 Two more kinds of name configure the topics Squall creates for a topology (acker, edges,
-results, dead letters), as Kafka Streams' do: ``replication.factor`` (default ``min(3,
-brokers)``) and ``topic.<config>`` (``topic.min.insync.replicas``; default: one less than
-the replication factor, at least 1).
+results, dead letters), as Kafka Streams' do: ``replication.factor`` (default, or ``-1``:
+the brokers' ``default.replication.factor``) and ``topic.<config>``
+(``topic.min.insync.replicas``; default: one less than a replication factor given here, at
+least 1, else the brokers' own ``min.insync.replicas``).
 
 Secret values (passwords, keys, tokens) never appear in a repr, a log line or an error:
 :meth:`ClientProperties.redacted` and :func:`scrub` replace them. Pure: the file's text and
@@ -82,14 +83,19 @@ class ClientProperties:
     roles: Mapping[Role, Mapping[str, str]] = field(default_factory=dict)
     #: ``name -> where it was set`` (a file and line, or an environment variable).
     origins: Mapping[str, str] = field(default_factory=dict)
-    #: The replication factor of the topics Squall creates (None: ``min(3, brokers)``).
+    #: The replication factor of the topics Squall creates (None: the brokers'
+    #: ``default.replication.factor``, which a cluster short of brokers refuses rather than
+    #: creating fewer replicas than it was configured for).
     replication_factor: int | None = None
     #: Configs of the topics Squall creates (``min.insync.replicas``...).
     topic_configs: Mapping[str, str] = field(default_factory=dict)
 
-    def topic_config(self, replication: int) -> dict[str, str]:
-        """The configs of a topic created with ``replication`` replicas."""
-        return {"min.insync.replicas": str(max(1, replication - 1)), **self.topic_configs}
+    def topic_config(self) -> dict[str, str]:
+        """The configs of a topic Squall creates."""
+        if self.replication_factor is None:  # the brokers' min.insync.replicas goes with it
+            return dict(self.topic_configs)
+        return {"min.insync.replicas": str(max(1, self.replication_factor - 1)),
+                **self.topic_configs}
 
     def for_role(self, role: Role) -> dict[str, str]:
         """The properties a client of ``role`` gets (a role's own over the common ones)."""
@@ -195,7 +201,7 @@ def parse(file_entries: Mapping[str, tuple[str, str]],
     for full, (value, where) in sorted(merged.items()):
         origins[full] = where
         if full == "replication.factor":
-            replication = _positive(value, full, where)
+            replication = None if value.strip() == "-1" else _positive(value, full, where)
             continue
         if full.startswith("topic."):
             topic_configs[full.removeprefix("topic.")] = value

@@ -17,7 +17,7 @@ def test_the_kafka_fence_is_off_unless_asked() -> None:
     assert parse_args([*BASE, "--kafka-fence-after-s", "15"]).kafka_fence_after_s == 15
 
 
-@pytest.mark.parametrize("bad", ["5", "0", "-1", "601", "soon"])
+@pytest.mark.parametrize("bad", ["5", "14", "0", "-1", "601", "soon"])
 def test_a_grace_a_broker_loss_would_outlast_is_refused_and_named(bad: str) -> None:
     with pytest.raises((ConfigError, SystemExit)) as got:
         parse_args([*BASE, "--kafka-fence-after-s", bad])

@@ -4,7 +4,10 @@ at a steady rate, with a host failing while it runs.
 A fault is ``KIND:HOST`` (``kill:h1``); each runs on a cluster of its own, brought up for
 it. ``kill`` kills every process of the host at once (a power loss: on h1 a broker, the
 leading Spark master, the API leader, a ZooKeeper server and a worker of each kind);
-``cut`` takes the host off the network for ``--cut-s`` seconds and then heals it;
+``cut`` takes the host off the network for ``--cut-s`` seconds and then heals it (the
+state database's host, h3, takes the database with it: a kill starts it again after
+``STATE_BACK_S``, as the host's reboot would, and both faults' ``recovery_s`` run from its
+return, ``moved_s`` from the fault until the host's units ran elsewhere);
 ``cut-zk`` cuts it off ZooKeeper alone for as long (its clients of the other servers and
 its own server's quorum: it still reaches every broker), ``cut-kafka`` off Kafka alone
 (it still reaches the ensemble);
@@ -51,6 +54,7 @@ from benchmarks.chaos_load import Commits, Feeder, wait
 from benchmarks.cluster_hosts import (
     KAFKA_CONTROLLER_PORT,
     KAFKA_PORT,
+    STATE_HOST,
     WORKER_HOSTS,
     WORKER_PORTS,
     HostCluster,
@@ -71,6 +75,8 @@ KINDS = ("kill", "cut", "cut-zk", "cut-kafka", "freeze", "restart", "pg-down",
          "ro-checkpoints")
 #: The faults of no host.
 HOSTLESS = ("pg-down", "ro-checkpoints")
+#: How long the state database stays dead with its killed host before it starts again.
+STATE_BACK_S = 30.0
 ALL = (*(f"{k}:{h}" for k in ("kill", "cut") for h in WORKER_HOSTS), "cut-zk:h3",
        "cut-kafka:h3", "freeze:h2", "restart:h3", "pg-down",
        "ro-checkpoints")
@@ -147,7 +153,9 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
         before = units_running(cl.hosts)[failed]
         say(f"{fault}: {failed} runs {sorted(before)}; striking at {feeder.fed} fed")
         t0 = time.monotonic()
-        recovery: float | None
+        recovery: float | None = None
+        moved: float | None = None
+        takes_state = failed == STATE_HOST and kind in ("kill", "cut")
         if kind == "restart":
             recovery = _roll(cl, failed, prog, commits)
             say(f"{fault}: every worker of {failed} restarted in {time.monotonic() - t0:.0f} s;"
@@ -164,8 +172,17 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
                 say(f"{fault}: froze {len(frozen)} processes running {sorted(before)}")
             else:
                 cl.hosts.cut_ports(host, CUT_PORTS[kind])
-            recovery = _recovery(cl, failed, prog, before, t0)
-            say(f"{fault}: recovered in {recovery} s")
+            if takes_state:  # nothing stateful commits before the database is back
+                moved = _moved(cl, failed, before, t0)
+                say(f"{fault}: its units ran elsewhere after {moved} s")
+                if kind == "kill":
+                    wait(lambda: False, max(0.0, STATE_BACK_S - (time.monotonic() - t0)))
+                    cl.state.start()
+                    say(f"{fault}: the state database is back")
+                    recovery = _since_return(fault, prog)
+            else:
+                recovery = _recovery(cl, failed, prog, before, t0)
+                say(f"{fault}: recovered in {recovery} s")
         if kind == "freeze":
             wait(lambda: False, max(0.0, freeze_s - (time.monotonic() - t0)))
             # The tasks first, their workers ZOMBIE_S later: the woken tasks alone, with
@@ -182,7 +199,10 @@ def run_fault(fault: str, home: Path, sentences: int, rate: float, cut_s: float,
             else:
                 cl.hosts.heal_ports(host)
             say(f"{fault}: {failed} healed after {time.monotonic() - t0:.0f} s")
-        return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0),
+            if takes_state:
+                recovery = _since_return(fault, prog)
+        extra = {"moved_s": moved} if takes_state else {}
+        return {**_outcome(cl, fault, prog, feeder, watch, commits, tid, t0), **extra,
                 "recovery_s": recovery, "reassigned_tasks": len(before),
                 "zombies_held": _held(host.disk) if kind == "freeze" else None}
 
@@ -326,16 +346,23 @@ def _roll(cl: HostCluster, failed: str, prog: Progress, commits: Commits) -> flo
     return round(commits.max_stall_s, 1)
 
 
-def _recovery(cl: HostCluster, failed: str, prog: Progress, lost: set[tuple[str, str]],
-              t0: float, timeout_s: float = 180.0) -> float | None:
-    """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host and the
-    committed source offsets moved after that; None if not within ``timeout_s``."""
+def _moved(cl: HostCluster, failed: str, lost: set[tuple[str, str]], t0: float,
+           timeout_s: float = 180.0) -> float | None:
+    """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host; None if
+    not within ``timeout_s``."""
     def moved_elsewhere() -> bool:
         running = units_running(cl.hosts)
         elsewhere = set().union(*(u for h, u in running.items() if h != failed))
         return lost <= elsewhere
 
-    if not wait(moved_elsewhere, timeout_s):
+    return round(time.monotonic() - t0, 1) if wait(moved_elsewhere, timeout_s) else None
+
+
+def _recovery(cl: HostCluster, failed: str, prog: Progress, lost: set[tuple[str, str]],
+              t0: float, timeout_s: float = 180.0) -> float | None:
+    """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host and the
+    committed source offsets moved after that; None if not within ``timeout_s``."""
+    if _moved(cl, failed, lost, t0, timeout_s) is None:
         return None
     base = prog.committed()
     if not wait(lambda: prog.committed() > base, timeout_s):

@@ -3,12 +3,12 @@ cluster, with no host special: on every host a ZooKeeper server (an ensemble of 
 Apache Kafka broker (a KRaft quorum of three; Squall's topics and the source at replication
 factor 3, ``min.insync.replicas`` 2), a Spark standalone worker, and a spout, an acker and
 a bolts worker. The API runs on h1 and h2, the Spark master on h1 with a standby on h2
-(Spark's ``spark.deploy.recoveryMode=ZOOKEEPER``). What the hosts share besides Kafka and
-ZooKeeper: the PostgreSQL state (a database service on the bridge, outside the hosts) and
-the bolts' Spark checkpoints (the shared folder, as NFS). Everything else stays on a host's
-own disk. The workers fence themselves when cut off from the ensemble (``--fence-after-s``,
-a sixth of their session timeout) and leave the cluster when cut off from Kafka alone
-(``--kafka-fence-after-s``)."""
+(Spark's ``spark.deploy.recoveryMode=ZOOKEEPER``), and PostgreSQL, the Trident state, on h3
+(a single server: h3's death or cut takes it away until it is back). What the hosts share
+besides Kafka, ZooKeeper and the database: the bolts' Spark checkpoints (the shared folder,
+as NFS). Everything else stays on a host's own disk. The workers fence themselves when cut
+off from the ensemble (``--fence-after-s``, a sixth of their session timeout) and leave the
+cluster when cut off from Kafka alone (``--kafka-fence-after-s``)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ WORKER_PORTS = {"spout": 9101, "acker": 9102, "bolts": 9103}
 WORKER_HOSTS = ("h1", "h2", "h3")
 #: The hosts of the Spark master (the first leads at the start) and of the API replicas.
 MASTER_HOSTS = API_HOSTS = ("h1", "h2")
+#: The host of the state database (PostgreSQL).
+STATE_HOST = "h3"
 #: How long a worker that reaches ZooKeeper but gets no write acknowledged by Kafka keeps
 #: its tasks (services/worker/kafka_watch.py), as the Kubernetes manifests give it: a
 #: broker's death (h1's, and the active controller's with it) holds writes for longer than
@@ -110,9 +112,10 @@ def host_cluster(home: Path, session_timeout_s: float = 6.0) -> Iterator[HostClu
     with Hosts(home / "hosts", 3, tag="sqc") as hosts:
         h1 = hosts.hosts[0]
         say(f"hosts {', '.join(f'{h.name} {h.address}' for h in hosts.hosts)}")
-        # The state database: a service on the bridge, reached by every host.
-        pg = postgres.Server(home / "postgres", PG_PORT, hosts.subnet + ".1",
-                             trust=hosts.subnet + ".0/24").start()
+        state = hosts.host(STATE_HOST)
+        pg = postgres.Server(home / "postgres", PG_PORT, state.address,
+                             trust=hosts.subnet + ".0/24",
+                             wrap=lambda argv: hosts.command(state, argv)).start()
         try:
             cl = _start(hosts, h1, pg, session_timeout_s)
             yield cl

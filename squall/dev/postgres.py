@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from squall.core.errors import StackError
@@ -106,10 +107,12 @@ def answers(conninfo: str) -> bool:
 class Server:
     """A server of its own, that a test or a fault may stop and start again on its data:
     ``listen`` its address, ``trust`` a network (``10.0.0.0/24``) whose clients it lets in
-    as well as local ones."""
+    as well as local ones; ``wrap`` what its command is run in (a host's namespace of
+    squall/dev/hosts.py), which then runs as root and drops to the server's user itself."""
 
-    def __init__(self, home: Path, port: int, listen: str = HOST, trust: str = "") -> None:
-        self.home, self.port, self.listen = home, port, listen
+    def __init__(self, home: Path, port: int, listen: str = HOST, trust: str = "",
+                 wrap: Callable[[Sequence[str]], list[str]] | None = None) -> None:
+        self.home, self.port, self.listen, self.wrap = home, port, listen, wrap
         home.mkdir(parents=True, exist_ok=True)
         self.data = data_dir(home)
         init_cluster(self.data, home / "postgres.log")
@@ -125,11 +128,15 @@ class Server:
         from squall.processes import die_with_parent
 
         who = run_as()
+        argv = server_argv(self.data, self.port, self.listen)
+        if self.wrap is not None:
+            drop = [] if who is None else ["setpriv", f"--reuid={who[0]}", f"--regid={who[1]}",
+                                           "--clear-groups", "--"]
+            argv, who = self.wrap([*drop, *argv]), None
         with open(self.home / "postgres.log", "ab") as out:
-            p = subprocess.Popen(server_argv(self.data, self.port, self.listen), stdout=out,
-                                 stderr=subprocess.STDOUT, user=who[0] if who else None,
-                                 group=who[1] if who else None, start_new_session=True,
-                                 preexec_fn=die_with_parent)
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                 user=who[0] if who else None, group=who[1] if who else None,
+                                 start_new_session=True, preexec_fn=die_with_parent)
         self.proc = p
         wait_until(lambda: answers(self.url), timeout_s, f"PostgreSQL on port {self.port}",
                    lambda: p.poll() is None, self.home / "postgres.log")

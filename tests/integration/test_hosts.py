@@ -180,3 +180,26 @@ def _answers(connect: str) -> bool:
         return zookeeper_session(connect, 2.0)
     except Exception:  # not yet
         return False
+
+
+def test_a_database_on_a_host_answers_the_others_and_dies_with_its_host(
+        hosts: Hosts, tmp_path: Path) -> None:
+    """The cluster's state database on h3: reached at h3's address from the machine, gone
+    with h3's kill, and back on its data when started again."""
+    from squall.dev import postgres
+    from squall.processes import free_port
+
+    h3 = hosts.hosts[2]
+    pg = postgres.Server(tmp_path / "pg", free_port(), h3.address,
+                         trust=hosts.subnet + ".0/24",
+                         wrap=functools.partial(hosts.command, h3)).start()
+    try:
+        assert pg.proc is not None and pg.proc.pid in hosts.pids(h3)
+        assert postgres.answers(pg.url)
+        hosts.kill(h3)
+        _wait(lambda: not pg.alive(), 10, "the database to die with its host")
+        pg.start()
+        assert postgres.answers(pg.url)
+    finally:
+        pg.stop(kill=True)
+        pg.remove()

@@ -54,6 +54,7 @@ from benchmarks.chaos_load import Commits, Feeder, wait
 from benchmarks.cluster_hosts import (
     KAFKA_CONTROLLER_PORT,
     KAFKA_PORT,
+    MASTER_HOSTS,
     STATE_HOST,
     WORKER_HOSTS,
     WORKER_PORTS,
@@ -89,6 +90,12 @@ HELD = ("the worker's lease ran out", "squall: the worker's lease")
 #: The TCP ports a partial partition drops: ZooKeeper's (clients, quorum, election),
 #: Kafka's (clients, controllers).
 CUT_PORTS = {"cut-zk": (ZK_PORT, 2888, 3888), "cut-kafka": (KAFKA_PORT, KAFKA_CONTROLLER_PORT)}
+
+
+def bound_s(fault: str) -> float:
+    """How soon acks must flow again after ``fault``: 30 s, or 60 s where it takes the
+    leading Spark master, whose standby's take-over alone is 20 s (docs/operations.md)."""
+    return 60.0 if fault in (f"{k}:{MASTER_HOSTS[0]}" for k in ("kill", "cut")) else 30.0
 
 
 def parse_faults(text: str) -> list[tuple[str, str]]:
@@ -393,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0
-             and r["recovery_s"] is not None and r["recovery_s"] <= 30
+             and r["recovery_s"] is not None and r["recovery_s"] <= bound_s(r["fault"])
              and r["double_runs"] == 0 and r["offset_regressions"] == 0
              and r.get("alarm_s", 30) >= 30 for r in results)
     return 0 if ok else 1

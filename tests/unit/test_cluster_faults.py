@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.cluster import ALL, CUT_PORTS, KINDS, parse_faults
+from benchmarks.cluster import ALL, CUT_PORTS, KINDS, bound_s, parse_faults
 
 
 def test_a_fault_is_a_kind_and_a_host() -> None:
@@ -35,3 +35,8 @@ def test_a_fault_that_is_not_one_is_named(bad: str) -> None:
 def test_a_partial_partition_cuts_zookeeper_or_kafka_never_both() -> None:
     zk, kafka = set(CUT_PORTS["cut-zk"]), set(CUT_PORTS["cut-kafka"])
     assert 2181 in zk and 9092 in kafka and not zk & kafka
+
+
+def test_acks_must_flow_within_30_s_or_60_where_the_leading_spark_master_goes() -> None:
+    assert bound_s("kill:h1") == bound_s("cut:h1") == 60
+    assert {bound_s(f) for f in ALL if f not in ("kill:h1", "cut:h1")} == {30}

@@ -22,6 +22,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackInfo]:
         yield info
 
 
+@pytest.fixture
+def own_stack(tmp_path: Path) -> Iterator[StackInfo]:
+    """A stack of its own, for a test that freezes its ZooKeeper or its broker: that would
+    disturb the other tests of the session's stack."""
+    with EmbeddedStack(StackSettings(home=tmp_path / "stack", start_timeout_s=90)) as info:
+        yield info
+
+
 @pytest.fixture(scope="session")
 def bootstrap(stack: StackInfo) -> str:
     return stack.bootstrap_servers

@@ -22,6 +22,7 @@ from squall.core.reliability.ids import acker_partition
 from squall.core.reliability.records import AckerBatch, AckerRecord, RecordKind, Result
 from squall.core.topology.model import TopologySpec
 from squall.core.wire.internal import decode_results, encode_acker_batch
+from squall.dev.stack import StackInfo
 from squall.kafka_clients import KafkaClients
 from squall.processes import die_with_parent, free_port
 
@@ -378,3 +379,24 @@ def supervised_services(topo: Path, name: str, bootstrap: str, tmp: Path, state_
         "--num-tasks", "1", "--bootstrap-servers", bootstrap, "--commit-interval-s", "0.5"],
         tmp / "spout.log")
     return sup, bolts, acker, spout
+
+
+def acker_worker(stack: StackInfo, tmp_path: Path, worker_id: str, *extra: str
+                 ) -> ServiceProcess:
+    """An acker worker of ``stack``, started (``extra``: its fence options)."""
+    return ServiceProcess("services.worker", [
+        "--kind", "acker", "--worker-id", worker_id, "--zookeeper", stack.zookeeper,
+        "--bootstrap-servers", stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
+        *extra], tmp_path / "worker.log").start()
+
+
+def run_ackers_only(http: Any, worker: ServiceProcess, worker_id: str,
+                    timeout_s: float = 30) -> str:
+    """Submit a topology of one acker task (a spout, no bolts) through the API client
+    ``http``, and wait until the acker worker ``worker_id`` runs it; its name."""
+    name = f"ack{uuid.uuid4().hex[:6]}"
+    spec = {"name": name, "ackers": 1, "spouts": [{"name": "s", "topics": ["t"]}]}
+    assert http.post("/topologies", json=spec).status_code == 201
+    procs = f"squall_worker_processes{{kind=acker,worker={worker_id}}}"
+    wait_for(lambda: worker.metrics().get(procs) == 1, timeout_s, "the acker task")
+    return name

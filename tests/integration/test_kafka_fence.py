@@ -9,17 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
 from squall.coord import WORKERS
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from squall.dev.stack import StackInfo
 from tests.integration.cluster import ApiProcess
-from tests.integration.helpers import ServiceProcess, wait_for
+from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,22 +25,12 @@ pytestmark = pytest.mark.integration
 GRACE_S = 15
 
 
-@pytest.fixture
-def own_stack(tmp_path: Path) -> Iterator[StackInfo]:
-    """A stack of its own: freezing the session's broker would disturb other tests."""
-    with EmbeddedStack(StackSettings(home=tmp_path / "stack", start_timeout_s=90)) as info:
-        yield info
-
-
 def test_a_worker_no_broker_answers_leaves_the_cluster_and_comes_back_once_one_does(
         own_stack: StackInfo, tmp_path: Path) -> None:
     broker = next(p.pid for p in own_stack.processes if p.name.startswith("kafka"))
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
-    worker = ServiceProcess("services.worker", [
-        "--kind", "acker", "--worker-id", "acker-kf", "--zookeeper", own_stack.zookeeper,
-        "--bootstrap-servers", own_stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
-        "--kafka-fence-after-s", str(GRACE_S)], tmp_path / "worker.log").start()
+    worker = acker_worker(own_stack, tmp_path, "acker-kf", "--kafka-fence-after-s", str(GRACE_S))
     procs = "squall_worker_processes{kind=acker,worker=acker-kf}"
     zk = KazooClient(hosts=own_stack.zookeeper)
     zk.start(timeout=30)
@@ -54,10 +42,7 @@ def test_a_worker_no_broker_answers_leaves_the_cluster_and_comes_back_once_one_d
         return str(json.loads(zk.get(node)[0])["session"]) if zk.exists(node) else None
 
     try:
-        spec = {"name": f"kf{uuid.uuid4().hex[:6]}", "ackers": 1,
-                "spouts": [{"name": "s", "topics": ["t"]}]}
-        assert http.post("/topologies", json=spec).status_code == 201
-        wait_for(lambda: worker.metrics().get(procs) == 1, 60, "the acker task")
+        run_ackers_only(http, worker, "acker-kf", 60)
         first = session()
         assert first
         os.kill(broker, signal.SIGSTOP)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,28 +16,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from squall.coord import WORKERS
-from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
+from squall.dev.stack import StackInfo
 from squall.processes import child_pids
 from tests.integration.cluster import ApiProcess
-from tests.integration.helpers import ServiceProcess, wait_for
+from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def own_stack(tmp_path: Path) -> Iterator[StackInfo]:
-    """A stack of its own: freezing the session's ZooKeeper would disturb other tests."""
-    with EmbeddedStack(StackSettings(home=tmp_path / "stack", start_timeout_s=90)) as info:
-        yield info
-
-
-def acker_worker(stack: StackInfo, tmp_path: Path, worker_id: str, *extra: str
-                 ) -> ServiceProcess:
-    """An acker worker of ``stack``, started (``extra``: its ZooKeeper options)."""
-    return ServiceProcess("services.worker", [
-        "--kind", "acker", "--worker-id", worker_id, "--zookeeper", stack.zookeeper,
-        "--bootstrap-servers", stack.bootstrap_servers, "--workdir", str(tmp_path / "w"),
-        *extra], tmp_path / "worker.log").start()
 
 
 def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
@@ -48,13 +30,9 @@ def test_writes_refused_while_zookeeper_is_away_and_workers_keep_running(
     api = ApiProcess(own_stack.zookeeper, own_stack.bootstrap_servers,
                      tmp_path / "api.log").start()
     worker = acker_worker(own_stack, tmp_path, "acker-zk", "--session-timeout-s", "20")
-    name = f"zk{uuid.uuid4().hex[:6]}"
     http = api.client()
     try:
-        spec = {"name": name, "ackers": 1, "spouts": [{"name": "s", "topics": ["t"]}]}
-        assert http.post("/topologies", json=spec).status_code == 201
-        wait_for(lambda: worker.metrics().get(
-            "squall_worker_processes{kind=acker,worker=acker-zk}") == 1, 30, "the acker task")
+        name = run_ackers_only(http, worker, "acker-zk")
         os.kill(zk_pid, signal.SIGSTOP)
         try:
             def refused() -> bool:
@@ -97,10 +75,7 @@ def test_a_fenced_worker_pauses_its_tasks_while_cut_off_and_resumes_them_once_ba
     procs, paused = f"squall_worker_processes{labels}", f"squall_worker_paused_processes{labels}"
     http = api.client()
     try:
-        spec = {"name": f"zk{uuid.uuid4().hex[:6]}", "ackers": 1,
-                "spouts": [{"name": "s", "topics": ["t"]}]}
-        assert http.post("/topologies", json=spec).status_code == 201
-        wait_for(lambda: worker.metrics().get(procs) == 1, 30, "the acker task")
+        run_ackers_only(http, worker, "acker-fenced")
         assert worker.proc is not None
         (task,) = child_pids(worker.proc.pid, "services.acker")
         os.kill(zk_pid, signal.SIGSTOP)
@@ -148,10 +123,7 @@ def test_a_worker_whose_session_ended_runs_its_tasks_again_in_its_new_session(
 
     http = api.client()
     try:
-        spec = {"name": f"zk{uuid.uuid4().hex[:6]}", "ackers": 1,
-                "spouts": [{"name": "s", "topics": ["t"]}]}
-        assert http.post("/topologies", json=spec).status_code == 201
-        wait_for(lambda: worker.metrics().get(procs) == 1, 30, "the acker task")
+        run_ackers_only(http, worker, "acker-lost")
         first = session()
         assert first
         assert api.proc is not None and worker.proc is not None

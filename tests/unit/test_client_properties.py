@@ -183,3 +183,10 @@ def test_the_file_and_variables_come_from_the_environment(tmp_path: Path) -> Non
                                          "SQUALL_KAFKA_SSL_CA_LOCATION": "/ca.pem"}
     with pytest.raises(ConfigError, match="SQUALL_KAFKA_PROPERTIES=/nope: cannot read"):
         load_properties({"SQUALL_KAFKA_PROPERTIES": "/nope"})
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "3.5", "three", "", "-1x", "1e3"])
+def test_a_malformed_replication_factor_is_refused_naming_it_and_where(bad: str) -> None:
+    with pytest.raises(ConfigError) as got:
+        props(f"replication.factor={bad}\n")
+    assert "replication.factor" in str(got.value) and repr(bad) in str(got.value)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,13 +42,57 @@ TEARDOWNS = f"{ROOT}/teardowns"
 KEEP_TEARDOWNS = 100
 
 
+def _servers(hosts: str) -> tuple[list[str], str]:
+    """A connect string's servers, and its chroot ("/path", or "")."""
+    servers, slash, chroot = hosts.partition("/")
+    names = [h.strip() for h in servers.split(",") if h.strip()]
+    if not names:
+        raise CoordinationError(f"no ZooKeeper server in the connect string {hosts!r}")
+    return names, slash + chroot
+
+
+def server_order(hosts: str, start: int) -> str:
+    """``hosts`` (a connect string, with an optional chroot) rotated to begin at server
+    ``start`` (modulo their number). The client tries its servers in this fixed cycle: the
+    server tried after one that failed is always another one."""
+    names, chroot = _servers(hosts)
+    k = start % len(names)
+    return ",".join(names[k:] + names[:k]) + chroot
+
+
+def _handler(connect_timeout_s: float) -> Any:
+    """kazoo's threading handler with each TCP connect bounded by ``connect_timeout_s``.
+    kazoo bounds it by the whole session timeout (python-zk/kazoo#517, #756): one connect to
+    a server that drops packets outlives the session, which a reconnect was to keep."""
+    from kazoo.handlers.threading import SequentialThreadingHandler
+
+    class BoundedConnects(SequentialThreadingHandler):  # type: ignore[misc]
+        def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+            kwargs["timeout"] = min(float(kwargs.get("timeout") or connect_timeout_s),
+                                    connect_timeout_s)
+            return super().create_connection(*args, **kwargs)
+
+    return BoundedConnects()
+
+
 def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0,
-            listener: Callable[[Any], None] | None = None) -> Any:
-    """A started kazoo client (retrying reconnects for ever); CoordinationError if unreachable."""
+            listener: Callable[[Any], None] | None = None,
+            first_server: int | None = None) -> Any:
+    """A started kazoo client (retrying reconnects for ever); CoordinationError if unreachable.
+
+    A session outlives the loss of its server, as ZooKeeper's own client makes it: a lost
+    server shows after 2/3 of the session timeout, and the reconnect has the last third.
+    So each TCP connect gets a share of the session timeout (timeout / servers, the Java
+    client's rule), and the servers are tried in a fixed cycle from a random start (load
+    spread over the ensemble; never the lost server twice in a row). ``first_server``: the
+    start of that cycle instead (an index into ``hosts``)."""
     from kazoo.client import KazooClient
     from kazoo.handlers.threading import KazooTimeoutError
 
-    zk = KazooClient(hosts=hosts, timeout=session_timeout_s,
+    n = len(_servers(hosts)[0])
+    start = secrets.randbelow(n) if first_server is None else first_server
+    zk = KazooClient(hosts=server_order(hosts, start), timeout=session_timeout_s,
+                     randomize_hosts=False, handler=_handler(session_timeout_s / n),
                      connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0})
     if listener is not None:
         zk.add_listener(listener)

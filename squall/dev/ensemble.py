@@ -4,6 +4,7 @@ listens at its host's address; the ensemble answers while a majority of them run
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,22 @@ class Ensemble:
                                         DISK / "zookeeper", peers, peers.index(h.address) + 1)
         self.procs[h.name] = self.hosts.start(
             h, zookeeper.server_argv(find_java(), pyspark_jars(), config), self._log(h))
+
+    def leader(self) -> Host | None:
+        """The member whose server says it leads the ensemble (four-letter ``srvr``), None
+        while none does (an election, or no quorum)."""
+        for h in self.members:
+            try:
+                with socket.create_connection((h.address, PORT), timeout=2) as c:
+                    c.sendall(b"srvr")
+                    said = b""
+                    while chunk := c.recv(4096):  # the server closes once it answered
+                        said += chunk
+            except OSError:
+                continue
+            if b"Mode: leader" in said:
+                return h
+        return None
 
     def _alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())

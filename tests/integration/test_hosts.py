@@ -173,6 +173,51 @@ def test_a_zookeeper_ensemble_answers_while_a_majority_of_its_hosts_runs(
         zk.close()
 
 
+def test_sessions_outlive_the_ensemble_leader_cut_off(hosts: Hosts) -> None:
+    """Squall's ZooKeeper clients (squall/coord.py), spread over an ensemble's servers, when
+    the leader's host is cut off (packets dropped, as in a partition: no reset tells a
+    client). The lost server's clients notice it; the others' are dropped while those
+    elect a leader, and try every server, the lost one too, meanwhile. Each keeps its
+    session, and its ephemeral node with it. With kazoo's defaults a connect to the lost
+    server takes the whole session timeout, and some sessions end
+    (benchmarks/zookeeper_failover.py)."""
+    from squall.coord import connect as zk_connect
+    from squall.dev.ensemble import PORT, Ensemble
+
+    ensemble = Ensemble(hosts, list(hosts.hosts))
+    connect = ensemble.start()
+    _wait(lambda: ensemble.leader() is not None, 60, "a leader of the ensemble")
+    lead = ensemble.leader()
+    assert lead is not None
+    states: list[list[str]] = []
+    clients = []
+    try:
+        for i in range(24):
+            seen: list[str] = []
+            states.append(seen)
+            zk = zk_connect(connect, session_timeout_s=6.0,
+                            listener=functools.partial(_record, seen), first_server=i)
+            clients.append(zk)
+            zk.create(f"/squall/workers/probe-{i}", b"", ephemeral=True)
+        sessions = [zk.client_id[0] for zk in clients]
+        hosts.cut_ports(lead, [PORT, 2888, 3888])
+        _wait(lambda: all("SUSPENDED" in seen for seen in states), 30,
+              "every client is cut off (the lost server's, and the others' for the election)")
+        _wait(lambda: all(zk.connected for zk in clients), 30, "every client is back")
+        assert [i for i, seen in enumerate(states) if "LOST" in seen] == []
+        assert [zk.client_id[0] for zk in clients] == sessions
+        assert all(zk.exists(f"/squall/workers/probe-{i}") for i, zk in enumerate(clients))
+    finally:
+        hosts.heal_ports(lead)
+        for zk in clients:
+            zk.stop()
+            zk.close()
+
+
+def _record(seen: list[str], state: object) -> None:
+    seen.append(str(state))
+
+
 def _answers(connect: str) -> bool:
     from squall.dev.probes import zookeeper_session
 

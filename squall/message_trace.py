@@ -20,24 +20,27 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
-from squall.core.errors import KafkaUnavailable, NotFoundError, UsageError
+from squall.core.errors import KafkaUnavailable, NotFoundError, ProcessUnavailable, UsageError
 from squall.core.topology.model import TopologySpec
 from squall.core.topology.topics import spout_group
 from squall.dead_letters import letters
+from squall.endpoint_fetch import Endpoints
 from squall.kafka import end_offset, group_offsets
 from squall.kafka_clients import KafkaClients
 
+#: A process's base URL and the host its worker registered as.
+Base = tuple[str, str]
+
 
 def trace(kafka: KafkaClients, spec: TopologySpec, tid: str, topic: str, partition: int,
-          offset: int, spouts: Sequence[str], ackers: Sequence[str],
+          offset: int, spouts: Sequence[Base], ackers: Sequence[Base], fetch: Endpoints,
           timeout_s: float = 5.0) -> dict[str, Any]:
     """The message at ``topic``/``partition``/``offset`` in topology ``tid`` (``spec``);
-    ``spouts`` and ``ackers``: the base URLs of its spout and acker processes."""
+    ``spouts`` and ``ackers``: its spout and acker processes, asked through ``fetch``."""
     readers = [s for s in spec.spouts if topic in s.topics]
     if not readers:
         raise NotFoundError(f"topology {tid!r} reads no topic {topic!r} (its spouts read "
@@ -55,11 +58,14 @@ def trace(kafka: KafkaClients, spec: TopologySpec, tid: str, topic: str, partiti
     out["committed_offset"] = committed
     letter = dead_letter_of(kafka, tid, topic, partition, offset, timeout_s)
     out["dead_letter"] = letter
-    where = _first(f"{u}/messages/{topic}/{partition}/{offset}" for u in spouts)
+    at = f"messages/{quote(topic, safe='')}/{partition}/{offset}"
+    where = _first(fetch, [(f"{u}/{at}", h) for u, h in spouts], timeout_s)
     out["where"] = where
     tree = None
     if where is not None and where.get("root"):
-        tree = _first(f"{u}/trees/{where['root']}" for u in ackers) or {"open": False}
+        root = quote(str(where["root"]), safe="")
+        tree = _first(fetch, [(f"{u}/trees/{root}", h) for u, h in ackers],
+                      timeout_s) or {"open": False}
     out["tree"] = tree
     if letter is not None:
         state = "dead_lettered"
@@ -122,16 +128,15 @@ def dead_letter_of(kafka: KafkaClients, tid: str, topic: str, partition: int, of
     return found
 
 
-def _first(urls: Any) -> dict[str, Any] | None:
-    """The first 200 answer among ``urls`` (a 404 is "not here")."""
-    for url in urls:
+def _first(fetch: Endpoints, urls: Sequence[Base], timeout_s: float
+           ) -> dict[str, Any] | None:
+    """The first 200 answer among ``urls`` (a 404 is "not here"; one that does not answer,
+    or is refused, is passed over)."""
+    for url, host in urls:
         try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                got: dict[str, Any] = json.loads(r.read())
-                return got
-        except urllib.error.HTTPError:
-            continue
-        except (OSError, ValueError):
+            got: dict[str, Any] = json.loads(fetch.ok(url, host, timeout_s))
+            return got
+        except (ProcessUnavailable, ValueError):
             continue
     return None
 

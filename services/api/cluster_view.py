@@ -34,6 +34,7 @@ from services.api.stats import (
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.control.rolling import WINDOWS, RollingTotals, Window
+from squall.endpoint_fetch import Endpoints
 
 log = logging.getLogger("squall.api")
 
@@ -101,6 +102,7 @@ class ClusterView:
     def __init__(self, zk: Any, election: str, now_ms: Callable[[], int],
                  interval_s: float = 2.0, scrape_timeout_s: float = 1.0) -> None:
         self.interval_s, self.scrape_timeout_s, self.now_ms = interval_s, scrape_timeout_s, now_ms
+        self.fetch = Endpoints(scrape_timeout_s)
         self.topologies = _Mirror(zk, TOPOLOGIES, TopologyRecord.from_json)
         self.workers_ = _Mirror(zk, WORKERS, lambda raw, _v: WorkerInfo.from_json(raw))
         self.assignments_ = _Mirror(zk, ASSIGNMENTS,
@@ -207,8 +209,8 @@ class ClusterView:
             if not self.ready:
                 continue
             try:
-                urls = sorted({e["url"] for w in self.workers() for e in w.endpoints})
-                got = scrape(urls, self.scrape_timeout_s)
+                got = scrape({str(e["url"]): w.host for w in self.workers()
+                              for e in w.endpoints}, self.fetch)
                 now = self.now_ms()
                 by_topology: dict[str, list[tuple[str, Sample]]] = {}
                 self._errors = _errors_by_topology(self.workers(), got)
@@ -236,6 +238,7 @@ class ClusterView:
 
     def close(self) -> None:
         self._stop.set()
+        self.fetch.close()
         for m in self._mirrors():
             m.close()
 

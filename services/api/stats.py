@@ -9,9 +9,8 @@ API keeps no history of its own - Prometheus does, for real windows.
 from __future__ import annotations
 
 import logging
-import urllib.request
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from squall.core.bolt_api.metrics import EXPORT_PREFIX
 from squall.core.control.error_reports import ErrorReport, parse_reports
 from squall.core.control.history import LE, histogram_quantile
-from squall.core.errors import WireFormatError
+from squall.core.errors import EndpointRefused, ProcessUnavailable, WireFormatError
+from squall.endpoint_fetch import Endpoints
 
 log = logging.getLogger("squall.api")
 
@@ -36,34 +36,43 @@ class Scrape:
     errors: list[ErrorReport] = field(default_factory=list)
 
 
-def scrape(urls: Iterable[str], timeout_s: float) -> dict[str, Scrape]:
-    """Every endpoint's ``/metrics`` and, beside it, its ``/errors``."""
-    urls = sorted(set(urls))
-
-    def get(url: str) -> bytes:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:
-            body: bytes = r.read()
-            return body
-
+def scrape(endpoints: Mapping[str, str], fetch: Endpoints) -> dict[str, Scrape]:
+    """Every endpoint's ``/metrics`` and, beside it, its ``/errors``; ``endpoints``: each URL
+    with the host its worker registered as (no other host is asked)."""
     def one(url: str) -> Scrape:
+        host = endpoints[url]
         try:
-            text = get(url).decode()
-        except (OSError, ValueError):
+            text = fetch.ok(url, host).decode()
+        except EndpointRefused as e:
+            _warn_once(str(e))
+            return Scrape(None)
+        except (ProcessUnavailable, ValueError):
             return Scrape(None)
         samples = [(s.name, dict(s.labels), float(s.value))
                    for fam in text_string_to_metric_families(text) for s in fam.samples]
         errors: list[ErrorReport] = []
         if url.endswith("/metrics"):
             try:
-                errors = parse_reports(get(url.removesuffix("/metrics") + "/errors"))
-            except (OSError, ValueError, WireFormatError) as e:  # an older process: none
+                errors = parse_reports(fetch.ok(url.removesuffix("/metrics") + "/errors", host))
+            except (ProcessUnavailable, ValueError, WireFormatError) as e:  # an older process
                 log.debug("no error reports from %s: %s", url, e)
         return Scrape(samples, errors)
 
+    urls = sorted(endpoints)
     if not urls:
         return {}
     with ThreadPoolExecutor(min(16, len(urls))) as pool:
         return dict(zip(urls, pool.map(one, urls), strict=True))
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(msg: str) -> None:
+    """A refused endpoint is logged once, not on every scrape (a bounded memory of them)."""
+    if msg not in _warned and len(_warned) < 1000:
+        _warned.add(msg)
+        log.warning("%s", msg)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,12 @@ class ProcessUnavailable(SquallError):
     cannot serve what was asked."""
 
 
+class EndpointRefused(ProcessUnavailable):
+    """A URL a worker registered that Squall will not fetch on a caller's behalf: not http
+    or https, not on the host the worker registered as, a redirect, or an answer over the
+    size cap (squall/core/control/endpoints.py)."""
+
+
 class ApiError(SquallError):
     """The API answered with an error (its status and detail are in the message), or could
     not be reached (status 0, not shown)."""

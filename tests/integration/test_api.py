@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -424,3 +425,73 @@ def test_message_and_dead_letter_routes_answer_for_a_topology(api: ApiProcess,
     refused = subprocess.run([*cli, "dead-letters", "replay", "3", "--topology", tid],
                              env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "3: not replayed: no such dead letter" in refused.stdout
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Answers every GET with an empty exposition and remembers the path."""
+
+    hits: list[str]
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"# nothing\n")
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_a_forged_worker_registration_gets_no_fetch_beyond_its_own_host(
+        http: httpx.Client, zk: KazooClient) -> None:
+    """Anyone who can write ZooKeeper can register a worker. Its endpoint URLs are fetched
+    only on the host it registered as, over http(s), with no redirect followed: a file, a
+    third host and a redirect to one get nothing, and the API says why where it was asked."""
+    elsewhere_hits: list[str] = []
+    here_hits: list[str] = []
+    elsewhere = ThreadingHTTPServer(("127.0.0.2", 0),
+                                    type("Elsewhere", (_Recorder,), {"hits": elsewhere_hits}))
+    other = f"http://127.0.0.2:{elsewhere.server_port}"
+
+    class Redirect(_Recorder):
+        hits = here_hits
+
+        def do_GET(self) -> None:
+            self.hits.append(self.path)
+            self.send_response(302)
+            self.send_header("Location", f"{other}/metrics")
+            self.end_headers()
+
+    here = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    for srv in (elsewhere, here):
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    r = http.post("/topologies", json=spec("forged"))
+    assert r.status_code == 201, r.text
+    tid = r.json()["id"]
+    ends = [{"topology": tid, "kind": "spout", "component": "sentences", "tasks": [0],
+             "url": f"{other}/metrics", "process": "p1"},
+            {"topology": tid, "kind": "acker", "component": "__acker", "tasks": [0],
+             "url": f"http://127.0.0.1:{here.server_port}/metrics", "process": "p2"},
+            {"topology": "", "kind": "worker", "component": "", "url": "file:///etc/passwd"}]
+    info = {"id": "forged-1", "kind": "acker", "capacity": 1, "host": "127.0.0.1", "pid": 1,
+            "started_ms": 0, "endpoints": ends, "stopping": [], "session": ""}
+    zk.create("/squall/workers/forged-1", json.dumps(info).encode(), ephemeral=True)
+    try:
+        wait_for(lambda: any(w["id"] == "forged-1" for w in http.get("/workers").json()), 30,
+                 "the API to see the forged worker")
+        # a scrape round reached the endpoint on its own host, and followed no redirect
+        wait_for(lambda: "/metrics" in here_hits, 30, "a scrape of the registered host")
+        traced = http.get(f"/topologies/{tid}/messages/src-forged/0/0")
+        assert traced.status_code == 200, traced.text
+        assert traced.json()["where"] is None
+        logs = http.get(f"/topologies/{tid}/logs/sentences")
+        assert logs.status_code == 503, logs.text
+        assert "only http or https is fetched, not file" in logs.json()["detail"]
+        assert elsewhere_hits == []
+        assert http.get("/readyz").status_code == 200
+    finally:
+        zk.delete("/squall/workers/forged-1")
+        for srv in (elsewhere, here):
+            srv.shutdown()
+            srv.server_close()

@@ -13,6 +13,7 @@ import pytest
 from squall.core.reliability.retry import RetrySchedule
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.windows import Count
+from squall.endpoint_fetch import Endpoints
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 from squall.message_trace import trace
@@ -44,13 +45,14 @@ def test_trace_says_where_a_message_is_in_each_state(bootstrap: str, tmp_path: P
     acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, (),
                                             f"sqlite://{tmp_path / 'state.db'}")
     kafka = KafkaClients(bootstrap)
+    fetch = Endpoints()
     lines = [b'{"text": "a b c"}', b'{"text": "held"}', b'{"text": "poison pill"}',
              b"{not json"]
 
     def where(offset: int) -> dict[str, Any]:
         return trace(kafka, spec, name, source, 0, offset,
-                     [f"http://127.0.0.1:{spout.metrics_port}"],
-                     [f"http://127.0.0.1:{acker.metrics_port}"])
+                     [(f"http://127.0.0.1:{spout.metrics_port}", "127.0.0.1")],
+                     [(f"http://127.0.0.1:{acker.metrics_port}", "127.0.0.1")], fetch)
 
     with acker.start(), bolts.start():
         wait_for_queries(bolts)
@@ -66,7 +68,7 @@ def test_trace_says_where_a_message_is_in_each_state(bootstrap: str, tmp_path: P
                      explain=lambda: str(where(3)))
             bad, past, done = where(3), where(99), where(0)
             with pytest.raises(Exception, match="reads no topic"):
-                trace(kafka, spec, name, "elsewhere", 0, 0, [], [])
+                trace(kafka, spec, name, "elsewhere", 0, 0, [], [], fetch)
     assert "committed up to" in done["summary"], done
     assert held["state"] == "pending", held
     assert held["where"]["failures"] == 0 and held["where"]["since_ms"] > 0

@@ -51,8 +51,9 @@ class Edge:
 def user_stats(url: str, topology: str) -> dict[str, float]:
     """The windowed bolt's own statistics as the API sums them from a real scrape."""
     from services.api.stats import aggregate, scrape
+    from squall.endpoint_fetch import Endpoints
 
-    samples = scrape([url], 5)[url].samples or []
+    samples = scrape({url: "127.0.0.1"}, Endpoints(5))[url].samples or []
     got = aggregate(samples, topology).get("views")
     return {k: v for k, v in (got.counters if got else {}).items() if k.startswith("user_")}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-import httpx
 from fastapi import APIRouter, Path, Query
 
 from services.api import responses
@@ -76,26 +76,35 @@ async def logs(ctx: Ctx, topology_id: TopologyId,
             if base is None:
                 raise ProcessUnavailable(f"worker {w.worker.id} serves no logs (it runs without "
                                        "a metrics port)")
-            wanted.append((w.worker.id, base, e))
+            wanted.append((w.worker.id, w.host, base, e))
     if not wanted:
         which = f" task {task}" if task is not None else ""
         raise NotFoundError(f"no process of {rec.id}/{component}{which} runs now"
                             + (f" named {process!r}" if process else ""))
     at = str(offset) if offset is not None and process is not None else str(-tail_bytes)
+    timeout_s = ctx.settings.scrape_timeout_s * 5
 
-    async def fetch(client: httpx.AsyncClient, worker: str, base: str, e: dict[str, Any]
-                    ) -> dict[str, Any]:
+    def fetch(worker: str, host: str, base: str, e: dict[str, Any]) -> dict[str, Any]:
+        url = f"{base}/logs/{quote(str(e['process']), safe='')}/{at}"
         try:
-            r = await client.get(f"{base}/logs/{quote(e['process'], safe='')}/{at}")
-            body = r.json()
-        except (httpx.HTTPError, ValueError) as err:
+            status, raw = ctx.cluster.fetch.get(url, host, timeout_s)
+            body = json.loads(raw)
+        except ProcessUnavailable as err:
             raise ProcessUnavailable(f"worker {worker} did not serve the log of "
-                                   f"{e['process']}: {err}") from None
-        if r.status_code != 200:
-            raise ProcessUnavailable(f"worker {worker}: {body.get('error', r.text)}")
-        return {"worker": worker, "process": e["process"], "tasks": list(e.get("tasks", ())),
-                **{k: body[k] for k in ("size", "offset", "next", "text")}}
+                                     f"{e['process']}: {err}") from None
+        except ValueError:
+            raise ProcessUnavailable(f"worker {worker} answered the log of {e['process']} "
+                                     "with something not JSON") from None
+        if status != 200 or not isinstance(body, dict):
+            said = body.get("error") if isinstance(body, dict) else None
+            raise ProcessUnavailable(f"worker {worker}: {said or f'HTTP {status}'}")
+        try:
+            return {"worker": worker, "process": e["process"],
+                    "tasks": list(e.get("tasks", ())),
+                    **{k: body[k] for k in ("size", "offset", "next", "text")}}
+        except KeyError as missing:
+            raise ProcessUnavailable(f"worker {worker} answered the log of {e['process']} "
+                                     f"without {missing}") from None
 
-    async with httpx.AsyncClient(timeout=ctx.settings.scrape_timeout_s * 5) as client:
-        chunks = await asyncio.gather(*(fetch(client, *x) for x in wanted))
+    chunks = await asyncio.gather(*(asyncio.to_thread(fetch, *x) for x in wanted))
     return {"component": component, "processes": sorted(chunks, key=lambda c: c["process"])}

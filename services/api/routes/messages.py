@@ -35,12 +35,13 @@ async def message(ctx: Ctx, topology_id: TopologyId,
                   partition: Annotated[int, Path(ge=0, le=1_000_000)],
                   offset: Offset) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
-    ends = [e for w in await ctx.workers() for e in w.endpoints
+    ends = [(w.host, e) for w in await ctx.workers() for e in w.endpoints
             if e.get("topology") == rec.id and e.get("url")]
-    base = {k: [str(e["url"]).removesuffix("/metrics") for e in ends if e.get("kind") == k]
-            for k in ("spout", "acker")}
+    base = {k: [(str(e["url"]).removesuffix("/metrics"), host) for host, e in ends
+                if e.get("kind") == k] for k in ("spout", "acker")}
     return await asyncio.to_thread(trace, ctx.settings.clients, rec.spec, rec.id, topic,
-                                   partition, offset, base["spout"], base["acker"])
+                                   partition, offset, base["spout"], base["acker"],
+                                   ctx.cluster.fetch)
 
 
 @router.get("/topologies/{topology_id}/dead-letters", response_model=responses.DeadLetters,

@@ -395,8 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(f"--faults: {e}")
     home = a.workdir or Path(tempfile.mkdtemp(prefix="squall-cluster-"))
-    results = [run_fault(f"{k}:{h}" if h else k, home / (f"{k}-{h}" if h else k), a.sentences,
-                         a.rate, a.cut_s, a.freeze_s, a.ro_s) for k, h in faults]
+    results = []
+    for k, h in faults:
+        results.append(run_fault(f"{k}:{h}" if h else k, home / (f"{k}-{h}" if h else k),
+                                 a.sentences, a.rate, a.cut_s, a.freeze_s, a.ro_s))
+        say(f"result {json.dumps(results[-1])}")  # a run cut short keeps them
     print(json.dumps({"hosts": 3, "sentences": a.sentences, "rate": a.rate,
                       "faults": results}))
     ok = all(r["lost"] == 0 and r["counts_delta"] == 0 and r["healthy_dead_lettered"] == 0

@@ -97,15 +97,23 @@ def test_the_exactly_once_sink_writes_each_output_once_under_replays_and_a_kill(
         with acker.start():
             wait_for(lambda: "bolt queries running" in log(), 180, "the bolt queries",
                      explain=log)
-            produce_source(bootstrap, source, lines, PARTS)
+            # Half the sentences before the kill and half after, so the restarted job has
+            # work of its own however fast the first half went.
+            half = len(lines) // 2
+            produce_source(bootstrap, source, lines[:half], PARTS)
             with spout.start() as sp:
                 wait_for(lambda: committed() > 0, 240, "the first commits", explain=log)
                 victim = sup.children["bolts"].proc
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(victim.pid, signal.SIGKILL)
+
+                def restarted() -> bool:
+                    sup.check()
+                    return sup.children["bolts"].proc.pid != victim.pid
+                wait_for(restarted, 60, "the bolts job restarted", explain=log)
+                produce_source(bootstrap, source, lines[half:], PARTS)
                 wait_for(lambda: committed() >= len(lines), 300, "every sentence committed",
                          explain=log)
-                assert sup.children["bolts"].proc.pid != victim.pid, "not restarted"
                 m = sp.metrics()
     finally:
         sup.stop(timeout_s=30)

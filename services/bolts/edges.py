@@ -7,17 +7,21 @@ the offsets are gone ends one early (their trees then time out and are replayed)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from services.bolts import clients
+from services.bolts.kafka_fence import ExecutorFence, executor_fence
 from services.bolts.planning import TaskPartition
 
 #: A range read that brings nothing for this long is retried: re-positioned, with backoff.
 STALL_S = 1.0
 MAX_BACKOFF_S = 5.0
+#: How long a stalled read waits for the partition's leader to be looked up.
+METADATA_S = 2.0
 
 log = logging.getLogger("squall.bolts.edges")
 
@@ -33,19 +37,20 @@ class RangeRead:
 
 def read_range(c: Any, topic: str, p: int, start: int, end: int,
                stall_s: float = STALL_S, clock: Any = time.monotonic,
-               sleep: Any = time.sleep) -> RangeRead:
+               sleep: Any = time.sleep, fence: ExecutorFence | None = None) -> RangeRead:
     """Every record of ``topic[p]`` in ``[start, end)``: the range is known to be there.
 
     An empty or short answer is never taken for the end of the data: a fetch
     that brings nothing for ``stall_s`` is retried (re-positioned at the next
     offset, with backoff up to ``MAX_BACKOFF_S``), logged and counted, for as
-    long as it takes. Offsets without a record (transaction markers, compaction) are
+    long as it takes, unless ``fence`` finds this process cut off from Kafka
+    (services/bolts/kafka_fence.py). Offsets without a record (transaction markers, compaction) are
     passed as the consumer's position passes them. Only the broker saying the offsets no
     longer exist
     ends a read early: those tuples' trees then time out and are replayed from
     the source, so nothing is lost.
     """
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     out = RangeRead([], [])
     nxt = start
@@ -74,6 +79,8 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
             if data:
                 nxt = data[-1].offset() + 1
                 last, backoff = clock(), 0.05
+                if fence is not None:
+                    fence.answered()
                 continue
             # Offsets without a record (transaction markers, compaction) end a range too.
             pos = c.position([TopicPartition(topic, p)])[0].offset
@@ -82,6 +89,12 @@ def read_range(c: Any, topic: str, p: int, start: int, end: int,
                 continue
             if clock() - last < stall_s:
                 continue
+            if fence is not None:
+                fence.waiting(f"{topic}[{p}] at offset {nxt}")
+            # The partition's leader may have moved off a broker that went silent: ask
+            # where it is now, rather than wait for the old connection to time out.
+            with contextlib.suppress(KafkaException):
+                c.list_topics(topic, timeout=METADATA_S)
             out.retries += 1
             log.warning("%s[%d]: no record for %.1f s at offset %d (range %d..%d, retry %d); "
                         "re-positioning in %.2f s", topic, p, clock() - last, nxt, start,
@@ -114,8 +127,9 @@ def read_task_input(bootstrap: str, part: TaskPartition) -> TaskInput:
     if not part.ranges:
         return out
     c = clients.edge_consumer(bootstrap)
+    fence = executor_fence(bootstrap)
     for topic, p, start, end in part.ranges:
-        got = read_range(c, topic, p, start, end)
+        got = read_range(c, topic, p, start, end, fence=fence)
         out.retries += got.retries
         out.lost += got.lost
         out.records += [(topic, p, o, v) for o, v in zip(got.offsets, got.values, strict=True)]

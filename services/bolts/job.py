@@ -26,7 +26,7 @@ from services.bolts.metrics import BoltMetrics
 from services.bolts.query_watch import StallWatch, python_error
 from services.bolts.query_watch import limit_s as stall_limit_s
 from services.bolts.runtime.driver_classes import classes_loaded
-from services.bolts.runtime.session import register_for_query, spark_session
+from services.bolts.runtime.session import fencing, register_for_query, spark_session
 from services.bolts.runtime.standby import (
     driver_alive,
     mark_running,
@@ -173,7 +173,8 @@ class BoltJob:
         if spark is None:
             spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                                   self.s.checkpoint_fs == "no-fork", self.s.java_options,
-                                  cluster_conf(self.s.master, self.spec, plan) | self.s.conf())
+                                  cluster_conf(self.s.master, self.spec, plan) | self.s.conf(),
+                                  fencing(self.s))
             log.info("Spark session started (%.1f s)", time.monotonic() - t0)
         if self.metrics:
             self.metrics.processes.attach(spark)

@@ -47,6 +47,16 @@ class SparkSettings(BaseSettings):
     spark_conf: tuple[str, ...] = Field((), description=(
         "any other Spark setting, as spark-submit's (repeatable; applied last)"))
 
+    # services/bolts/kafka_fence.py: on a cluster, a task whose executor is cut off from Kafka
+    # moves to another, and the executor leaves the application for a while.
+    executor_kafka_fence_s: float = Field(20.0, ge=15, le=600, description=(
+        "on a Spark cluster, how long a waiting task's executor goes without a write "
+        "acknowledged by Kafka before the task moves and the executor is removed (at least "
+        "15: a broker's failover must not move tasks)"))
+    executor_rejoin_s: float = Field(60.0, gt=0, le=3600, description=(
+        "how long after removing an executor cut off from Kafka the job asks for executors "
+        "again (doubled for each removal on the same host in a row)"))
+
     @field_validator("spark_conf")
     @classmethod
     def _conf(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -62,7 +72,8 @@ class SparkSettings(BaseSettings):
     def session_shape(self) -> tuple[object, ...]:
         """Everything the Spark session is started with: a session started with one shape
         serves a job of the same shape."""
-        return (self.master, self.checkpoint_fs, self.java_options, self.spark_conf)
+        return (self.master, self.checkpoint_fs, self.java_options, self.spark_conf,
+                self.executor_kafka_fence_s, self.executor_rejoin_s)
 
     @property
     def clients(self) -> KafkaClients:

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from services.bolts.job import BoltJob
 from services.bolts.metrics import BoltMetrics
-from services.bolts.runtime.session import spark_session
+from services.bolts.runtime.session import fencing, spark_session
 from services.bolts.settings import SpareSettings, parse_args, parse_spare_args
 from services.bolts.warm import warm_planning, warm_up
 from services.common import run_service
@@ -45,7 +45,7 @@ class SpareJob:
     def run(self, stop: threading.Event) -> None:
         t0 = time.monotonic()
         spark = spark_session(self.s.master, "squall-bolts", self.s.checkpoint_fs == "no-fork",
-                              self.s.java_options, self.s.conf())
+                              self.s.java_options, self.s.conf(), fencing(self.s))
         log.info("spare: Spark session started (%.1f s)", time.monotonic() - t0)
         t1 = time.monotonic()
         warm_planning(spark)

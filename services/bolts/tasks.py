@@ -26,6 +26,7 @@ import numpy as np
 from services.bolts import batch_marks, clients, guardian, resident
 from services.bolts.edges import TaskInput, read_task_input
 from services.bolts.isolation import run_isolated
+from services.bolts.kafka_fence import executor_fence
 from services.bolts.planning import TaskPartition, logged_partitions
 from services.bolts.report import LAST_ERRORS, BatchReport
 from services.bolts.runtime import heap
@@ -50,6 +51,8 @@ log = logging.getLogger("squall.bolts")
 #: The Spark local property that tells the tasks their micro-batch (set by the driver on
 #: the job's thread; Spark hands local properties to every task of the job).
 BATCH_PROPERTY = "squall.batch"
+#: How long a task waits for Kafka to confirm its messages, in slices of FLUSH_SLICE_S.
+FLUSH_S, FLUSH_SLICE_S = 60.0, 1.0
 #: A message the micro-batch sends: topic, value, and how (partition, headers).
 Outgoing = tuple[str, bytes | None, dict[str, Any]]
 
@@ -183,10 +186,10 @@ def run_input(spec_json: str, chain: Sequence[str], bootstrap: str, got: TaskInp
         for topic, value, kw in out:
             _produce(producer, topic, value, **kw)
     laps.lap("produce")
-    _flush(producer, head, task)
+    _flush(producer, head, task, bootstrap)
     if attempt is not None:
         if attempt.resent and spec.ackers:
-            _fail_roots(spec, producer, batches, head, task, batch_id)
+            _fail_roots(spec, producer, batches, head, task, batch_id, bootstrap)
         attempt.done()
     laps.lap("flush")
     reports[0].phases = laps.phases(reports[0].phases.get("produce", 0.0))
@@ -316,7 +319,7 @@ def rotated(tasks: Sequence[int], first: int) -> list[int]:
 
 
 def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch],
-                component: str, task: int, batch_id: int) -> None:
+                component: str, task: int, batch_id: int, bootstrap: str) -> None:
     """Fail every root of the task's input, after this run's acks (then flushed): the
     spouts replay those trees now rather than when they time out."""
     roots = np.unique(np.concatenate(
@@ -326,17 +329,26 @@ def _fail_roots(spec: TopologySpec, producer: Any, batches: Sequence[TupleBatch]
     fails = AckerBatch.fails(roots, SystemClock().now_ms())
     for p, raw in encode_acker_messages(fails, spec.ackers):
         _produce(producer, acker_topic(spec.name), raw, partition=p)
-    _flush(producer, component, task)
+    _flush(producer, component, task, bootstrap)
     log.warning("task %d of %s: micro-batch %s is run again after a crash while it was "
                 "producing; its first run's acks may be in Kafka, so its %d roots are "
                 "failed now (the spouts replay them)", task, component, batch_id, roots.size)
 
 
-def _flush(producer: Any, component: str, task: int) -> None:
-    left = producer.flush(60)
+def _flush(producer: Any, component: str, task: int, bootstrap: str) -> None:
+    """Wait for Kafka to confirm every message sent, up to ``FLUSH_S``, and give up sooner
+    if this executor is cut off from Kafka (services/bolts/kafka_fence.py)."""
+    fence = executor_fence(bootstrap)
+    began = time.monotonic()
+    while (left := producer.flush(FLUSH_SLICE_S)) and time.monotonic() - began < FLUSH_S:
+        if fence is not None:
+            fence.waiting(f"{left} messages of bolt {component!r} task {task} to be confirmed")
     if left:
         raise RuntimeError(f"{left} messages of bolt {component!r} task {task} were not "
-                           "confirmed by Kafka; the micro-batch will be retried")
+                           f"confirmed by Kafka in {FLUSH_S:g} s; the micro-batch will be "
+                           "retried")
+    if fence is not None:
+        fence.answered()
 
 
 def _attempt() -> int:

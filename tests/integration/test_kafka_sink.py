@@ -109,7 +109,7 @@ def test_the_exactly_once_sink_writes_each_output_once_under_replays_and_a_kill(
 
                 def restarted() -> bool:
                     sup.check()
-                    return sup.children["bolts"].proc.pid != victim.pid
+                    return bool(sup.children["bolts"].proc.pid != victim.pid)
                 wait_for(restarted, 60, "the bolts job restarted", explain=log)
                 produce_source(bootstrap, source, lines[half:], PARTS)
                 wait_for(lambda: committed() >= len(lines), 300, "every sentence committed",

@@ -8,19 +8,41 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from services.bolts.kafka_fence import GRACE_ENV
 from services.bolts.runtime import heap
 from services.bolts.runtime.archive import with_archive
-from services.bolts.runtime.driver_classes import driver_classes, spark_conf
+from services.bolts.runtime.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.runtime.spark_python import launching_env, with_site
-from services.bolts.settings import JAVA_OPTIONS
+from services.bolts.settings import JAVA_OPTIONS, SparkSettings
 from squall.kafka_clients import property_environment
+
+
+@dataclass(frozen=True)
+class Fencing:
+    """How a cluster's executors cut off from Kafka are fenced (services/bolts/kafka_fence.py):
+    a waiting task's grace, and how long its executor stays out of the application."""
+
+    grace_s: float
+    rejoin_s: float
+
+
+def fencing(s: SparkSettings) -> Fencing:
+    return Fencing(s.executor_kafka_fence_s, s.executor_rejoin_s)
+
+
+#: Each application's ExecutorFence (a py4j object), by application id.
+FENCES: dict[str, Any] = {}
 
 
 def spark_session(master: str, app: str, no_fork: bool = True,
                   java_options: str = JAVA_OPTIONS,
-                  extra_conf: Mapping[str, str] | None = None) -> Any:
+                  extra_conf: Mapping[str, str] | None = None,
+                  fence: Fencing | None = None) -> Any:
+    """The bolts' Spark session. With ``fence``, on a cluster with the driver's classes, an
+    executor cut off from Kafka is removed from the application (ExecutorFence.java)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
@@ -54,6 +76,9 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              # environment; Spark hides those values wherever it shows its settings.
              **{f"spark.executorEnv.{k}": v for k, v in property_environment(os.environ).items()},
              "spark.redaction.regex": "(?i)secret|password|token|access[.]key|SQUALL_KAFKA_"}
+    fenced = fence is not None and classes is not None and not _LOCAL.fullmatch(master.strip())
+    if fenced and fence is not None:
+        conf[f"spark.executorEnv.{GRACE_ENV}"] = f"{fence.grace_s:g}"
     conf |= dict(extra_conf or {})
     if classes:  # BatchJob's function runs in the executors: they fetch the jar (spark.jars)
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(classes)) if j)
@@ -64,6 +89,10 @@ def spark_session(master: str, app: str, no_fork: bool = True,
     with launching_env():
         spark = builder.master(with_task_retries(master)).appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if fenced and fence is not None and classes_loaded(spark.sparkContext):
+        sc: Any = spark.sparkContext
+        FENCES[sc.applicationId] = sc._jvm.squall.spark.ExecutorFence.install(
+            sc._jsc.sc(), int(fence.rejoin_s * 1000))
     return spark
 
 

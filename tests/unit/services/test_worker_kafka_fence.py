@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.worker.kafka_watch import KafkaWatch
 from services.worker.settings import parse_args
 from squall.core.errors import ConfigError
-from squall.kafka_clients import KafkaClients
+from squall.kafka_reach import answered as said
 
 BASE = ["--kind", "spout"]
 
@@ -29,5 +28,4 @@ def test_a_grace_a_broker_loss_would_outlast_is_refused_and_named(bad: str) -> N
     ("TOPIC_AUTHORIZATION_FAILED", True), ("_MSG_TIMED_OUT", False),
     ("NOT_ENOUGH_REPLICAS", False), ("_TRANSPORT", False)])
 def test_a_refusal_is_an_answer_and_silence_is_not(error: str, answered: bool) -> None:
-    watch = KafkaWatch(KafkaClients("127.0.0.1:1"), lambda _ok: None)
-    assert watch._answered(error) is answered
+    assert said(error) is answered

@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 from services import heap_decay
 from services.loop_queries import Handler
 from squall.core.control.error_reports import ErrorReports
+from squall.core.control.zookeeper_access import access_from
 from squall.core.errors import ConfigError, SquallError
 from squall.core.topology.model import TopologySpec
 from squall.kafka_clients import Scrubbing, load_properties
@@ -119,6 +120,8 @@ def load_settings(cls: type[S], parser: argparse.ArgumentParser,
     try:
         if "kafka" in cls.model_fields:
             given["kafka"] = load_properties(os.environ)
+        if "zookeeper_access" in cls.model_fields:
+            given["zookeeper_access"] = access_from(os.environ)
         return cls(**given)
     except ValidationError as e:
         raise ConfigError(f"invalid {what} settings: " + "; ".join(

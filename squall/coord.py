@@ -19,8 +19,11 @@ import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kazoo.exceptions import NoAuthError
+
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
 from squall.core.control.teardown import Teardown, prunable
+from squall.core.control.zookeeper_access import AUTH, ZooKeeperAccess, others_who_may_write
 from squall.core.errors import ConflictError, CoordinationError, NotFoundError, TopologyError
 
 log = logging.getLogger("squall.coord")
@@ -77,7 +80,7 @@ def _handler(connect_timeout_s: float) -> Any:
 
 def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0,
             listener: Callable[[Any], None] | None = None,
-            first_server: int | None = None) -> Any:
+            first_server: int | None = None, access: ZooKeeperAccess | None = None) -> Any:
     """A started kazoo client (retrying reconnects for ever); CoordinationError if unreachable.
 
     A session outlives the loss of its server, as ZooKeeper's own client makes it: a lost
@@ -85,15 +88,18 @@ def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0
     So each TCP connect gets a share of the session timeout (timeout / servers, the Java
     client's rule), and the servers are tried in a fixed cycle from a random start (load
     spread over the ensemble; never the lost server twice in a row). ``first_server``: the
-    start of that cycle instead (an index into ``hosts``)."""
+    start of that cycle instead (an index into ``hosts``). ``access``: the identity, ACLs
+    and TLS of squall/core/control/zookeeper_access.py; Squall's fixed nodes get its ACL."""
     from kazoo.client import KazooClient
     from kazoo.handlers.threading import KazooTimeoutError
 
     n = len(_servers(hosts)[0])
     start = secrets.randbelow(n) if first_server is None else first_server
+    access = access or ZooKeeperAccess()
     zk = KazooClient(hosts=server_order(hosts, start), timeout=session_timeout_s,
                      randomize_hosts=False, handler=_handler(session_timeout_s / n),
-                     connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0})
+                     connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+                     **_client_security(access))
     if listener is not None:
         zk.add_listener(listener)
     try:
@@ -103,9 +109,81 @@ def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0
         zk.close()
         raise CoordinationError(f"ZooKeeper at {hosts} did not answer within {timeout_s}s"
                                 ) from None
-    for path in (TOPOLOGIES, WORKERS, ASSIGNMENTS, ELECTION, NAMES, SUBMISSIONS, TEARDOWNS):
-        zk.ensure_path(path)
+    try:
+        for path in FIXED:
+            zk.ensure_path(path)
+        _protect(zk, access)
+        zk.get(ROOT)
+    except NoAuthError:
+        zk.stop()
+        zk.close()
+        raise CoordinationError(
+            f"ZooKeeper at {hosts} refuses this process Squall's tree ({ROOT}): it is "
+            f"protected; give the process the identity it was made with ({AUTH}, "
+            "docs/security.md)") from None
     return zk
+
+
+#: The nodes every Squall process makes sure of; their ACL is Squall's own.
+FIXED = (ROOT, TOPOLOGIES, WORKERS, ASSIGNMENTS, ELECTION, NAMES, SUBMISSIONS, TEARDOWNS)
+
+
+def kazoo_acl(access: ZooKeeperAccess) -> list[Any]:
+    from kazoo.security import ACL, Id
+
+    return [ACL(perms, Id(scheme, ident)) for perms, scheme, ident in access.acl()]
+
+
+def _client_security(access: ZooKeeperAccess) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if access.identity is not None:
+        kw["auth_data"] = [("digest", c) for c in access.credentials()]
+        kw["default_acl"] = kazoo_acl(access)
+    if access.tls is not None:
+        kw |= {"use_ssl": True, "verify_certs": True, "ca": access.tls.ca,
+               "certfile": access.tls.cert, "keyfile": access.tls.key}
+    return kw
+
+
+def _protect(zk: Any, access: ZooKeeperAccess) -> None:
+    """Squall's fixed nodes carry its ACL (made open before the identity was set, they are
+    closed now). Their children are not changed: a node someone else made stays theirs, and
+    a worker refuses an assignment from it (:func:`assignment_writers`)."""
+    if access.identity is None:
+        return
+    want = sorted(access.acl())
+    for path in FIXED:
+        if sorted(acl_tuples(zk.get_acls(path)[0])) != want:
+            zk.set_acls(path, kazoo_acl(access))
+    if access.previous is not None:
+        _rotate(zk, ROOT, access, access.previous.digest_id())
+
+
+def _rotate(zk: Any, path: str, access: ZooKeeperAccess, old: str) -> None:
+    """Every node under ``path`` that the rotated identity ``old`` may change gets the
+    current ACL (the old identity's ADMIN right allows it)."""
+    from kazoo.exceptions import NoNodeError
+
+    with contextlib.suppress(NoNodeError):
+        if any(scheme == "digest" and ident == old
+               for _, scheme, ident in acl_tuples(zk.get_acls(path)[0])):
+            zk.set_acls(path, kazoo_acl(access))
+        for child in zk.get_children(path):
+            _rotate(zk, f"{path}/{child}", access, old)
+
+
+def acl_tuples(acls: list[Any]) -> list[tuple[int, str, str]]:
+    return [(int(a.perms), str(a.id.scheme), str(a.id.id)) for a in acls]
+
+
+def assignment_writers(zk: Any, worker_id: str, access: ZooKeeperAccess) -> list[str]:
+    """Who besides Squall's identity may change ``worker_id``'s assignment node (empty
+    without an identity configured, or when no one may)."""
+    if access.identity is None:
+        return []
+    acls, _ = _zk_call("read an assignment's ACL",
+                       lambda: zk.get_acls(f"{ASSIGNMENTS}/{worker_id}"))
+    return others_who_may_write(acl_tuples(acls), access)
 
 
 def _zk_call(what: str, fn: Callable[[], Any]) -> Any:
@@ -116,6 +194,9 @@ def _zk_call(what: str, fn: Callable[[], Any]) -> Any:
     except (ConnectionLoss, SessionExpiredError, OperationTimeoutError) as e:
         raise CoordinationError(f"ZooKeeper unavailable while trying to {what}: "
                                 f"{type(e).__name__}") from None
+    except NoAuthError:
+        raise CoordinationError(f"ZooKeeper refused to {what}: this process is not "
+                                f"authorized ({AUTH}, docs/security.md)") from None
 
 
 class TopologyStore:
@@ -261,7 +342,11 @@ def read_assignments(zk: Any) -> dict[str, WorkerAssignment]:
     return out
 
 
-def write_assignment(zk: Any, worker_id: str, a: WorkerAssignment | None) -> None:
+def write_assignment(zk: Any, worker_id: str, a: WorkerAssignment | None,
+                     access: ZooKeeperAccess | None = None) -> None:
+    """Write (or delete, for None) a worker's assignment. With an identity, a node that
+    others may change (made before the identity was set, or by someone else) is replaced
+    by one of Squall's own, in one transaction, or its worker would refuse it."""
     from kazoo.exceptions import NodeExistsError, NoNodeError
 
     path = f"{ASSIGNMENTS}/{worker_id}"
@@ -269,6 +354,14 @@ def write_assignment(zk: Any, worker_id: str, a: WorkerAssignment | None) -> Non
         with contextlib.suppress(NoNodeError):
             zk.delete(path)
         return
+    if access is not None and access.identity is not None:
+        with contextlib.suppress(NoNodeError):
+            if assignment_writers(zk, worker_id, access):
+                t = zk.transaction()
+                t.delete(path)
+                t.create(path, a.to_json(), acl=kazoo_acl(access))
+                t.commit()
+                return
     try:
         zk.set(path, a.to_json())
     except NoNodeError:

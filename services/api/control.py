@@ -83,7 +83,7 @@ class Control:
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.zk = zk_connect(settings.zookeeper, session_timeout_s=settings.session_timeout_s,
-                             listener=self._on_state)
+                             listener=self._on_state, access=settings.zookeeper_access)
         self.store = TopologyStore(self.zk)
         self.rounds = 0
         self.unassigned: tuple[Unit, ...] = ()  # the leader's last round: units with no worker
@@ -184,7 +184,7 @@ class Control:
             log.info("topology %s removed (kill wait over); its teardown is queued", tid)
         for wid, a in p.assignments.items():
             if current.get(wid) != a:
-                write_assignment(self.zk, wid, a)
+                write_assignment(self.zk, wid, a, self.s.zookeeper_access)
         for wid in set(current) - set(p.assignments):
             write_assignment(self.zk, wid, None)
         if p.unassigned != self.unassigned and p.unassigned:

@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.common import load_settings, settings_parser
 from squall.core.control.client_properties import ClientProperties
+from squall.core.control.zookeeper_access import ZooKeeperAccess
 from squall.kafka_clients import KafkaClients
 
 
@@ -23,6 +24,8 @@ class ApiSettings(BaseSettings):
                                    "the teardowns of killed topologies")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
+    # Who may use Squall's tree in ZooKeeper (SQUALL_ZOOKEEPER_*; load_settings fills it).
+    zookeeper_access: ZooKeeperAccess = Field(default_factory=ZooKeeperAccess, exclude=True)
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8080, ge=0, le=65535, description="listen port")
     advertise_url: str | None = Field(

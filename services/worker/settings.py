@@ -14,6 +14,7 @@ from services.common import load_settings, settings_parser
 from squall.core.control.assignment import Kind
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.fencing import check_grace
+from squall.core.control.zookeeper_access import ZooKeeperAccess
 from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
@@ -27,6 +28,8 @@ class WorkerSettings(BaseSettings):
     kind: Kind = Field(description="spout, acker or bolts")
     zookeeper: str = Field("127.0.0.1:2181", description="ZooKeeper connect string (a "
                            "chroot after the hosts: several clusters on one ZooKeeper)")
+    # Who may use Squall's tree in ZooKeeper (SQUALL_ZOOKEEPER_*; load_settings fills it).
+    zookeeper_access: ZooKeeperAccess = Field(default_factory=ZooKeeperAccess, exclude=True)
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)

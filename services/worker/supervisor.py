@@ -30,12 +30,13 @@ from services.worker.processes import STANDBY, ProcSpec, desired, shares_tasks
 from services.worker.settings import WorkerSettings
 from services.worker.spare import SPARE, Spare
 from squall import lease as lease_file
-from squall.coord import ASSIGNMENTS, WORKERS, connect
+from squall.coord import ASSIGNMENTS, WORKERS, assignment_writers, connect
 from squall.core.control.assignment import Kind
 from squall.core.control.cluster import WorkerAssignment, WorkerInfo
 from squall.core.control.fencing import Kill, WorkerFences
 from squall.core.control.lease import NONE
 from squall.core.control.restarts import Restarts
+from squall.core.errors import CoordinationError
 from squall.core.reliability.clock import Clock
 from squall.lease import LEASE_FILE_ENV
 from squall.supervision import Child, Command, Supervisor, kill_children, stop_children
@@ -266,6 +267,17 @@ class WorkerService:
 
     def _on_assignment(self, data: bytes | None, _stat: Any) -> None:
         try:
+            others = assignment_writers(self.zk, self.s.worker_id, self.s.zookeeper_access) \
+                if data is not None else []
+        except CoordinationError as e:
+            others = [f"unknown ({e})"]
+        if others:
+            log.error("the assignment of %s may be changed by %s, not only by Squall's "
+                      "ZooKeeper identity: refused, keeping the previous one (docs/security.md)",
+                      self.s.worker_id, ", ".join(others))
+            self.wake.set()
+            return
+        try:
             self.assignment = WorkerAssignment.from_json(data)
         except (ValueError, KeyError) as e:
             log.error("malformed assignment for %s (%s); keeping the previous one",
@@ -349,7 +361,7 @@ class WorkerService:
         if self.s.spare:  # before anything else: its Spark start is the longest of all
             self.spare.start()
         zk = self.zk = connect(self.s.zookeeper, session_timeout_s=self.s.session_timeout_s,
-                               listener=self._state)
+                               listener=self._state, access=self.s.zookeeper_access)
         self.s.workdir.mkdir(parents=True, exist_ok=True)
         if self.lease is not None:
             lease_file.write(self.lease.path, NONE)  # one left by an earlier run holds nothing

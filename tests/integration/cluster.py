@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -16,6 +17,19 @@ from squall.processes import die_with_parent, free_port
 from tests.integration.helpers import wait_for
 
 TOKEN = "test-token-0123456789"
+#: Every Squall process of the suite authenticates to ZooKeeper as this identity (set in the
+#: environment by tests/integration/conftest.py, so each one started inherits it): the
+#: whole suite runs on a protected tree (docs/security.md, "ZooKeeper").
+ZK_AUTH = f"squall:{secrets.token_urlsafe(24)}"
+
+
+def zk_client(hosts: str, identity: str | None = ZK_AUTH, timeout_s: float = 30) -> Any:
+    """A started kazoo client, as Squall's identity unless told otherwise (None: none)."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=hosts, auth_data=[("digest", identity)] if identity else None)
+    zk.start(timeout_s)
+    return zk
 
 
 class ApiProcess:

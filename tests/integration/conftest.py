@@ -3,6 +3,7 @@ suites)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +11,13 @@ from typing import Any
 
 import pytest
 
+from squall.core.control.zookeeper_access import AUTH
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
-from tests.integration.cluster import ApiProcess, namespace
+from tests.integration.cluster import ZK_AUTH, ApiProcess, namespace
 from tests.integration.helpers import ServiceProcess, wait_for
+
+# Every process the suite starts inherits it: Squall's tree is protected in every test.
+os.environ[AUTH] = ZK_AUTH
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from kazoo.client import KazooClient
 
 from squall import __version__
 from squall.core.control.lifecycle import Status
-from tests.integration.cluster import TOKEN, ApiProcess, namespace
+from tests.integration.cluster import TOKEN, ApiProcess, namespace, zk_client
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -47,8 +47,7 @@ def http(api: ApiProcess) -> Iterator[httpx.Client]:
 
 @pytest.fixture
 def zk(ns: str) -> Iterator[KazooClient]:
-    c = KazooClient(hosts=ns)
-    c.start(10)
+    c = zk_client(ns)
     yield c
     c.stop()
     c.close()

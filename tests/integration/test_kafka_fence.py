@@ -12,11 +12,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
 
 from squall.coord import WORKERS
 from squall.dev.stack import StackInfo
-from tests.integration.cluster import ApiProcess
+from tests.integration.cluster import ApiProcess, zk_client
 from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
 pytestmark = pytest.mark.integration
@@ -32,8 +31,7 @@ def test_a_worker_no_broker_answers_leaves_the_cluster_and_comes_back_once_one_d
                      tmp_path / "api.log").start()
     worker = acker_worker(own_stack, tmp_path, "acker-kf", "--kafka-fence-after-s", str(GRACE_S))
     procs = "squall_worker_processes{kind=acker,worker=acker-kf}"
-    zk = KazooClient(hosts=own_stack.zookeeper)
-    zk.start(timeout=30)
+    zk = zk_client(own_stack.zookeeper)
     http = api.client()
 
     def session() -> str | None:

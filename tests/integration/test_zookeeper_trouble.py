@@ -13,12 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from kazoo.client import KazooClient
 
 from squall.coord import WORKERS
 from squall.dev.stack import StackInfo
 from squall.processes import child_pids
-from tests.integration.cluster import ApiProcess
+from tests.integration.cluster import ApiProcess, zk_client
 from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
 pytestmark = pytest.mark.integration
@@ -113,8 +112,7 @@ def test_a_worker_whose_session_ended_runs_its_tasks_again_in_its_new_session(
                      tmp_path / "api.log").start()
     worker = acker_worker(own_stack, tmp_path, "acker-lost", "--session-timeout-s", "3")
     procs = "squall_worker_processes{kind=acker,worker=acker-lost}"
-    zk = KazooClient(hosts=own_stack.zookeeper)
-    zk.start(timeout=30)
+    zk = zk_client(own_stack.zookeeper)
     node = f"{WORKERS}/acker-lost"
 
     def session() -> int | None:  # the session that owns the worker's node

@@ -140,7 +140,8 @@ def _client_security(access: ZooKeeperAccess) -> dict[str, Any]:
         kw["auth_data"] = [("digest", c) for c in access.credentials()]
         kw["default_acl"] = kazoo_acl(access)
     if access.tls is not None:
-        kw |= {"use_ssl": True, "verify_certs": True, "ca": access.tls.ca,
+        kw |= {"use_ssl": True, "verify_certs": True, "check_hostname": True,
+               "ca": access.tls.ca,
                "certfile": access.tls.cert, "keyfile": access.tls.key}
     return kw
 

@@ -5,6 +5,7 @@ stack's single server (squall/dev/stack.py) and the cluster benchmark's ensemble
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 LOG4J = """\
@@ -18,12 +19,24 @@ rootLogger.appenderRef.console.ref = console
 """
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """A secure client port: the server's key and certificate chain in one PEM file (the
+    key PKCS #8), and the CA its clients' certificates must be signed by."""
+
+    port: int
+    keystore: Path
+    ca: Path
+
+
 def write_config(home: Path, client_port: int, address: str, seen_as: Path | None = None,
-                 peers: Sequence[str] = (), my_id: int = 0) -> Path:
+                 peers: Sequence[str] = (), my_id: int = 0, tls: ServerTls | None = None
+                 ) -> Path:
     """``home``'s ``zoo.cfg``, ``log4j2.properties`` and ``data/``, for a server listening
-    on ``address:client_port``; the config's path as the server sees it (``seen_as``: where
-    ``home`` is mounted for it). ``peers``: the ensemble's addresses, server 1 first (none:
-    a server on its own); ``my_id``: this server's number in it."""
+    on ``address:client_port`` (and with ``tls``, TLS with client certificates on its port:
+    Netty's connection factory, PEM stores); the config's path as the server sees it
+    (``seen_as``: where ``home`` is mounted for it). ``peers``: the ensemble's addresses,
+    server 1 first (none: a server on its own); ``my_id``: this server's number in it."""
     at = seen_as or home
     (home / "data").mkdir(parents=True, exist_ok=True)
     (home / "log4j2.properties").write_text(LOG4J)
@@ -42,6 +55,12 @@ def write_config(home: Path, client_port: int, address: str, seen_as: Path | Non
         (home / "data" / "myid").write_text(f"{my_id}\n")
     else:
         lines += ["tickTime=2000", "initLimit=10", "syncLimit=5", "maxSessionTimeout=60000"]
+    if tls is not None:
+        lines += [f"secureClientPort={tls.port}",
+                  "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                  f"ssl.keyStore.location={tls.keystore}", "ssl.keyStore.type=PEM",
+                  f"ssl.trustStore.location={tls.ca}", "ssl.trustStore.type=PEM",
+                  "ssl.clientAuth=need"]
     (home / "zoo.cfg").write_text("\n".join(lines) + "\n")
     return at / "zoo.cfg"
 

@@ -36,7 +36,7 @@ ROUTES = ("/api/v1/topology/summary", "/api/v1/cluster/summary", "/api/v1/nimbus
           "/api/v1/topology/{id}/component/split", "/api/v1/topology/{id}/metrics",
           "/api/v1/topology/{id}/lag", "/topologies/{id}", "/topologies/{id}/history",
           "/topologies/{id}/errors")
-TOKEN = "bench-token-0123456789"
+TOKEN = "bench-token-0123456789-abcdefghijkl"
 
 
 def spec(name: str) -> dict[str, Any]:

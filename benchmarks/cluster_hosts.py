@@ -134,7 +134,7 @@ def _start(hosts: Hosts, h1: Host, pg: postgres.Server,
     say(f"Kafka {bootstrap}")
     state_url = pg.url
     master = _spark(hosts, procs, zk)
-    token = secrets.token_urlsafe(18)
+    token = secrets.token_urlsafe(32)
     api = []
     for h in map(hosts.host, API_HOSTS):
         procs[h.name]["api"] = hosts.start(h, [

@@ -56,7 +56,7 @@ def cluster(workdir: Path, stop: threading.Event, standby: bool = True,
         "ZooKeeper ...")
     stack = EmbeddedStack(StackSettings(home=workdir / "stack", brokers=brokers))
     with stack as info:
-        token = secrets.token_urlsafe(18)
+        token = secrets.token_urlsafe(32)
         port = free_port()
         sup = Supervisor(workdir)
         common = ("--zookeeper", info.zookeeper, "--bootstrap-servers", info.bootstrap_servers)

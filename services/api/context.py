@@ -8,7 +8,6 @@ calls run on a thread, so the event loop keeps serving).
 from __future__ import annotations
 
 import asyncio
-import secrets
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -19,9 +18,10 @@ from prometheus_client import CollectorRegistry
 from services.api import views
 from services.api.cluster_view import ClusterView
 from services.api.control import Control
-from services.api.errors import WRITE_ERRORS, NoToken, WrongToken
+from services.api.errors import WRITE_ERRORS, NoToken, RoleTooLow, WrongToken
 from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
+from services.api.roles import Role, role_of
 from services.api.settings import ApiSettings
 from services.api.storm_views import Numbers
 from squall.core.control.cluster import TopologyRecord, WorkerInfo
@@ -147,15 +147,21 @@ def _context(request: Request) -> ApiContext:
 Ctx = Annotated[ApiContext, Depends(_context)]
 
 
-def authorize(settings: ApiSettings, given: str | None) -> None:
-    """The one token check: ``given`` is the bearer token sent (None: none)."""
-    token = settings.token.get_secret_value() if settings.token else None
-    if settings.allow_anonymous and token is None:
-        return
+def authorize(settings: ApiSettings, given: str | None, need: Role) -> Role | None:
+    """The one token check: ``given`` is the bearer token sent (None: none); the caller's
+    role, which must reach ``need`` (None: anonymous, on a development API without tokens)."""
+    tokens = settings.tokens()
+    if settings.allow_anonymous and not tokens:
+        return None
     if given is None:
         raise NoToken("a bearer token is required for this route")
-    if token is None or not secrets.compare_digest(given.encode(), token.encode()):
+    role = role_of(tokens, given)
+    if role is None:
         raise WrongToken("the bearer token is not valid")
+    if role < need:
+        raise RoleTooLow(f"the {role} role may not call this route: it needs the {need} "
+                         "role's token")
+    return role
 
 
 def bearer_of(header: str | None) -> str | None:
@@ -164,9 +170,15 @@ def bearer_of(header: str | None) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _authorized(ctx: Ctx, cred: Credentials) -> None:
-    authorize(ctx.settings, None if cred is None else cred.credentials)
+def _operator(ctx: Ctx, cred: Credentials) -> None:
+    authorize(ctx.settings, None if cred is None else cred.credentials, Role.OPERATOR)
 
 
-#: What every mutating route is declared with: the token check, and its error statuses.
-WRITE: dict[str, Any] = {"dependencies": [Depends(_authorized)], "responses": WRITE_ERRORS}
+def _admin(ctx: Ctx, cred: Credentials) -> None:
+    authorize(ctx.settings, None if cred is None else cred.credentials, Role.ADMIN)
+
+
+#: What every mutating route is declared with: the operator's token, and the error statuses.
+WRITE: dict[str, Any] = {"dependencies": [Depends(_operator)], "responses": WRITE_ERRORS}
+#: The submission's: the admin's token (it runs the topology's code on the workers).
+SUBMIT: dict[str, Any] = {"dependencies": [Depends(_admin)], "responses": WRITE_ERRORS}

@@ -2,8 +2,8 @@
 
 A bad spec 422, an unknown id 404, an illegal transition or a lost race 409, ZooKeeper
 unavailable 503, a replica that is not the leader 503 with the leader's address, a missing
-token 401, a wrong one 403, a body too large 413 (or of unknown length 411); any other
-:class:`SquallError` 400.
+token 401, a wrong one or one of a role below the route's 403, a body too large 413 (or of
+unknown length 411); any other :class:`SquallError` 400.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ class WrongToken(AuthError):
     """The bearer token given is not the API's."""
 
 
+class RoleTooLow(AuthError):
+    """The bearer token is a role's whose rights do not reach this route."""
+
+
 class BodyError(SquallError):
     """A request body the API will not read."""
 
@@ -57,7 +61,7 @@ class BadContentLength(BodyError):
 
 
 _STATUS: dict[type[SquallError], int] = {
-    NoToken: 401, WrongToken: 403, BodyTooLarge: 413, BodyLengthUnknown: 411,
+    NoToken: 401, WrongToken: 403, RoleTooLow: 403, BodyTooLarge: 413, BodyLengthUnknown: 411,
     BadContentLength: 400, TopologyError: 422, NotFoundError: 404, ConflictError: 409,
     CoordinationError: 503, KafkaUnavailable: 503, ProcessUnavailable: 503}
 
@@ -70,7 +74,8 @@ class ErrorBody(BaseModel):
 
 
 _WHY = {400: "a malformed request (e.g. an If-Match that is not a version)",
-        401: "no bearer token", 403: "a wrong bearer token", 404: "no such topology",
+        401: "no bearer token", 403: "a wrong bearer token, or a role's below the route's",
+        404: "no such topology",
         409: "an illegal transition, a name taken, a state that cannot be kept, or a lost "
              "race (If-Match)",
         411: "a body of unknown length", 413: "a body too large",

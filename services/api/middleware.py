@@ -9,6 +9,7 @@ same mapping (:func:`services.api.errors.to_response`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -26,13 +27,18 @@ from services.api.errors import (
     BodyTooLarge,
     to_response,
 )
+from services.api.roles import Role
 from squall.core.errors import NotLeader
 from squall.core.topology.checks import MAX_SPEC_BYTES
 
 _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
-#: The reads ``reads_need_token`` closes: what topologies and the cluster are.
-_READS = ("/api/v1/", "/topologies", "/workers")
+#: What stays open when reads need a token: probes, the API's own documents and the pages'
+#: shells and assets (they hold no data: the page asks for it with the token).
+_OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
+_OPEN_UNDER = ("/docs", "/redoc", "/ui", "/static/")
 _FORWARDED = "x-squall-forwarded-by"
+#: Every call that may change something, with who made it (docs/security.md).
+audit = logging.getLogger("squall.api.audit")
 #: The largest body a write may send: a spec at its limit, as JSON, with room to spare.
 MAX_BODY_BYTES = 2 * MAX_SPEC_BYTES
 
@@ -54,8 +60,9 @@ class ApiMiddleware:
                 status = message["status"]
             await send(message)
 
+        caller: list[Role | None] = []
         try:
-            early = await self._write(Request(scope, receive)) \
+            early = await self._write(Request(scope, receive), caller) \
                 if scope["method"] in _MUTATING else self._read(scope)
             if early is not None:
                 await early(scope, receive, sending)
@@ -67,26 +74,31 @@ class ApiMiddleware:
             m = self.ctx.metrics
             m.requests.labels(scope["method"], name, str(status)).inc()
             m.latency.labels(scope["method"], name).observe(time.perf_counter() - t0)
+            if scope["method"] in _MUTATING:
+                _audit(scope, caller[0] if caller else None, status)
 
     def _read(self, scope: Scope) -> Response | None:
         """With ``reads_need_token``, the topology and cluster reads need the token too
         (health, readiness, metrics and the API's own docs stay open). None: go on."""
-        if not self.ctx.settings.reads_need_token or \
-                not str(scope.get("path", "")).startswith(_READS):
+        path = str(scope.get("path", ""))
+        if not self.ctx.settings.reads_need_token or path in _OPEN or \
+                path.startswith(_OPEN_UNDER):
             return None
         headers = dict(scope.get("headers") or [])
         try:
             authorize(self.ctx.settings, bearer_of(
-                headers.get(b"authorization", b"").decode("latin-1") or None))
+                headers.get(b"authorization", b"").decode("latin-1") or None), Role.READER)
         except AuthError as e:
             return to_response(e)
         return None
 
-    async def _write(self, request: Request) -> Response | None:
-        """The caller, then the body's size, before a byte of the body is read; then a
-        follower forwards the write to the leader (once: no loops). None: go on."""
+    async def _write(self, request: Request, caller: list[Role | None]) -> Response | None:
+        """The caller (an operator at least; the route may ask more), then the body's size,
+        before a byte of the body is read; then a follower forwards the write to the leader
+        (once: no loops). None: go on. ``caller`` gets the caller's role."""
         try:
-            authorize(self.ctx.settings, bearer_of(request.headers.get("authorization")))
+            caller.append(authorize(self.ctx.settings, bearer_of(
+                request.headers.get("authorization")), Role.OPERATOR))
             _check_length(request.headers)
         except (AuthError, BodyError) as e:
             return to_response(e)
@@ -112,6 +124,17 @@ class ApiMiddleware:
             return to_response(NotLeader(leader, f"the leader {leader} did not answer: {e}"))
         return Response(r.content, r.status_code, media_type=r.headers.get("content-type"),
                         headers={"X-Squall-Leader": leader})
+
+
+def _audit(scope: Scope, role: Role | None, status: int) -> None:
+    """One line for every call that may change something: who (the role the token is, or
+    none), from where, what, and the answer's status."""
+    client = scope.get("client") or ("?", 0)
+    headers = dict(scope.get("headers") or [])
+    via = headers.get(_FORWARDED.encode(), b"").decode("latin-1")
+    audit.info("%s %s by %s from %s%s: %d", scope["method"], scope.get("path", ""),
+               role if role is not None else "no role", client[0],
+               f" (forwarded by {via[:200]})" if via else "", status)
 
 
 def install(app: FastAPI, ctx: ApiContext) -> None:

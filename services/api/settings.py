@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.api.roles import MIN_TOKEN, Role
 from services.common import load_settings, settings_parser
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.zookeeper_access import ZooKeeperAccess
@@ -30,8 +31,14 @@ class ApiSettings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535, description="listen port")
     advertise_url: str | None = Field(
         None, description="how the other replicas reach this one (default http://host:port)")
-    token: SecretStr | None = Field(None, description="bearer token for mutating routes "
-                                    "(prefer the environment variable)")
+    token: SecretStr | None = Field(None, description=(
+        "the admin's bearer token: every route, submitting included (prefer the environment "
+        "variable)"))
+    operator_token: SecretStr | None = Field(None, description=(
+        "the operator's bearer token: activate, deactivate, rebalance, kill, replay dead "
+        "letters, and the reads"))
+    reader_token: SecretStr | None = Field(None, description=(
+        "the reader's bearer token: the reads, when they need a token"))
     allow_anonymous: bool = Field(False, description="accept writes without a token "
                                   "(development only)")
     reads_need_token: bool = Field(
@@ -58,9 +65,23 @@ class ApiSettings(BaseSettings):
                              "SQUALL_API_TOKEN); --allow-anonymous turns that off for development")
         if self.reads_need_token and self.token is None:
             raise ValueError("reads_need_token needs a token (--token or SQUALL_API_TOKEN)")
-        if self.token is not None and len(self.token.get_secret_value()) < 8:
-            raise ValueError("the token must be at least 8 characters")
+        if self.token is None and (self.operator_token or self.reader_token):
+            raise ValueError("the operator's and reader's tokens need the admin's "
+                             "(SQUALL_API_TOKEN)")
+        values = [v for v in self.tokens().values()]
+        for role, value in self.tokens().items():
+            if len(value) < MIN_TOKEN:
+                raise ValueError(f"the {role} token must be at least {MIN_TOKEN} characters "
+                                 "(python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        if len(set(values)) != len(values):
+            raise ValueError("each role needs a token of its own")
         return self
+
+    def tokens(self) -> dict[Role, str]:
+        """Each role's token, for the roles given one."""
+        given = {Role.ADMIN: self.token, Role.OPERATOR: self.operator_token,
+                 Role.READER: self.reader_token}
+        return {r: t.get_secret_value() for r, t in given.items() if t is not None}
 
     @property
     def url(self) -> str:

@@ -41,7 +41,8 @@ PORTS = {"SQUALL_API_PORT": "18080", "SQUALL_PROMETHEUS_PORT": "19090",
          "SQUALL_ZK_PORT": "12181", "SQUALL_KAFKA_PORT": "19094",
          "SQUALL_SPARK_UI_PORT": "18081", "SQUALL_GRAFANA_PORT": "13000",
          "SQUALL_TEST_POSTGRES_PORT": "15432"}
-SECRETS = {"SQUALL_API_TOKEN": "compose-test-token", "SQUALL_POSTGRES_PASSWORD": "compose-pw",
+SECRETS = {"SQUALL_API_TOKEN": "compose-test-token-0123456789-abcdef",
+           "SQUALL_POSTGRES_PASSWORD": "compose-pw",
            "SQUALL_GRAFANA_PASSWORD": "compose-grafana"}
 #: Services with a healthcheck, all of which must report healthy.
 HEALTHY = ("zookeeper", "kafka", "postgres", "spark-master", "spark-worker", "api", "spout",

@@ -16,7 +16,7 @@ import httpx
 from squall.processes import die_with_parent, free_port
 from tests.integration.helpers import wait_for
 
-TOKEN = "test-token-0123456789"
+TOKEN = "test-token-0123456789-abcdefghijklmn"
 #: Every Squall process of the suite authenticates to ZooKeeper as this identity (set in the
 #: environment by tests/integration/conftest.py, so each one started inherits it): the
 #: whole suite runs on a protected tree (docs/security.md, "ZooKeeper").
@@ -33,19 +33,21 @@ def zk_client(hosts: str, identity: str | None = ZK_AUTH, timeout_s: float = 30)
 
 
 class ApiProcess:
-    def __init__(self, zookeeper: str, bootstrap: str, log: Path, *extra: str) -> None:
+    def __init__(self, zookeeper: str, bootstrap: str, log: Path, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         self.args = ["--zookeeper", zookeeper, "--bootstrap-servers", bootstrap,
                      "--port", str(self.port), "--session-timeout-s", "4", *extra]
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env = {**os.environ, "SQUALL_API_TOKEN": TOKEN, **(env or {})}
 
     def start(self) -> ApiProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen([sys.executable, "-m", "services.api", *self.args],
                                      stdout=out, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "SQUALL_API_TOKEN": TOKEN},
+                                     env=self.env,
                                      preexec_fn=die_with_parent)
         wait_for(lambda: self._up() or self.proc is None or self.proc.poll() is not None, 60,
                  f"the API on {self.url}")

@@ -127,25 +127,56 @@ def test_a_bad_spec_is_422_naming_the_problem(http: httpx.Client, body: Any, cty
     assert needle in r.json()["detail"]
 
 
+#: What stays open when reads need a token: probes, the API's documents, the pages' shells.
+OPEN = {"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc",
+        "/ui", "/ui/topologies/{topology_id}"}
+OPERATOR_TOKEN, READER_TOKEN = "operator-token-0123456789-abcdefghij", \
+    "reader-token-0123456789-abcdefghijklm"
+
+
+def _routes(url: str) -> list[tuple[str, str, str]]:
+    """Every route of the API's OpenAPI document: (method, template, a concrete path)."""
+    doc = httpx.get(f"{url}/openapi.json", timeout=10).json()
+    out = []
+    for template, ops in doc["paths"].items():
+        path = re.sub(r"\{(wait_time|partition|offset|dlq_offset)\}", "0", template)
+        path = re.sub(r"\{[^}]+\}", "ghost", path)
+        out += [(m.upper(), template, path) for m in ops]
+    return out
+
+
 def test_reads_are_open_unless_the_setting_closes_them(api: ApiProcess, zookeeper: str,
                                                        bootstrap: str, tmp_path: Path) -> None:
     """Storm UI's reads need no token by default (monitoring scripts send none), writes do;
-    ``--reads-need-token`` closes the reads too, health, readiness and metrics excepted."""
+    ``--reads-need-token`` closes every route of the OpenAPI document to a caller without a
+    role's token (the probes, the API's documents and the pages' shells excepted), and a
+    reader's token opens the reads and no write."""
     assert httpx.get(f"{api.url}/api/v1/topology/summary", timeout=10).status_code == 200
     assert httpx.post(f"{api.url}/api/v1/topology/x/activate", timeout=10).status_code == 401
     closed = ApiProcess(namespace(zookeeper), bootstrap, tmp_path / "closed.log",
-                        "--reads-need-token").start()
+                        "--reads-need-token", env={"SQUALL_API_OPERATOR_TOKEN": OPERATOR_TOKEN,
+                                                   "SQUALL_API_READER_TOKEN": READER_TOKEN})
+    closed.start()
+    routes = _routes(closed.url)
+    assert {t for _, t, _ in routes} >= {"/metrics", "/sd/prometheus", "/teardowns",
+                                         "/topologies/{topology_id}/dead-letters"}
     try:
-        for path in ("/api/v1/topology/summary", "/api/v1/cluster/summary", "/topologies",
-                     "/workers", "/topologies/x/history", "/topologies/x/errors"):
-            r = httpx.get(closed.url + path, timeout=10)
-            assert r.status_code == 401 and "bearer token" in r.json()["detail"], (path, r.text)
-        with closed.client() as authed:
-            assert authed.get("/api/v1/topology/summary").status_code == 200
-        with closed.client(token="wrong-token-0000") as wrong:
-            assert wrong.get("/topologies").status_code == 403
-        for path in ("/healthz", "/metrics", "/openapi.json"):
-            assert httpx.get(closed.url + path, timeout=10).status_code == 200, path
+        with closed.client(token=None) as anon, closed.client(READER_TOKEN) as reader, \
+                closed.client(token="wrong-token-0123456789-abcdefghijklmn") as wrong:
+            for method, template, path in routes:
+                r = anon.request(method, path)
+                if template in OPEN and method == "GET":
+                    assert r.status_code == 200, (method, path, r.status_code)
+                    continue
+                assert r.status_code == 401 and "bearer token" in r.json()["detail"], \
+                    (method, path, r.text)
+                assert wrong.request(method, path).status_code == 403, (method, path)
+                r = reader.request(method, path)
+                if method == "GET":  # a read: no longer refused for the caller
+                    assert r.status_code not in (401, 403), (method, path, r.text)
+                else:
+                    assert r.status_code == 403 and "reader role" in r.json()["detail"], \
+                        (method, path, r.text)
         # The pages hold no data (their scripts read with the token): open, saying nothing
         # of which topologies exist.
         for path in ("/ui", "/ui/topologies/ghost"):
@@ -153,6 +184,30 @@ def test_reads_are_open_unless_the_setting_closes_them(api: ApiProcess, zookeepe
             assert r.status_code == 200 and "token-form" in r.text, path
     finally:
         closed.stop()
+
+
+def test_an_operator_operates_an_admin_submits_and_every_call_is_audited(
+        zookeeper: str, bootstrap: str, tmp_path: Path) -> None:
+    log = tmp_path / "api.log"
+    p = ApiProcess(namespace(zookeeper), bootstrap, log,
+                   env={"SQUALL_API_OPERATOR_TOKEN": OPERATOR_TOKEN})
+    p.start()
+    try:
+        with p.client(OPERATOR_TOKEN) as operator, p.client() as admin:
+            r = operator.post("/topologies", json=spec("roles"))
+            assert r.status_code == 403 and "needs the admin role" in r.json()["detail"]
+            assert admin.post("/topologies", json=spec("roles")).status_code == 201
+            assert operator.post("/topologies/roles/deactivate").status_code == 200
+            assert operator.post("/api/v1/topology/roles/activate").status_code == 200
+        text = log.read_text()
+        for line in ("POST /topologies by operator from 127.0.0.1: 403",
+                     "POST /topologies by admin from 127.0.0.1: 201",
+                     "POST /topologies/roles/deactivate by operator from 127.0.0.1: 200",
+                     "POST /api/v1/topology/roles/activate by operator from 127.0.0.1: 200"):
+            assert line in text, line
+        assert TOKEN not in text and OPERATOR_TOKEN not in text
+    finally:
+        p.stop()
 
 
 def test_unknown_ids_are_404(http: httpx.Client) -> None:
@@ -168,7 +223,8 @@ def test_unknown_ids_are_404(http: httpx.Client) -> None:
 
 
 def test_mutating_routes_need_the_token(api: ApiProcess) -> None:
-    with api.client(token=None) as anon, api.client(token="wrong-token-xyz") as wrong:
+    with api.client(token=None) as anon, \
+            api.client(token="wrong-token-0123456789-abcdefghijklmn") as wrong:
         r = anon.post("/topologies", json=spec("auth"))
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         assert wrong.post("/topologies", json=spec("auth")).status_code == 403

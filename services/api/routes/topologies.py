@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from services.api import responses, views
-from services.api.context import WRITE, Ctx, IfMatch, TopologyId
+from services.api.context import SUBMIT, WRITE, Ctx, IfMatch, TopologyId
 from services.api.errors import READ_ERRORS
 from squall.coord import read_teardowns, teardown_of
 from squall.core.control.cluster import WorkerAssignment
@@ -59,7 +59,7 @@ def _parse_spec(raw: bytes, content_type: str) -> TopologySpec:
     return TopologySpec.from_dict(doc)
 
 
-@router.post("/topologies", tags=["topologies"], status_code=201, **WRITE,
+@router.post("/topologies", tags=["topologies"], status_code=201, **SUBMIT,
              summary="Submit a topology (JSON or YAML)", openapi_extra=_SPEC_BODY,
              response_model=responses.TopologyView)
 async def submit(ctx: Ctx, request: Request, activate: bool = True,

@@ -227,7 +227,12 @@ def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], z
         "spark.deploy.zookeeper.dir": "/spark"}.items())])
     masters = [hosts.host(n) for n in MASTER_HOSTS]
     for h in masters:
+        # Started again whenever it exits, as a service manager would (systemd's
+        # Restart=always): a master exits whenever its ZooKeeper connection is suspended,
+        # which every ZooKeeper election does to every client, and with the other master's
+        # host lost the cluster would be left without one.
         procs[h.name]["spark-master"] = hosts.start(h, [
+            "/bin/sh", "-c", 'while :; do "$0" "$@"; sleep 1; done',
             spark_class, "org.apache.spark.deploy.master.Master", "--host", h.address,
             "--port", str(SPARK_PORT), "--webui-port", "8081"],
             h.disk / "logs" / "master.log",

@@ -45,7 +45,9 @@ from squall.core.errors import (
 )
 from squall.core.reliability.clock import Clock
 from squall.core.topology.checks import MAX_NAME
+from squall.core.topology.code_policy import check_code
 from squall.core.topology.model import TopologySpec
+from squall.core.topology.spec_secrets import check_no_secrets
 from squall.core.topology.topics import spout_group
 from squall.kafka import commit_group_offsets, group_offsets
 from squall.kafka_clients import quiet_logger
@@ -266,6 +268,8 @@ class Control:
         if len(spec.name) > MAX_NAME["topology"]:
             raise TopologyError(f"topology name {spec.name[:20]!r}... is {len(spec.name)} "
                                 f"characters; at most {MAX_NAME['topology']}")
+        check_code(spec.validate(), self.s.allowed_modules)
+        check_no_secrets(spec.to_dict())
         live = self.store.live_id(spec.name)
         if live is not None:
             raise ConflictError(f"a topology named {spec.name!r} is already submitted (id "

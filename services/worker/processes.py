@@ -14,6 +14,8 @@ from typing import Any
 from services.worker.settings import WorkerSettings
 from squall.core.control.assignment import Kind, Placement
 from squall.core.control.cluster import WorkerAssignment
+from squall.core.errors import TopologyError
+from squall.core.topology.code_policy import check_code
 from squall.core.topology.model import TopologySpec
 from squall.launch import acker_args, bolts_args, spout_args
 
@@ -53,6 +55,11 @@ def desired(a: WorkerAssignment, s: WorkerSettings) -> dict[str, ProcSpec]:
             log.error("assignment names topology %r without its spec; skipping", p.topology)
             continue
         spec = TopologySpec.from_dict(raw)
+        try:
+            check_code(spec, s.allowed_modules)
+        except TopologyError as e:
+            log.error("topology %r: %s; not run here", p.topology, e)
+            continue
         if p.kind is Kind.SPOUT:
             if not a.active.get(p.topology, False):
                 continue  # spouts emit only while ACTIVE

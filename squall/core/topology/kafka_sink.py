@@ -12,8 +12,10 @@ configuration (``config:`` in a spec; the builder's ``kafka_bolt``):
   ``key`` field the key is null). Bytes go as they are, text as UTF-8, anything else as
   JSON;
 - ``exactly.once``: write each output once to the topic, whatever is replayed (below);
-- ``producer``: librdkafka properties for the sink's own producer (``acks``,
-  ``compression.type``, ...).
+- ``producer``: librdkafka properties tuning the sink's own producer
+  (:data:`PRODUCER_TUNING`: batching, compression, timeouts). Where it connects, as whom and
+  how securely come from the environment (docs/kafka.md), never from a spec: a spec naming
+  its own brokers would be handed the environment's credentials.
 
 Every record carries the header ``squall.id``: the input tuple's place in its source
 message's tree (its component, stream, source partition and offset, and path), the same
@@ -40,6 +42,14 @@ TOPIC, TOPIC_FIELD = "topic", "topic.field"
 KEY_FIELD, MESSAGE_FIELD = "key.field", "message.field"
 EXACTLY_ONCE, PRODUCER = "exactly.once", "producer"
 KEYS = (TOPIC, TOPIC_FIELD, KEY_FIELD, MESSAGE_FIELD, EXACTLY_ONCE, PRODUCER)
+#: What a spec may set of the sink's producer.
+PRODUCER_TUNING = frozenset({
+    "linger.ms", "queue.buffering.max.ms", "batch.size", "batch.num.messages",
+    "compression.type", "compression.codec", "compression.level", "message.max.bytes",
+    "queue.buffering.max.messages", "queue.buffering.max.kbytes", "message.timeout.ms",
+    "delivery.timeout.ms", "request.timeout.ms", "retries", "message.send.max.retries",
+    "retry.backoff.ms", "retry.backoff.max.ms", "max.in.flight.requests.per.connection",
+    "max.in.flight", "sticky.partitioning.linger.ms", "client.id"})
 #: The header naming an output (its input's place in its message's tree).
 ID_HEADER = "squall.id"
 #: Groupings that send a replayed tuple to the task its first copy went to.
@@ -93,7 +103,12 @@ def sink_of(config: Mapping[str, Any], where: str) -> SinkSpec:
             isinstance(k, str) and isinstance(v, str | int | float | bool) for k, v in
             props.items()):
         raise TopologyError(f"{where}: {PRODUCER} must map librdkafka property names to "
-                            f"strings, numbers or booleans, got {props!r}")
+                            f"strings, numbers or booleans (values not shown)")
+    refused = sorted(set(props) - PRODUCER_TUNING)
+    if refused:
+        raise TopologyError(f"{where}: {PRODUCER} may not set {refused}: a spec tunes the "
+                            f"producer ({', '.join(sorted(PRODUCER_TUNING))}); where it "
+                            "connects and as whom come from the environment (SQUALL_KAFKA_*)")
     return SinkSpec(topic, names[TOPIC_FIELD], names[KEY_FIELD] or "key",
                     names[MESSAGE_FIELD] or "message", once, dict(props))
 

@@ -550,3 +550,33 @@ def test_a_forged_worker_registration_gets_no_fetch_beyond_its_own_host(
         for srv in (elsewhere, here):
             srv.shutdown()
             srv.server_close()
+
+
+def test_a_submission_that_would_run_foreign_code_or_carry_a_secret_is_refused(
+        http: httpx.Client) -> None:
+    """Over the real API: a class from a module not allowed, a sink that would name its own
+    brokers, a state URL with a password: each 422 naming where, the secret never echoed,
+    nothing stored."""
+    base = spec("policy")
+    foreign = {**base, "bolts": [{**base["bolts"][0], "class": "os:system"}, base["bolts"][1]]}
+    r = http.post("/topologies", json=foreign)
+    assert r.status_code == 422 and "'os:system'" in r.json()["detail"] \
+        and "SQUALL_ALLOWED_MODULES" in r.json()["detail"], r.text
+    sink = {**base, "bolts": [*base["bolts"], {
+        "name": "out", "class": "squall.kafka_bolt:KafkaBolt",
+        "inputs": [{"component": "count", "grouping": "fields", "fields": ["word"]}],
+        "config": {"topic": "out", "message.field": "word",
+                   "producer": {"bootstrap.servers": "attacker.example:9092"}}}]}
+    r = http.post("/topologies", json=sink)
+    assert r.status_code == 422 and "bootstrap.servers" in r.json()["detail"], r.text
+    assert "attacker.example" not in r.text
+    stateful = {**base, "bolts": [base["bolts"][0], {
+        "name": "count", "class": "squall.trident:PersistentAggregate", "parallelism": 2,
+        "outputs": {"default": ["word", "count"]},
+        "inputs": [{"component": "split", "grouping": "fields", "fields": ["word"]}],
+        "config": {"group_by": ["word"], "aggregator": "count",
+                   "state": {"url": "postgresql://squall:hunter2-secret@db/squall"}}}]}
+    r = http.post("/topologies", json=stateful)
+    assert r.status_code == 422 and "state.url" in r.json()["detail"], r.text
+    assert "hunter2" not in r.text
+    assert http.get("/topologies/policy").status_code == 404

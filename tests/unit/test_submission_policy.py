@@ -51,7 +51,7 @@ def test_every_class_a_spec_names_is_checked() -> None:
     assert [p for _, p in code_refs(spec)] == [
         "evil.scheme:S", "examples.wordcount:SplitSentence", "examples.wordcount:WordCount",
         "evil.grouping:G"]
-    with pytest.raises(TopologyError, match="spout 's' scheme: 'evil.scheme:S'"):
+    with pytest.raises(TopologyError, match=r"spout 's' scheme: 'evil\.scheme:S'"):
         check_code(spec, DEFAULT)
 
 

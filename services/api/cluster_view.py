@@ -33,6 +33,7 @@ from services.api.stats import (
 )
 from squall.coord import ASSIGNMENTS, TOPOLOGIES, WORKERS
 from squall.core.control.cluster import TopologyRecord, WorkerAssignment, WorkerInfo
+from squall.core.control.endpoints import web_url
 from squall.core.control.rolling import WINDOWS, RollingTotals, Window
 from squall.endpoint_fetch import Endpoints
 
@@ -247,10 +248,12 @@ class ClusterView:
 
 
 def _spark_ui(samples: list[tuple[str, Sample]]) -> str | None:
-    """The Spark UI of the bolts job whose queries run (a standby's serves none of them)."""
+    """The Spark UI of the bolts job whose queries run (a standby's serves none of them); an
+    http(s) URL only: the page links it."""
     active = {url for url, (name, _, v) in samples if name == "squall_bolt_query_active" and v}
     uis = sorted((url not in active, labels.get("url", ""))
-                 for url, (name, labels, _) in samples if name == "squall_bolt_spark_ui_info")
+                 for url, (name, labels, _) in samples if name == "squall_bolt_spark_ui_info"
+                 and web_url(labels.get("url", "")))
     return uis[0][1] if uis else None
 
 

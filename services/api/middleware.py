@@ -37,6 +37,10 @@ _MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 _OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _OPEN_UNDER = ("/docs", "/redoc", "/ui", "/static/")
 _FORWARDED = "x-squall-forwarded-by"
+#: On every answer: no type sniffing (a JSON body is never run as a script), no referrer
+#: (a page's address holds a topology's id), no frame around anything the API serves.
+_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+            (b"x-frame-options", b"DENY")]
 #: Every call that may change something, with who made it (docs/security.md).
 audit = logging.getLogger("squall.api.audit")
 #: The largest body a write may send: a spec at its limit, as JSON, with room to spare.
@@ -58,6 +62,7 @@ class ApiMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
             await send(message)
 
         caller: list[Role | None] = []

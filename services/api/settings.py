@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from services.api.roles import MIN_TOKEN, Role
 from services.common import load_settings, settings_parser
 from squall.core.control.client_properties import ClientProperties
+from squall.core.control.endpoints import web_url
 from squall.core.control.zookeeper_access import ZooKeeperAccess
 from squall.core.topology.code_policy import DEFAULT as DEFAULT_MODULES
 from squall.core.topology.code_policy import ENV as MODULES_ENV
@@ -72,6 +73,13 @@ class ApiSettings(BaseSettings):
     @classmethod
     def _modules(cls, v: object) -> object:
         return allowed_modules(v) if isinstance(v, str) else v
+
+    @field_validator("grafana_url")
+    @classmethod
+    def _grafana(cls, v: str | None) -> str | None:
+        if v is not None and not web_url(v):
+            raise ValueError("grafana_url must be an http(s) URL with a host and no user")
+        return v
 
     @model_validator(mode="after")
     def _auth(self) -> ApiSettings:

@@ -190,3 +190,87 @@ def test_topology_page_of_an_unknown_id_is_404(zookeeper: str, bootstrap: str,
         assert index.status_code == 200 and "no topologies" in index.text
     finally:
         api.stop()
+
+
+#: What an injected script would do: only running code sets it.
+PWNED = "document.body.setAttribute('data-pwned','1')"
+
+
+def test_markup_and_script_urls_from_workers_never_run_in_the_page(
+        zookeeper: str, bootstrap: str, tmp_path: Path) -> None:
+    """A worker (here a forged registration, as an insider with ZooKeeper's identity could
+    make) serves markup in an error, and a ``javascript:`` Spark UI link;
+    in a real browser nothing of it runs and no such link is written. Names that would
+    carry markup are refused at submit. The pages carry a Content-Security-Policy that
+    allows their own script alone."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.integration.cluster import zk_client
+
+    ns = namespace(zookeeper)
+    api = ApiProcess(ns, bootstrap, tmp_path / "api.log").start()
+    name = f"xss{uuid.uuid4().hex[:6]}"
+    spec = {"name": name, "ackers": 1, "spouts": [{"name": "sentences", "topics": ["t"]}],
+            "bolts": [{"name": "split", "class": "examples.wordcount:SplitSentence",
+                       "outputs": {"default": ["word"]}, "inputs": [{"component": "sentences"}]}]}
+    hostile = f'<img src=x onerror="{PWNED}"><script>{PWNED}</script>'
+    tid = [name]  # its id, once submitted
+
+    class Worker(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/errors":
+                body = json.dumps({"errors": [{"component": "split", "task": 0,
+                                               "error": f"boom {hostile}",
+                                               "time_ms": 1}]}).encode()
+            else:
+                body = (f'squall_bolt_spark_ui_info{{topology="{tid[0]}",'
+                        f'url="javascript:{PWNED}"}} 1\n').encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Worker)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    zk = zk_client(ns)
+    try:
+        with api.client() as http:
+            bad = {**spec, "name": f"x<script>{PWNED}</script>"}
+            assert http.post("/topologies", json=bad).status_code == 422
+            r = http.post("/topologies", json=spec)
+            assert r.status_code == 201, r.text
+            tid[0] = r.json()["id"]
+            ends = [{"topology": tid[0], "kind": "bolts", "component": "split", "tasks": [0],
+                     "url": f"http://127.0.0.1:{srv.server_port}/metrics", "process": "p"}]
+            info = {"id": "forged-page", "kind": "bolts", "capacity": 1, "host": "127.0.0.1",
+                    "pid": 1, "started_ms": 0, "endpoints": ends, "stopping": [],
+                    "session": ""}
+            zk.create("/squall/workers/forged-page", json.dumps(info).encode(),
+                      ephemeral=True)
+            wait_for(lambda: "boom" in http.get(f"/api/v1/topology/{tid[0]}").text, 60,
+                     "the forged worker's error in the topology's view")
+        page = httpx.get(f"{api.url}/ui/topologies/{name}", timeout=10)
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'sha256-" in csp \
+            and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["x-frame-options"] == "DENY"
+        dom = browse(f"{api.url}/ui/topologies/{name}", tmp_path, "--dump-dom").stdout
+        assert 'data-rendered="' in dom, dom[-2000:]  # the page ran, under its policy
+        assert "boom" in dom and "&lt;img src=x" in dom  # the error shown, as text
+        assert 'data-pwned="1"' not in dom  # the attribute only a script that ran sets
+        drawn = dom.split('<script id="topology-id"')[0]
+        i = drawn.find("javascript:")
+        assert i < 0, drawn[max(0, i - 300):i + 100]
+        assert 'id="spark-ui"' not in drawn
+    finally:
+        zk.delete("/squall/workers/forged-page")
+        zk.stop()
+        zk.close()
+        srv.shutdown()
+        api.stop()

@@ -18,7 +18,7 @@ router = APIRouter(tags=["ui"], responses=PAGE_ERRORS)
 
 @router.get("/ui", summary="Topologies, with links to their pages", response_class=HTMLResponse)
 async def ui_index() -> HTMLResponse:
-    return HTMLResponse(page.index_page())
+    return _page(*page.index_page())
 
 
 @router.get("/ui/topologies/{topology_id}", response_class=HTMLResponse,
@@ -28,4 +28,8 @@ async def ui_topology(request: Request, ctx: Ctx, topology_id: Annotated[str, Pa
     if not ctx.settings.reads_need_token:  # else an unknown id is the script's to say
         topology_id = await asyncio.to_thread(topology_id_of, request, topology_id)
         await ctx.record(topology_id)  # 404 for an unknown id
-    return HTMLResponse(page.topology_page(topology_id))
+    return _page(*page.topology_page(topology_id))
+
+
+def _page(body: str, policy: str) -> HTMLResponse:
+    return HTMLResponse(body, headers={"Content-Security-Policy": policy})

@@ -11,6 +11,14 @@ const fmt = n => n === null || n === undefined ? '-' :
   Number(n).toLocaleString('en-US', {maximumFractionDigits: Number(n) < 10 ? 2 : 0});
 const esc = s => String(s).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;',
   '"': '&quot;', "'": '&#39;'}[c]));
+// A link the page writes: http(s) only, never javascript: or data: (the API checks it too).
+const webUrl = u => {
+  if (!u) return null;
+  try {
+    const p = new URL(String(u), location.href);
+    return p.protocol === 'http:' || p.protocol === 'https:' ? p.href : null;
+  } catch (e) { return null; }
+};
 
 // A link may say what to show (#window=10800&component=split) and carry the token in its
 // fragment, which is never sent to a server (and is dropped from the address bar here).
@@ -194,10 +202,11 @@ function errors(got) {
 }
 function links(v) {
   const a = [];
-  if (v.links.spark_ui) a.push(`<a href="${esc(v.links.spark_ui)}" id="spark-ui">Spark UI</a>`);
+  const spark = webUrl(v.links.spark_ui), grafana = webUrl(v.links.grafana);
+  if (spark) a.push(`<a href="${esc(spark)}" id="spark-ui">Spark UI</a>`);
   else a.push('<span class="muted" title="spark.ui.enabled=false, or its bolts job is not ' +
               'running">no Spark UI</span>');
-  if (v.links.grafana) a.push(`<a href="${esc(v.links.grafana)}" id="grafana">Grafana</a>`);
+  if (grafana) a.push(`<a href="${esc(grafana)}" id="grafana">Grafana</a>`);
   a.push(`<a href="/api/v1/topology/${ENC}/lag">lag</a>`, '<a href="/docs">REST API</a>');
   $('links').innerHTML = a.join(' ');
 }

@@ -45,3 +45,13 @@ def endpoint_url(url: str, host: str) -> str:
     if port == 0:
         raise EndpointRefused(f"endpoint {shown(url)}: port 0")
     return url
+
+
+def web_url(url: str) -> bool:
+    """Whether ``url`` is one a page may link: http or https, with a host, no user."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and \
+        parts.username is None and parts.password is None

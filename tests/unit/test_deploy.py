@@ -248,3 +248,12 @@ def test_compose_dockerfile_steps_are_the_documented_install() -> None:
     assert "openjdk-17-jdk-headless" in setup and 'pip install' in setup
     # The Spark driver's class archive: made by the image, the documented steps and setup.
     assert all("-m services.bolts.cds" in text for text in (runs, section, setup))
+
+
+def test_compose_publishes_only_the_api_and_grafana_beyond_the_host(
+        compose: dict[str, Any]) -> None:
+    """ZooKeeper is open on a laptop, and Kafka, Spark and Prometheus answer anyone who
+    reaches them: published on loopback alone."""
+    beyond = {name for name, svc in compose["services"].items()
+              for port in svc.get("ports", []) if not str(port).startswith("127.0.0.1:")}
+    assert beyond == {"api", "grafana"}

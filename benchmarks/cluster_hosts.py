@@ -287,29 +287,41 @@ def units_running(hosts: Hosts) -> dict[str, set[tuple[str, str]]]:
     """Per host, the units its processes run now, from their command lines: a spout's
     ``(component, task)``, an acker's ``("__acker", task)``, a bolts job's ``(bolt, "*")``;
     a process its worker's fence paused (stopped) runs nothing. What ZooKeeper's assignment
-    says is not looked at: this is what really runs."""
-    out: dict[str, set[tuple[str, str]]] = {}
+    says is not looked at: this is what really runs. The hosts are read one after another,
+    so a process counts only if it still runs once all were read: two processes counted
+    for one unit then ran at the same instant, not merely one after the other."""
+    seen: list[tuple[str, set[tuple[str, str]], int]] = []
     for h in hosts.hosts:
-        mine: set[tuple[str, str]] = set()
         for pid in hosts.pids(h):
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
+            except OSError:
                 continue
-            if state == "T" or _lease_ran_out(pid):  # paused or frozen: it runs nothing
-                continue
-            if "-m" not in args or args[args.index("-m") + 1] not in _MODULES:
+            if not _runs(pid) or "-m" not in args or \
+                    args[args.index("-m") + 1] not in _MODULES:
                 continue
             module = args[args.index("-m") + 1]
             if module == "services.spout":
-                mine |= {(_flag(args, "--component")[0], t) for t in _flag(args, "--tasks")}
+                units = {(_flag(args, "--component")[0], t) for t in _flag(args, "--tasks")}
             elif module == "services.acker":
-                mine |= {("__acker", t) for t in _flag(args, "--tasks")}
+                units = {("__acker", t) for t in _flag(args, "--tasks")}
             else:
-                mine |= {(c, "*") for c in _flag(args, "--components")}
-        out[h.name] = mine
+                units = {(c, "*") for c in _flag(args, "--components")}
+            seen.append((h.name, units, pid))
+    out: dict[str, set[tuple[str, str]]] = {h.name: set() for h in hosts.hosts}
+    for host, units, pid in seen:
+        if _runs(pid):
+            out[host] |= units
     return out
+
+
+def _runs(pid: int) -> bool:
+    """Whether ``pid`` runs: alive, not a zombie, not paused or frozen by its fence."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("T", "Z") and not _lease_ran_out(pid)
 
 
 def _lease_ran_out(pid: int) -> bool:

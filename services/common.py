@@ -19,13 +19,24 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar, Union, get_args, 
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode
 
 from services import heap_decay
 from services.loop_queries import Handler
 from squall.core.control.error_reports import ErrorReports
 from squall.core.control.zookeeper_access import access_from
 from squall.core.errors import ConfigError, SquallError
+from squall.core.topology.code_policy import DEFAULT as DEFAULT_MODULES
+from squall.core.topology.code_policy import ENV as MODULES_ENV
+from squall.core.topology.code_policy import allowed_modules
 from squall.core.topology.model import TopologySpec
 from squall.kafka_clients import Scrubbing, load_properties
 from squall.supervision import EXIT_FILE_ENV, READY_FILE_ENV
@@ -111,6 +122,25 @@ def _flag_type(annotation: Any) -> Any:
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return [e.value for e in annotation]
     return annotation if annotation in (bool, int, float) else str
+
+
+class CodePolicy(BaseSettings):
+    """What both the API and the workers read: the modules a topology's classes may come
+    from (squall/core/topology/code_policy.py), one variable for both."""
+
+    # squall/core/topology/code_policy.py: the modules a spec's classes may come from.
+    # NoDecode: the variable is a comma-separated list, not JSON.
+    allowed_modules: Annotated[tuple[str, ...], NoDecode] = Field(
+        DEFAULT_MODULES, validation_alias=AliasChoices("allowed_modules", MODULES_ENV),
+        description=(
+        "the modules a topology's classes may come from, comma-separated (each with the "
+        "modules under it; Squall's own are always allowed); the same for the API and the "
+        "workers, best set once as SQUALL_ALLOWED_MODULES"))
+
+    @field_validator("allowed_modules", mode="before")
+    @classmethod
+    def _modules(cls, v: object) -> object:
+        return allowed_modules(v) if isinstance(v, str) else v
 
 
 def load_settings(cls: type[S], parser: argparse.ArgumentParser,

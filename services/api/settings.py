@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from services.api.roles import MIN_TOKEN, Role
-from services.common import load_settings, settings_parser
+from services.common import CodePolicy, load_settings, settings_parser
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.endpoints import web_url
 from squall.core.control.zookeeper_access import ZooKeeperAccess
-from squall.core.topology.code_policy import DEFAULT as DEFAULT_MODULES
-from squall.core.topology.code_policy import ENV as MODULES_ENV
-from squall.core.topology.code_policy import allowed_modules
 from squall.kafka_clients import KafkaClients
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(CodePolicy):
     """An API replica. Each field is a flag (``--field-name``) and a variable
     (``SQUALL_API_FIELD_NAME``)."""
 
@@ -61,18 +58,6 @@ class ApiSettings(BaseSettings):
         "how often the spouts' lag is read from Kafka (/api/v1/topology/:id/lag, /metrics)"))
     leader_interval_s: float = Field(0.5, gt=0, le=30, description=(
         "how often the leader's round runs when nothing wakes it"))
-
-    # squall/core/topology/code_policy.py: the modules a spec's classes may come from.
-    allowed_modules: tuple[str, ...] = Field(DEFAULT_MODULES, validation_alias=AliasChoices(
-        "allowed_modules", MODULES_ENV), description=(
-        "the modules a topology's classes may come from, comma-separated (each with the "
-        "modules under it; Squall's own are always allowed); the same for the API and the "
-        "workers, best set once as SQUALL_ALLOWED_MODULES"))
-
-    @field_validator("allowed_modules", mode="before")
-    @classmethod
-    def _modules(cls, v: object) -> object:
-        return allowed_modules(v) if isinstance(v, str) else v
 
     @field_validator("grafana_url")
     @classmethod

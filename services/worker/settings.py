@@ -7,22 +7,19 @@ import socket
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field
+from pydantic_settings import SettingsConfigDict
 
-from services.common import load_settings, settings_parser
+from services.common import CodePolicy, load_settings, settings_parser
 from squall.core.control.assignment import Kind
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.fencing import check_grace
 from squall.core.control.zookeeper_access import ZooKeeperAccess
-from squall.core.topology.code_policy import DEFAULT as DEFAULT_MODULES
-from squall.core.topology.code_policy import ENV as MODULES_ENV
-from squall.core.topology.code_policy import allowed_modules
 from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
 
-class WorkerSettings(BaseSettings):
+class WorkerSettings(CodePolicy):
     """A worker process. Each field is a flag (``--field-name``) and a variable
     (``SQUALL_WORKER_FIELD_NAME``)."""
 
@@ -81,18 +78,6 @@ class WorkerSettings(BaseSettings):
         "crash loop"))
     stop_timeout_s: float = Field(30.0, gt=0, description=(
         "how long a stopping process may take before it is killed"))
-    # squall/core/topology/code_policy.py: the modules a spec's classes may come from.
-    allowed_modules: tuple[str, ...] = Field(DEFAULT_MODULES, validation_alias=AliasChoices(
-        "allowed_modules", MODULES_ENV), description=(
-        "the modules a topology's classes may come from, comma-separated (each with the "
-        "modules under it; Squall's own are always allowed); the same for the API and the "
-        "workers, best set once as SQUALL_ALLOWED_MODULES"))
-
-    @field_validator("allowed_modules", mode="before")
-    @classmethod
-    def _modules(cls, v: object) -> object:
-        return allowed_modules(v) if isinstance(v, str) else v
-
     # Local masters only: on a cluster a standby application would hold executors.
     bolts_standby: bool = Field(True, description=(
         "keep a warm standby of each bolts job that takes over in seconds when it dies "

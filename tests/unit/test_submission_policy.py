@@ -107,3 +107,20 @@ def test_a_secret_in_a_spec_is_refused_naming_where_and_never_what(doc: dict[str
 ])
 def test_what_is_no_secret_passes(doc: dict[str, Any]) -> None:
     check_no_secrets(doc)
+
+
+def test_the_api_and_the_workers_read_the_same_variable(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    from services.api.settings import parse_args as api_args
+    from services.worker.settings import parse_args as worker_args
+
+    monkeypatch.setenv("SQUALL_API_TOKEN", "a" * 32)
+    monkeypatch.delenv("SQUALL_ALLOWED_MODULES", raising=False)
+    assert api_args([]).allowed_modules == worker_args(["--kind", "acker"]).allowed_modules \
+        == DEFAULT
+    monkeypatch.setenv("SQUALL_ALLOWED_MODULES", "examples,mycompany.topologies")
+    assert api_args([]).allowed_modules == worker_args(["--kind", "acker"]).allowed_modules \
+        == ("examples", "mycompany.topologies")
+    monkeypatch.setenv("SQUALL_ALLOWED_MODULES", "examples,../evil")
+    with pytest.raises(ConfigError, match="SQUALL_ALLOWED_MODULES"):
+        worker_args(["--kind", "acker"])

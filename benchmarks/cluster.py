@@ -369,7 +369,9 @@ def _recovery(cl: HostCluster, failed: str, prog: Progress, lost: set[tuple[str,
               t0: float, timeout_s: float = 180.0) -> float | None:
     """Seconds from ``t0`` until every unit in ``lost`` runs on a surviving host and the
     committed source offsets moved after that; None if not within ``timeout_s``."""
-    if _moved(cl, failed, lost, t0, timeout_s) is None:
+    moved = _moved(cl, failed, lost, t0, timeout_s)
+    say(f"{failed}'s units ran elsewhere after {moved} s")
+    if moved is None:
         return None
     base = prog.committed()
     if not wait(lambda: prog.committed() > base, timeout_s):

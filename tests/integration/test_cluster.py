@@ -8,25 +8,29 @@ moves backwards; and h3 cut off ZooKeeper alone. How soon is the benchmark's fig
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.cluster import run_fault
+from benchmarks.cluster import bound_s, run_fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
 def _survived(got: dict[str, Any], moved: int) -> None:
     """Nothing lost or counted twice, ``moved`` units or more on other hosts, the commits
-    moving again within a bound for "not stalled" loose enough for a loaded machine, no
-    unit on two hosts and no committed offset moved back."""
+    moving again within twice the benchmark's bound (a bound for "not stalled": a standby
+    Spark master's take-over, most of a kill of h1's recovery, can take twice as long here,
+    beside another test's Spark jobs on two cores, as alone), no unit on two hosts and no
+    committed offset moved back."""
     assert got["fed"] == 9_000
     assert got["lost"] == 0 and got["healthy_dead_lettered"] == 0, got
     assert got["counts_delta"] == 0, got
     assert got["reassigned_tasks"] >= moved, got
-    assert got["recovery_s"] is not None and got["recovery_s"] <= 60, got
+    assert got["recovery_s"] is not None and got["recovery_s"] <= 2 * bound_s(got["fault"]), (
+        json.dumps(got))
     assert got["double_runs"] == 0 and got["offset_regressions"] == 0, got
 
 

@@ -4,7 +4,7 @@ of this machine, the exact word count at a steady rate, and h1 killed whole whil
 worker of each kind). Nothing is lost, every count is exact, h1's units run on the other
 hosts and the commits move again, no unit runs on two hosts at once and no committed offset
 moves backwards; and h3 cut off ZooKeeper alone. How soon is the benchmark's figure
-(measured alone): here another test process shares the cores."""
+(measured alone); these run with no other test process beside them (scripts/test.sh)."""
 
 from __future__ import annotations
 
@@ -14,23 +14,19 @@ from typing import Any
 
 import pytest
 
-from benchmarks.cluster import bound_s, run_fault
+from benchmarks.cluster import run_fault
 
-pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.alone]
 
 
 def _survived(got: dict[str, Any], moved: int) -> None:
     """Nothing lost or counted twice, ``moved`` units or more on other hosts, the commits
-    moving again within twice the benchmark's bound (a bound for "not stalled": a standby
-    Spark master's take-over, most of a kill of h1's recovery, can take twice as long here,
-    beside another test's Spark jobs on two cores, as alone), no unit on two hosts and no
-    committed offset moved back."""
+    moving again within 60 s, no unit on two hosts and no committed offset moved back."""
     assert got["fed"] == 9_000
     assert got["lost"] == 0 and got["healthy_dead_lettered"] == 0, got
     assert got["counts_delta"] == 0, got
     assert got["reassigned_tasks"] >= moved, got
-    assert got["recovery_s"] is not None and got["recovery_s"] <= 2 * bound_s(got["fault"]), (
-        json.dumps(got))
+    assert got["recovery_s"] is not None and got["recovery_s"] <= 60, json.dumps(got)
     assert got["double_runs"] == 0 and got["offset_regressions"] == 0, got
 
 

@@ -18,16 +18,20 @@ from squall.kafka_reach import Reach
 
 
 class KafkaWatch(threading.Thread):
-    """Calls ``report(reachable)`` after every probe, each ``interval_s``."""
+    """Calls ``report(reachable, at_ms)`` after every probe, each ``interval_s``: ``at_ms``
+    is when the probe's writes were sent (``clock``'s milliseconds), so that a cut is
+    counted from there, not from the end of a probe that waited its whole timeout."""
 
-    def __init__(self, clients: KafkaClients, report: Callable[[bool], None],
-                 interval_s: float = 2.0, timeout_s: float = 5.0) -> None:
+    def __init__(self, clients: KafkaClients, report: Callable[[bool, int], None],
+                 clock: Callable[[], int], interval_s: float = 2.0,
+                 timeout_s: float = 5.0) -> None:
         super().__init__(daemon=True, name="kafka-watch")
         self.reach = Reach(clients, timeout_s)
-        self.report, self.interval_s = report, interval_s
+        self.report, self.clock, self.interval_s = report, clock, interval_s
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
-            self.report(self.reach.probe())
+            sent_ms = self.clock()
+            self.report(self.reach.probe(), sent_ms)
             self.stop.wait(self.interval_s)

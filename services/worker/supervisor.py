@@ -124,10 +124,11 @@ class WorkerService:
             self.fences.zookeeper(str(state), self.clock.now_ms())
         self.wake.set()
 
-    def _kafka(self, reachable: bool) -> None:
-        """The Kafka watch's word after each of its rounds."""
+    def _kafka(self, reachable: bool, sent_ms: int) -> None:
+        """The Kafka watch's word after each of its rounds (its writes sent at ``sent_ms``:
+        unacknowledged since then)."""
         with self._lock:
-            self.fences.kafka_reachable(reachable, self.clock.now_ms())
+            self.fences.kafka_reachable(reachable, sent_ms)
         self.wake.set()
 
     def _lease_zk(self) -> Any:
@@ -368,7 +369,7 @@ class WorkerService:
             self.lease.start()
         watch = None
         if self.s.kafka_fence_after_s is not None:
-            watch = KafkaWatch(self.s.clients, self._kafka)
+            watch = KafkaWatch(self.s.clients, self._kafka, self.clock.now_ms)
             watch.start()
         try:
             self._publish(zk)

@@ -131,11 +131,13 @@ class WorkerFences:
         """Whether a session's end was seen that :meth:`decide` has not acted on yet."""
         return self._ended
 
-    def kafka_reachable(self, reachable: bool, now_ms: int) -> None:
+    def kafka_reachable(self, reachable: bool, sent_ms: int) -> None:
+        """A probe's outcome: ``sent_ms`` is when its writes were sent, so that a cut's
+        grace runs from the first write left unacknowledged."""
         if reachable:
             self.kafka.connected()
         else:
-            self.kafka.disconnected(now_ms)
+            self.kafka.disconnected(sent_ms)
 
     def decide(self, now_ms: int) -> Decision:
         timed_out = self.zk.expired(now_ms)

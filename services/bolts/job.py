@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from services.bolts import tasks_sink
+from services.bolts.checkpoint_store import (
+    CheckpointsUnwritable,
+    refusal,
+    refused_write,
+    wait_writable,
+)
 from services.bolts.marks import ProgressMarks
 from services.bolts.metrics import BoltMetrics
 from services.bolts.query_watch import StallWatch, python_error
@@ -207,8 +213,12 @@ class BoltJob:
             mark_running(lock)
             mark_ready()
             log.info("bolt queries started %.1f s after the job", time.monotonic() - t0)
-            self._run(spark, stop, plan, queries)
+            while not self._run(spark, stop, plan, queries):
+                queries = [prepare_bolt(spark, self.spec, chain, self.s, self.metrics, stop)
+                           .start() for chain in plan]
+                log.info("bolt queries started again from their checkpoints")
         finally:
+            spark.stop()
             lock.close()
 
     def _warm_up(self, spark: Any, modules: list[str]) -> None:
@@ -220,7 +230,25 @@ class BoltJob:
             log.warning("warming the Python workers failed: %s", e)
 
     def _run(self, spark: Any, stop: threading.Event, plan: list[tuple[str, ...]],
-             queries: list[Any]) -> None:
+             queries: list[Any]) -> bool:
+        """Watch the queries until ``stop`` (True), or until the checkpoint folder refused
+        their writes and takes them again (False: start them again); raise if a query
+        stopped otherwise."""
+        try:
+            self._watch(stop, plan, queries)
+        except CheckpointsUnwritable as e:
+            folder = (self.s.checkpoint_dir / self.spec.name).resolve()
+            log.error("%s: waiting for it to take writes, then starting the queries again "
+                      "from their checkpoints", e)
+            waited = wait_writable(folder, stop)
+            if waited is None:
+                return True
+            log.info("the checkpoint folder %s takes writes again after %.1f s", folder, waited)
+            return False
+        return True
+
+    def _watch(self, stop: threading.Event, plan: list[tuple[str, ...]],
+               queries: list[Any]) -> None:
         log.info("bolt queries running: %s (chains: %s)", [q.name for q in queries],
                  [" -> ".join(c) for c in plan])
         m = self.metrics
@@ -242,9 +270,7 @@ class BoltJob:
                 progress = {}
                 for q, chain in zip(queries, plan, strict=True):
                     if not q.isActive:
-                        why = str(q.exception())
-                        log.error("bolt query %s stopped: %s", q.name, why)
-                        raise ConfigError(f"bolt query {q.name} stopped: {python_error(why)}")
+                        self._stopped(q)
                     progress[q.name] = q.lastProgress
                     self._watch_stall(q, chain, watches[q.name], progress[q.name], limit)
                     early = len(shown) < tasks_sink.FIRST_BATCHES_LOGGED
@@ -262,7 +288,18 @@ class BoltJob:
             if m:
                 for b in self.bolts:
                     m.stopped(b.name)
-            spark.stop()
+
+    def _stopped(self, q: Any) -> None:
+        """A query stopped by itself: why, as an error."""
+        why = str(q.exception())
+        folder = (self.s.checkpoint_dir / self.spec.name).resolve()
+        refused = refusal(folder)
+        if refused is not None or (refused_write(why) and str(folder) in why):
+            raise CheckpointsUnwritable(
+                f"bolt query {q.name} stopped: the checkpoint folder refuses writes: "
+                f"{refused or python_error(why)}")
+        log.error("bolt query %s stopped: %s", q.name, why)
+        raise ConfigError(f"bolt query {q.name} stopped: {python_error(why)}")
 
     def _watch_stall(self, q: Any, chain: Sequence[str], watch: StallWatch,
                      last: Mapping[str, Any] | None, limit: float) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
 import signal
+import subprocess
 import sys
 import uuid
 from collections import Counter
@@ -233,6 +235,58 @@ def test_killing_the_spark_job_mid_stream_loses_nothing(run: Run) -> None:
     # The second job went on from the first one's counts (the tasks' state in the database).
     top = highest_counts(report.values)
     assert all(top[w] >= want[w] for w in want), "a count started over"
+
+
+def _fill(folder: Path) -> Path:
+    """A file that takes every free byte of ``folder``'s file system; the file."""
+    filler = folder / "filler"
+    with filler.open("wb") as f:
+        chunk = b"\0" * (1 << 20)
+        try:
+            while True:
+                f.write(chunk)
+                f.flush()
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+    return filler
+
+
+def test_a_full_checkpoint_folder_pauses_the_queries_in_place_and_loses_nothing(
+        run: Run) -> None:
+    """The checkpoint folder on a file system of its own (a small tmpfs) filled up mid-stream:
+    the bolts job says which folder refuses writes, waits without exiting, and once the
+    space is back starts its queries again from their checkpoints; every sentence is
+    committed and counted."""
+    ckpt = run.tmp / "ckpt"
+    ckpt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "squall-test", str(ckpt)],
+                   check=True, capture_output=True)
+    try:
+        lines = sentences(600)
+        with run.acker.start(), run.report() as report, run.spout.start(), \
+                run.bolts() as bolts:
+            wait_for(lambda: "bolt queries running" in bolts.log_tail(200)
+                     or not bolts.alive(), 180, "the bolt queries")
+            produce_source(run.bootstrap, run.source, lines[:300], SOURCE_PARTS)
+            wait_for(lambda: run.committed() >= 300 or not bolts.alive(), 240,
+                     "the first half committed")
+            filler = _fill(ckpt)
+            produce_source(run.bootstrap, run.source, lines[300:], SOURCE_PARTS)
+            wait_for(lambda: "the checkpoint folder refuses writes" in bolts.log_tail(400)
+                     or not bolts.alive(), 120, "the job to see the full folder")
+            assert bolts.alive(), bolts.log_tail()
+            assert "No space left on device" in bolts.log_tail(400)
+            filler.unlink()
+            wait_for(lambda: run.committed() >= len(lines) or not bolts.alive(), 240,
+                     "every sentence committed once the space is back")
+            log = bolts.log_tail(400)
+            assert bolts.alive() and "bolt queries started again from their checkpoints" in log
+            assert run.n_bolt_runs == 1
+        top = highest_counts(report.values)
+        want = expected_counts(lines)
+        assert top == want, "a word lost, counted twice or a count started over"
+    finally:
+        subprocess.run(["umount", "--lazy", str(ckpt)], check=False)
 
 
 @pytest.mark.parametrize(("bolt", "reason", "timeout_s"), [

@@ -34,6 +34,10 @@ def message_commands(sub: Any, client_opts: Callable[[argparse.ArgumentParser], 
     dl.add_argument("--reason", default=None,
                     help="list / replay: those whose reason contains this text")
     dl.add_argument("--limit", type=int, default=100, help="list: at most so many, newest first")
+    dl.add_argument("--all", action="store_true",
+                    help="replay: every letter (of the newest 10,000), not by offset or reason")
+    dl.add_argument("--dry-run", action="store_true",
+                    help="replay: send nothing, say what would be sent")
     client_opts(dl)
     dl.set_defaults(func=cmd_letters)
 
@@ -68,13 +72,25 @@ def cmd_letters(args: argparse.Namespace) -> int:
         for n in args.offsets:
             print(json.dumps(c.dead_letter(args.topology, n), indent=2))
         return 0
-    if not args.offsets and args.reason is None:
-        print("squall dead-letters replay: name letters (their offsets) or --reason",
+    if args.reason == "":
+        print("squall dead-letters replay: --reason needs text (--all replays every letter)",
               file=sys.stderr)
         return 2
-    got = c.replay(args.topology, args.offsets, args.reason)
+    if not args.offsets and args.reason is None and not args.all:
+        print("squall dead-letters replay: name letters (their offsets), --reason or --all",
+              file=sys.stderr)
+        return 2
+    got = c.replay(args.topology, args.offsets, args.reason, args.all, args.dry_run)
     if args.output == "json":
         print(json.dumps(got, indent=2))
+    elif args.dry_run:
+        print(f"would replay {len(got['would_replay'])}, replayed before "
+              f"{len(got['already'])}, refused {len(got['refused'])} (a dry run: nothing "
+              "sent)")
+        for r in got["would_replay"]:
+            print(f"  {r['dlq_offset']} -> {r['topic']}[{r['partition']}]")
+        for r in got["refused"]:
+            print(f"  {r['dlq_offset']}: would not be replayed: {r['why']}")
     else:
         print(f"replayed {len(got['replayed'])}, replayed before {len(got['already'])}, "
               f"refused {len(got['refused'])}")

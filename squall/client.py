@@ -66,9 +66,11 @@ class ApiClient:
     def dead_letter(self, tid: str, dlq_offset: int) -> Any:
         return self.request("GET", f"/topologies/{tid}/dead-letters/{dlq_offset}")
 
-    def replay(self, tid: str, offsets: list[int], reason: str | None = None) -> Any:
+    def replay(self, tid: str, offsets: list[int], reason: str | None = None,
+               every: bool = False, dry_run: bool = False) -> Any:
         return self.request("POST", f"/topologies/{tid}/dead-letters/replay",
-                            json={"offsets": offsets, "reason": reason})
+                            json={"offsets": offsets, "reason": reason, "all": every,
+                                  "dry_run": dry_run})
 
     def storm_topology(self, tid: str) -> Any:
         return self.request("GET", f"/api/v1/topology/{tid}")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from squall.core.errors import NotFoundError, WireFormatError
+from squall.core.errors import NotFoundError, UsageError, WireFormatError
 from squall.core.reliability.dead_letters import DeadLetterHeaders
 from squall.core.reliability.letter_replays import REPLAY_HEADER, Replay, Replays, replay_key
 from squall.core.topology.model import TopologySpec
@@ -73,16 +73,74 @@ def read_all(kafka: KafkaClients, topic: str, timeout_s: float = 10.0) -> list[A
         c.close()
 
 
-def letters(kafka: KafkaClients, tid: str, timeout_s: float = 10.0) -> list[Letter]:
-    out = []
-    for m in read_all(kafka, dlq_topic(tid), timeout_s):
-        headers = tuple((k, v or b"") for k, v in m.headers() or [])
-        try:
-            why: DeadLetterHeaders | None = DeadLetterHeaders.from_headers(list(headers))
-        except WireFormatError:
-            why = None
-        out.append(Letter(m.offset() or 0, m.timestamp()[1], why, m.key(), m.value(), headers))
-    return out
+#: The most letters one call reads: a listing and a bulk replay take the newest so many
+#: (older ones through ``before``), a replay of chosen offsets at most so wide a span.
+SCAN_LETTERS = 10_000
+
+
+@dataclass(frozen=True)
+class Window:
+    """The offsets of the dead-letter topic a call read: ``first`` to ``end`` (excluded),
+    and ``low``, the first the topic still keeps."""
+
+    first: int
+    end: int
+    low: int
+
+
+def _decoded(m: Any) -> Letter:
+    headers = tuple((k, v or b"") for k, v in m.headers() or [])
+    try:
+        why: DeadLetterHeaders | None = DeadLetterHeaders.from_headers(list(headers))
+    except WireFormatError:
+        why = None
+    return Letter(m.offset() or 0, m.timestamp()[1], why, m.key(), m.value(), headers)
+
+
+def _read(kafka: KafkaClients, tid: str, first: int | None, end: int | None,
+          timeout_s: float) -> tuple[list[Letter], Window]:
+    """The letters from ``first`` (default: ``SCAN_LETTERS`` before ``end``) to ``end``
+    (default: the newest), within what the topic keeps."""
+    from confluent_kafka import TopicPartition
+
+    topic = dlq_topic(tid)
+    c = kafka.consumer({"group.id": f"squall-read-{time.monotonic_ns()}",
+                        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                        "logger": quiet_logger("dead-letters")})
+    try:
+        md = c.list_topics(topic, timeout_s).topics.get(topic)
+        if md is None or md.error is not None:
+            return [], Window(0, 0, 0)
+        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout_s)
+        stop = high if end is None else max(low, min(end, high))
+        start = max(low, stop - SCAN_LETTERS if first is None else first)
+        if start >= stop:
+            return [], Window(start, stop, low)
+        got = [_decoded(m) for m in scan(c, {(topic, 0): start}, timeout_s, {(topic, 0): stop})]
+        return got, Window(start, stop, low)
+    finally:
+        c.close()
+
+
+def letters(kafka: KafkaClients, tid: str, timeout_s: float = 10.0,
+            before: int | None = None) -> tuple[list[Letter], Window]:
+    """The newest ``SCAN_LETTERS`` letters (before the offset ``before``, if given)."""
+    return _read(kafka, tid, None, before, timeout_s)
+
+
+def letters_at(kafka: KafkaClients, tid: str, offsets: Iterable[int],
+               timeout_s: float = 10.0) -> dict[int, Letter]:
+    """The letters at ``offsets``, by offset (those that are not there left out); a set
+    wider than ``SCAN_LETTERS`` offsets is refused."""
+    wanted = set(offsets)
+    if not wanted:
+        return {}
+    lo, hi = min(wanted), max(wanted)
+    if hi - lo >= SCAN_LETTERS:
+        raise UsageError(f"dead letters {lo} to {hi} span {hi - lo + 1} offsets: name at most "
+                         f"{SCAN_LETTERS} offsets' span at once")
+    got, _ = _read(kafka, tid, lo, hi + 1, timeout_s)
+    return {lt.dlq_offset: lt for lt in got if lt.dlq_offset in wanted}
 
 
 def replays(kafka: KafkaClients, tid: str, timeout_s: float = 10.0) -> Replays:
@@ -96,16 +154,20 @@ def replays(kafka: KafkaClients, tid: str, timeout_s: float = 10.0) -> Replays:
 
 
 def replay(kafka: KafkaClients, spec: TopologySpec, tid: str, chosen: Iterable[int],
-           now_ms: int, timeout_s: float = 10.0) -> dict[str, list[Any]]:
+           now_ms: int, timeout_s: float = 10.0, dry_run: bool = False
+           ) -> dict[str, list[Any]]:
     """Send the letters at ``chosen`` (their offsets in the dead-letter topic) back to their
     source partitions, each at most once. ``{"replayed": [rows], "already": [rows],
-    "refused": [{"dlq_offset", "why"}]}``."""
-    by_offset = {lt.dlq_offset: lt for lt in letters(kafka, tid, timeout_s)}
+    "refused": [{"dlq_offset", "why"}], "would_replay": [rows]}``: with ``dry_run`` nothing
+    is sent, and ``would_replay`` lists what would have been."""
+    chosen = sorted(set(chosen))
+    by_offset = letters_at(kafka, tid, chosen, timeout_s)
     log = replays(kafka, tid, timeout_s)
     sources = {t for s in spec.spouts for t in s.topics}
-    out: dict[str, list[Any]] = {"replayed": [], "already": [], "refused": []}
+    out: dict[str, list[Any]] = {"replayed": [], "already": [], "refused": [],
+                                 "would_replay": []}
     todo: list[Letter] = []
-    for n in sorted(set(chosen)):
+    for n in chosen:
         lt = by_offset.get(n)
         if lt is None or lt.why is None:
             out["refused"].append({"dlq_offset": n, "why": "no such dead letter" if lt is None
@@ -117,7 +179,9 @@ def replay(kafka: KafkaClients, spec: TopologySpec, tid: str, chosen: Iterable[i
             out["already"].append(lt.row(log))
         else:
             todo.append(lt)
-    if not todo:
+    if dry_run:
+        out["would_replay"] = [lt.row(log) for lt in todo]
+    if not todo or dry_run:
         return out
     ensure_topics(kafka, {dlq_replays_topic(tid): 1}, timeout_s)
     producer = kafka.producer({"enable.idempotence": True, "linger.ms": 5,
@@ -159,25 +223,31 @@ def replay(kafka: KafkaClients, spec: TopologySpec, tid: str, chosen: Iterable[i
 
 def show(kafka: KafkaClients, tid: str, dlq_offset: int, timeout_s: float = 10.0
          ) -> dict[str, Any]:
-    for lt in letters(kafka, tid, timeout_s):
-        if lt.dlq_offset == dlq_offset:
-            return lt.detail(replays(kafka, tid, timeout_s))
-    raise NotFoundError(f"topology {tid!r} has no dead letter at offset {dlq_offset}")
+    found = letters_at(kafka, tid, [dlq_offset], timeout_s).get(dlq_offset)
+    if found is None:
+        raise NotFoundError(f"topology {tid!r} has no dead letter at offset {dlq_offset}")
+    return found.detail(replays(kafka, tid, timeout_s))
 
 
 def listing(kafka: KafkaClients, tid: str, reason: str = "", since_ms: int = 0,
-            limit: int = 100, timeout_s: float = 10.0) -> dict[str, Any]:
-    """The letters whose reason contains ``reason``, from ``since_ms``, newest first; and
-    how many there are by reason (its text up to the first colon)."""
+            limit: int = 100, timeout_s: float = 10.0, before: int | None = None
+            ) -> dict[str, Any]:
+    """Of the newest ``SCAN_LETTERS`` letters (before the offset ``before``, if given),
+    those whose reason contains ``reason``, from ``since_ms``, newest first; how many there
+    are by reason (its text up to the first colon); and the offsets read, with how many
+    older letters were not."""
     log = replays(kafka, tid, timeout_s)
-    rows = [lt.row(log) for lt in letters(kafka, tid, timeout_s)]
+    got, window = letters(kafka, tid, timeout_s, before)
+    rows = [lt.row(log) for lt in got]
     chosen = [r for r in rows if reason in r["reason"] and r["time_ms"] >= since_ms]
     by_reason: dict[str, int] = {}
     for r in chosen:
         kind = r["reason"].split(":")[0]
         by_reason[kind] = by_reason.get(kind, 0) + 1
     return {"total": len(chosen), "by_reason": by_reason,
-            "letters": sorted(chosen, key=lambda r: -r["dlq_offset"])[:limit]}
+            "letters": sorted(chosen, key=lambda r: -r["dlq_offset"])[:limit],
+            "scanned_from": window.first, "scanned_to": window.end,
+            "older": window.first - window.low}
 
 
 def _look_for(kafka: KafkaClients, tid: str, unsure: Sequence[Replay], timeout_s: float

@@ -220,13 +220,17 @@ def end_offset(kafka: KafkaClients, topic: str, partition: int, timeout_s: float
 
 
 def scan(consumer: Any, starts: Mapping[tuple[str, int], int],
-         timeout_s: float = 10.0) -> Iterator[Any]:
-    """Every record from ``starts`` to the partitions' ends, through ``consumer`` (assigned
-    here, unassigned after); a broker may report an end short of its last batch, so it reads
-    on to a quiet poll."""
+         timeout_s: float = 10.0, stops: Mapping[tuple[str, int], int] | None = None
+         ) -> Iterator[Any]:
+    """Every record from ``starts`` to the partitions' ends (or, with ``stops``, up to
+    those offsets, excluded), through ``consumer`` (assigned here, unassigned after), for
+    six timeouts at most; a broker may report an end short of its last batch, so without
+    ``stops`` it reads on to a quiet poll."""
     from confluent_kafka import TopicPartition
 
     ends = {k: consumer.get_watermark_offsets(TopicPartition(*k), timeout_s)[1] for k in starts}
+    if stops is not None:
+        ends = {k: min(e, stops.get(k, e)) for k, e in ends.items()}
     consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
     at: dict[tuple[str, int], int] = {}
     deadline = time.monotonic() + 6 * timeout_s
@@ -234,10 +238,18 @@ def scan(consumer: Any, starts: Mapping[tuple[str, int], int],
         while time.monotonic() < deadline:
             msgs = consumer.consume(1000, 0.5)
             for m in msgs:
-                if not m.error():
-                    at[(m.topic() or "", m.partition() or 0)] = (m.offset() or 0) + 1
+                k, offset = (m.topic() or "", m.partition() or 0), m.offset() or 0
+                if m.error():
+                    continue
+                at[k] = max(at.get(k, 0), offset + 1)
+                if offset < ends.get(k, offset + 1) or stops is None:
                     yield m
-            if not msgs and all(at.get(k, starts[k]) >= e for k, e in ends.items()):
+            if stops is not None and not msgs:  # past markers the records do not show
+                for tp in consumer.position([TopicPartition(t, p) for t, p in ends]):
+                    at[(tp.topic, tp.partition)] = max(at.get((tp.topic, tp.partition), 0),
+                                                       tp.offset)
+            if (not msgs or stops is not None) and \
+                    all(at.get(k, starts[k]) >= e for k, e in ends.items()):
                 return
     finally:
         consumer.unassign()

@@ -117,10 +117,10 @@ def summary(t: dict[str, Any]) -> str:
 
 def dead_letter_of(kafka: KafkaClients, tid: str, topic: str, partition: int, offset: int,
                    timeout_s: float) -> dict[str, Any] | None:
-    """The dead letter of that message in the topology's dead-letter topic, if any (the
-    newest, if it was dead-lettered more than once)."""
+    """The dead letter of that message among the topology's newest dead letters
+    (``SCAN_LETTERS``), if any (the newest, if it was dead-lettered more than once)."""
     found = None
-    for lt in letters(kafka, tid, timeout_s):
+    for lt in letters(kafka, tid, timeout_s)[0]:
         w = lt.why
         if w is not None and (w.topic, w.partition, w.offset) == (topic, partition, offset):
             found = {"reason": w.reason, "attempts": w.attempts, "component": w.component,

@@ -93,6 +93,9 @@ class DeadLetters(View):
     total: int
     by_reason: dict[str, int] = Field(description="how many, by reason up to its first colon")
     letters: list[LetterRow]
+    scanned_from: int = Field(description="the first offset of the dead-letter topic read")
+    scanned_to: int = Field(description="the offset after the last one read")
+    older: int = Field(description="how many older letters were not read (see before=)")
 
 
 class DeadLetter(LetterRow):
@@ -106,6 +109,7 @@ class Replayed(View):
     replayed: list[LetterRow]
     already: list[LetterRow] = Field(description="replayed before: not sent again")
     refused: list[dict[str, Any]] = Field(description="not replayed, and why")
+    would_replay: list[LetterRow] = Field(description="a dry run: what would have been sent")
 
 
 class TeardownView(View):

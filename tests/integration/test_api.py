@@ -459,15 +459,25 @@ def test_message_and_dead_letter_routes_answer_for_a_topology(api: ApiProcess,
     assert http.get("/topologies/letters/messages/elsewhere/0/5").status_code == 404
     assert http.get("/topologies/letters/messages/src-letters/-1/5").status_code == 422
     listed = http.get(f"/topologies/{tid}/dead-letters").json()
-    assert listed == {"total": 0, "by_reason": {}, "letters": []}
+    assert listed == {"total": 0, "by_reason": {}, "letters": [], "scanned_from": 0,
+                      "scanned_to": 0, "older": 0}
     assert http.get(f"/topologies/{tid}/dead-letters/3").status_code == 404
     with api.client(token=None) as anon:
         assert anon.post(f"/topologies/{tid}/dead-letters/replay",
                          json={"offsets": [3]}).status_code == 401
     done = http.post(f"/topologies/{tid}/dead-letters/replay", json={"offsets": [3]})
     assert done.status_code == 200, done.text
-    assert done.json() == {"replayed": [], "already": [],
+    assert done.json() == {"replayed": [], "already": [], "would_replay": [],
                            "refused": [{"dlq_offset": 3, "why": "no such dead letter"}]}
+    # a bulk replay names a reason, or says all; never an empty reason
+    for body, why in (({"reason": ""}, "at least 1 character"),
+                      ({"reason": "x", "all": True}, "choose one"),
+                      ({"offsets": [3], "all": True}, "choose one")):
+        bad = http.post(f"/topologies/{tid}/dead-letters/replay", json=body)
+        assert bad.status_code == 422 and why in bad.text, bad.text
+    dry = http.post(f"/topologies/{tid}/dead-letters/replay",
+                    json={"all": True, "dry_run": True})
+    assert dry.status_code == 200 and dry.json()["would_replay"] == [], dry.text
     # the CLI says the same
     cli = [sys.executable, "-m", "squall"]
     env = {**os.environ, "SQUALL_API_URL": api.url, "SQUALL_API_TOKEN": TOKEN}
@@ -480,6 +490,14 @@ def test_message_and_dead_letter_routes_answer_for_a_topology(api: ApiProcess,
     refused = subprocess.run([*cli, "dead-letters", "replay", "3", "--topology", tid],
                              env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "3: not replayed: no such dead letter" in refused.stdout
+    empty = subprocess.run([*cli, "dead-letters", "replay", "--reason", "", "--topology", tid],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 2 and "--reason needs text" in empty.stderr
+    dry_cli = subprocess.run([*cli, "dead-letters", "replay", "--all", "--dry-run",
+                              "--topology", tid], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert dry_cli.returncode == 0 and dry_cli.stdout.startswith("would replay 0"), (
+        dry_cli.stdout + dry_cli.stderr)
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -13,12 +13,13 @@ from confluent_kafka import Producer
 
 from squall.backends import open_store
 from squall.backends.sql import StoreName
+from squall.core.errors import UsageError
 from squall.core.reliability.letter_replays import REPLAY_HEADER, Replay, replay_key
 from squall.core.reliability.retry import RetrySchedule
 from squall.core.topology.builder import TopologyBuilder
 from squall.core.topology.topics import dlq_replays_topic
 from squall.core.trident.codec import MapKind
-from squall.dead_letters import letters, listing, read_all, replay, show
+from squall.dead_letters import SCAN_LETTERS, letters, listing, read_all, replay, show
 from squall.kafka import end_offset, ensure_topics
 from squall.kafka_clients import KafkaClients
 from tests.integration.helpers import (
@@ -59,7 +60,9 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
         with spout.start():
             wait_for(lambda: committed() >= 3, 120, "the three committed",
                      explain=lambda: bolts.log_tail(30))
-            (letter,) = letters(kafka, name)
+            (letter,), window = letters(kafka, name)
+            assert (window.first, window.end) == (letter.dlq_offset, letter.dlq_offset + 1)
+            assert letters(kafka, name, before=letter.dlq_offset)[0] == []
             assert letter.why is not None and letter.why.offset == 1
             assert "raised RuntimeError: sentence 5 fails once" in letter.why.reason
             listed = listing(kafka, name, reason="RuntimeError")
@@ -75,6 +78,11 @@ def test_a_dead_letter_is_replayed_once_and_counted_once(bootstrap: str,
             p.produce(source, letter.value, partition=0,
                       headers=[(REPLAY_HEADER, replay_key(name, letter.dlq_offset).encode())])
             assert p.flush(10) == 0
+            dry = replay(kafka, spec, name, [letter.dlq_offset], now_ms=1, dry_run=True)
+            assert [r["dlq_offset"] for r in dry["would_replay"]] == [letter.dlq_offset]
+            assert dry["replayed"] == [] and dry["already"] == []
+            with pytest.raises(UsageError, match="span 10001 offsets"):
+                replay(kafka, spec, name, [0, SCAN_LETTERS], now_ms=1)
             again = replay(kafka, spec, name, [letter.dlq_offset, 99], now_ms=1)
             assert [r["dlq_offset"] for r in again["replayed"]] == [letter.dlq_offset]
             assert again["replayed"][0]["replayed_to"] == f"{source}[0]@3"

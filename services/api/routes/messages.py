@@ -7,7 +7,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from services.api import responses
 from services.api.context import WRITE, Ctx, TopologyId
@@ -22,9 +22,23 @@ Offset = Annotated[int, Path(ge=0, le=1 << 62)]
 class ReplayRequest(BaseModel):
     offsets: list[Annotated[int, Field(ge=0, le=1 << 62)]] = Field(
         default_factory=list, max_length=10_000,
-        description="the letters to send back: their offsets in the dead-letter topic")
-    reason: str | None = Field(None, max_length=1000, description=(
-        "or every letter whose reason contains this text (with offsets: both)"))
+        description="the letters to send back: their offsets in the dead-letter topic "
+                    f"(within {dead_letters.SCAN_LETTERS} offsets of each other)")
+    reason: str | None = Field(None, min_length=1, max_length=1000, description=(
+        "or every letter whose reason contains this text, among the newest "
+        f"{dead_letters.SCAN_LETTERS} (with offsets: both)"))
+    all: bool = Field(False, description=(
+        f"or every letter among the newest {dead_letters.SCAN_LETTERS}: a bulk replay names "
+        "a reason or says all"))
+    dry_run: bool = Field(False, description="send nothing: say what would be sent")
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> ReplayRequest:
+        if self.all and self.reason is not None:
+            raise ValueError("all and reason: choose one (all is every letter)")
+        if self.all and self.offsets:
+            raise ValueError("all and offsets: choose one (all is every letter)")
+        return self
 
 
 @router.get("/topologies/{topology_id}/messages/{topic}/{partition}/{offset}",
@@ -50,10 +64,13 @@ async def list_letters(ctx: Ctx, topology_id: TopologyId,
                        reason: Annotated[str, Query(max_length=1000, description=(
                            "only those whose reason contains this text"))] = "",
                        since_ms: Annotated[int, Query(ge=0)] = 0,
-                       limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
+                       limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+                       before: Annotated[int | None, Query(ge=0, le=1 << 62, description=(
+                           f"read the {dead_letters.SCAN_LETTERS} letters before this "
+                           "offset (default: the newest)"))] = None) -> dict[str, Any]:
     rec = await ctx.record(topology_id)
     return await asyncio.to_thread(dead_letters.listing, ctx.settings.clients, rec.id,
-                                   reason, since_ms, limit)
+                                   reason, since_ms, limit, before=before)
 
 
 @router.get("/topologies/{topology_id}/dead-letters/{dlq_offset}",
@@ -74,11 +91,11 @@ async def replay_letters(ctx: Ctx, topology_id: TopologyId,
     rec = await ctx.record(topology_id)
     kafka = ctx.settings.clients
     chosen = list(body.offsets)
-    if body.reason is not None:
-        found = await asyncio.to_thread(dead_letters.listing, kafka, rec.id, body.reason,
-                                        0, 10_000_000)
+    if body.reason is not None or body.all:
+        found = await asyncio.to_thread(dead_letters.listing, kafka, rec.id,
+                                        body.reason or "", 0, dead_letters.SCAN_LETTERS)
         chosen += [r["dlq_offset"] for r in found["letters"]]
     async with ctx.replaying.setdefault(rec.id, asyncio.Lock()):
         return await asyncio.to_thread(dead_letters.replay, kafka, rec.spec, rec.id, chosen,
-                                       ctx.now())
+                                       ctx.now(), dry_run=body.dry_run)
 

@@ -11,14 +11,11 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from http import HTTPStatus
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from types import UnionType
 from typing import Annotated, Any, Literal, Protocol, TypeVar, Union, get_args, get_origin
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
+from prometheus_client import CollectorRegistry, ProcessCollector
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -30,7 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode
 
 from services import heap_decay
-from services.loop_queries import Handler
+from services.telemetry import TelemetryAccess, serve_telemetry
 from squall.core.control.error_reports import ErrorReports
 from squall.core.control.zookeeper_access import access_from
 from squall.core.errors import ConfigError, SquallError
@@ -161,40 +158,6 @@ def load_settings(cls: type[S], parser: argparse.ArgumentParser,
         raise ConfigError(f"invalid {what} settings: {e}") from None
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes every few seconds are not news."""
-
-
-def serve_telemetry(host: str, port: int, registry: CollectorRegistry,
-                    errors: ErrorReports, routes: Mapping[str, Handler] | None = None) -> None:
-    """``/metrics`` (Prometheus) and ``/errors`` (the last errors reported, JSON: Storm UI's
-    ``lastError``), and the service's own ``routes`` (services/loop_queries.py), on one
-    port, from a daemon thread."""
-    metrics = make_wsgi_app(registry)
-
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        path = str(environ.get("PATH_INFO", ""))
-        status, body = 0, b""
-        if path == "/errors":
-            status, body = 200, errors.to_json()
-        for prefix, handler in (routes or {}).items():
-            if path.startswith(prefix):
-                status, body = handler(path.removeprefix(prefix))
-        if status:
-            start_response(f"{status} {HTTPStatus(status).phrase}", [
-                ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
-        return metrics(environ, start_response)
-
-    server = make_server(host, port, app, _Server, _QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True, name="telemetry").start()
-
-
 def run_service(name: str, load: Callable[[], Any],
                 build: Callable[[Any, CollectorRegistry, ErrorReports], Runnable]) -> int:
     """Load settings, serve /metrics and /errors, run until SIGTERM / SIGINT (graceful), map
@@ -213,8 +176,9 @@ def run_service(name: str, load: Callable[[], Any],
         service = build(settings, registry, errors)
         if settings.metrics_port:
             routes = service.routes() if hasattr(service, "routes") else None
+            token = settings.telemetry_token if isinstance(settings, TelemetryAccess) else None
             serve_telemetry(settings.metrics_host, settings.metrics_port, registry, errors,
-                            routes)
+                            routes, token)
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

@@ -23,11 +23,13 @@ class Endpoints:
 
     timeout_s: float = 5.0
     max_bytes: int = MAX_BYTES
+    #: sent with every request (the telemetry token): never shown
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     _client: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._client = httpx.Client(timeout=self.timeout_s, follow_redirects=False,
-                                    trust_env=False)
+                                    trust_env=False, headers=self.headers)
 
     def get(self, url: str, host: str, timeout_s: float | None = None) -> tuple[int, bytes]:
         """``url``'s status and body, if a worker registered as ``host`` may serve it

@@ -142,11 +142,14 @@ class Round:
 
 class Supervisor:
     def __init__(self, logdir: Path, clock: Callable[[], int] = monotonic_ms,
-                 echo: bool = False, restarts: Callable[[], Restarts] = Restarts) -> None:
+                 echo: bool = False, restarts: Callable[[], Restarts] = Restarts,
+                 metrics_host: str = "127.0.0.1") -> None:
         """``echo``: each child's output also goes to this process's stdout, each line
         after the child's name (a container's log shows every process); ``restarts``: the
-        restart policy of a child started without one of its own."""
+        restart policy of a child started without one of its own; ``metrics_host``: the
+        address a child's telemetry port listens on (``--metrics-host``)."""
         self.logdir = logdir
+        self.metrics_host = metrics_host
         self.clock = clock
         self.echo = echo
         self.restarts = restarts
@@ -160,7 +163,7 @@ class Supervisor:
         port = free_port() if command.metrics else None
         argv = [sys.executable, "-m", command.module, *command.args]
         if port is not None:
-            argv += ["--metrics-port", str(port)]
+            argv += ["--metrics-port", str(port), "--metrics-host", self.metrics_host]
         exit_file, ready_file = logf.with_suffix(".exit"), logf.with_suffix(".ready")
         exit_file.unlink(missing_ok=True)
         ready_file.unlink(missing_ok=True)

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.common import TaskIds, from_topology_file, load_settings, settings_parser
+from services.telemetry import TelemetryAccess
 from squall.core.control.client_properties import ClientProperties
 from squall.core.topology.model import TopologySpec
 from squall.core.topology.topics import check_name
@@ -17,7 +18,7 @@ from squall.kafka import FETCH_WAIT_MS
 from squall.kafka_clients import KafkaClients
 
 
-class AckerSettings(BaseSettings):
+class AckerSettings(TelemetryAccess):
     """One acker process: which tasks (partitions of ``squall.<topo>.acker``) it runs. Each
     field is a flag (``--field-name``) and a variable (``SQUALL_ACKER_FIELD_NAME``)."""
 
@@ -39,7 +40,8 @@ class AckerSettings(BaseSettings):
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
     metrics_port: int = Field(0, ge=0, le=65535, description="serve /metrics and /errors "
                               "here (0: no server)")
-    metrics_host: str = Field("0.0.0.0", description="the address /metrics listens on")
+    metrics_host: str = Field("127.0.0.1", description=(
+        "the address /metrics listens on (its worker gives its own)"))
     dlq_topic: str | None = Field(None, description="where malformed messages go (default "
                                   "squall.<topology>.dlq)")
     commit_interval_s: float = Field(1.0, gt=0, description="how often the watermark is "

@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # uvicorn handles SIGTERM / SIGINT: it stops accepting, finishes requests, returns.
         uvicorn.run(app, host=settings.host, port=settings.port,
-                    log_level="info", timeout_graceful_shutdown=10)
+                    log_level="info", timeout_graceful_shutdown=10,
+                    ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key)
     finally:
         control.close()
     return 0

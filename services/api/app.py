@@ -19,6 +19,7 @@ from services.api.lag import LagMonitor
 from services.api.metrics import ApiMetrics
 from services.api.routes import diagnostics, health, messages, storm, topologies, ui
 from services.api.settings import ApiSettings
+from services.telemetry import bearer
 from squall import __version__
 from squall.coord import ELECTION
 
@@ -31,7 +32,8 @@ def create_app(control: Control, settings: ApiSettings) -> FastAPI:
         "`Authorization: Bearer <token>`.")
     registry = CollectorRegistry()
     cluster = ClusterView(control.zk, ELECTION, control.clock.now_ms,
-                          settings.stats_interval_s, settings.scrape_timeout_s)
+                          settings.stats_interval_s, settings.scrape_timeout_s,
+                          bearer(settings.telemetry_token))
     lag = LagMonitor(settings.clients,
                      lambda: cluster.records() if cluster.ready else control.store.list(),
                      control.leading.is_set, control.clock.now_ms, settings.lag_interval_s)

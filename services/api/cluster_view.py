@@ -101,9 +101,11 @@ class _Mirror:
 
 class ClusterView:
     def __init__(self, zk: Any, election: str, now_ms: Callable[[], int],
-                 interval_s: float = 2.0, scrape_timeout_s: float = 1.0) -> None:
+                 interval_s: float = 2.0, scrape_timeout_s: float = 1.0,
+                 headers: Mapping[str, str] | None = None) -> None:
+        """``headers``: sent with every fetch from a worker (the telemetry token)."""
         self.interval_s, self.scrape_timeout_s, self.now_ms = interval_s, scrape_timeout_s, now_ms
-        self.fetch = Endpoints(scrape_timeout_s)
+        self.fetch = Endpoints(scrape_timeout_s, headers=dict(headers or {}))
         self.topologies = _Mirror(zk, TOPOLOGIES, TopologyRecord.from_json)
         self.workers_ = _Mirror(zk, WORKERS, lambda raw, _v: WorkerInfo.from_json(raw))
         self.assignments_ = _Mirror(zk, ASSIGNMENTS,

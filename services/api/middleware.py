@@ -121,7 +121,8 @@ class ApiMiddleware:
                    if k.lower() in ("authorization", "content-type", "if-match")}
         headers[_FORWARDED] = url
         try:
-            async with httpx.AsyncClient(timeout=30) as client:
+            async with httpx.AsyncClient(
+                    timeout=30, verify=self.ctx.settings.forwarding_verify()) as client:
                 r = await client.request(request.method, leader + request.url.path,
                                          params=request.query_params,
                                          content=await request.body(), headers=headers)

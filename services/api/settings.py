@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from services.api.roles import MIN_TOKEN, Role
 from services.common import CodePolicy, load_settings, settings_parser
+from services.telemetry import TelemetryAccess
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.endpoints import web_url
 from squall.core.control.zookeeper_access import ZooKeeperAccess
 from squall.kafka_clients import KafkaClients
 
 
-class ApiSettings(CodePolicy):
+class ApiSettings(CodePolicy, TelemetryAccess):
     """An API replica. Each field is a flag (``--field-name``) and a variable
     (``SQUALL_API_FIELD_NAME``)."""
 
@@ -31,7 +34,15 @@ class ApiSettings(CodePolicy):
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8080, ge=0, le=65535, description="listen port")
     advertise_url: str | None = Field(
-        None, description="how the other replicas reach this one (default http://host:port)")
+        None, description="how the other replicas reach this one (default http://host:port, "
+        "https with TLS)")
+    tls_cert: Path | None = Field(None, description=(
+        "serve HTTPS with this certificate (PEM, with its chain); off the laptop, or behind "
+        "a proxy that terminates TLS"))
+    tls_key: Path | None = Field(None, description="the certificate's private key (PEM)")
+    tls_ca: Path | None = Field(None, description=(
+        "the CA file the other replicas' certificates are checked against when this one "
+        "forwards a write (default: the system's)"))
     token: SecretStr | None = Field(None, description=(
         "the admin's bearer token: every route, submitting included (prefer the environment "
         "variable)"))
@@ -67,6 +78,16 @@ class ApiSettings(CodePolicy):
         return v
 
     @model_validator(mode="after")
+    def _tls(self) -> ApiSettings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together (the certificate and its key)")
+        for name in ("tls_cert", "tls_key", "tls_ca"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name}: {path} is not a readable file")
+        return self
+
+    @model_validator(mode="after")
     def _auth(self) -> ApiSettings:
         if self.token is None and not self.allow_anonymous:
             raise ValueError("a token is required for the mutating routes (--token or "
@@ -93,7 +114,12 @@ class ApiSettings(CodePolicy):
 
     @property
     def url(self) -> str:
-        return self.advertise_url or f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls_cert is not None else "http"
+        return self.advertise_url or f"{scheme}://{self.host}:{self.port}"
+
+    def forwarding_verify(self) -> ssl.SSLContext | bool:
+        """How a forwarded write checks the leader's certificate."""
+        return ssl.create_default_context(cafile=str(self.tls_ca)) if self.tls_ca else True
 
     @property
     def clients(self) -> KafkaClients:

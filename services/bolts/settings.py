@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.common import load_settings, settings_parser
+from services.telemetry import TelemetryAccess
 from squall.core.control.client_properties import ClientProperties
 from squall.core.errors import ConfigError
 from squall.core.reliability.linger import Linger
@@ -21,7 +22,7 @@ from squall.kafka_clients import KafkaClients
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
-class SparkSettings(BaseSettings):
+class SparkSettings(TelemetryAccess):
     """What shapes a bolts process's Spark session, and where it serves its metrics: shared
     by a bolts job and a spare (services/bolts/spare.py), which must start the same
     session for a job to take it over."""
@@ -34,7 +35,8 @@ class SparkSettings(BaseSettings):
     master: str = Field("local[*]", description="Spark master (or spark://host:7077)")
     metrics_port: int = Field(0, description="serve /metrics and /errors here (0: any free "
                               "port)")
-    metrics_host: str = Field("0.0.0.0", description="the address /metrics listens on")
+    metrics_host: str = Field("127.0.0.1", description=(
+        "the address /metrics listens on (its worker gives its own)"))
     # Checkpoint files written without Hadoop's forked chmod/readlink
     # (services/bolts/runtime/driver_classes.py).
     checkpoint_fs: Literal["no-fork", "hadoop"] = Field("no-fork", description=(

@@ -11,6 +11,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
 from services.common import CodePolicy, load_settings, settings_parser
+from services.telemetry import TelemetryAccess
 from squall.core.control.assignment import Kind
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.fencing import check_grace
@@ -19,7 +20,7 @@ from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
 
-class WorkerSettings(CodePolicy):
+class WorkerSettings(CodePolicy, TelemetryAccess):
     """A worker process. Each field is a flag (``--field-name``) and a variable
     (``SQUALL_WORKER_FIELD_NAME``)."""
 

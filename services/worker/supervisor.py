@@ -73,7 +73,8 @@ class WorkerService:
         self.path = f"{WORKERS}/{settings.worker_id}"
         self.sup = Supervisor(settings.workdir / "logs", self.clock.now_ms,
                               echo=settings.log_stdout,
-                              restarts=lambda: Restarts(crash_loop_after=settings.crash_loop_after))
+                              restarts=lambda: Restarts(crash_loop_after=settings.crash_loop_after),
+                              metrics_host=settings.metrics_host)
         self.running: dict[str, ProcSpec] = {}  # what each supervised child runs
         self.assignment = WorkerAssignment()  # as last read: run only for self.session
         self.session = ""  # the ZooKeeper session this worker is registered in ("": none)

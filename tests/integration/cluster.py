@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,8 @@ TOKEN = "test-token-0123456789-abcdefghijklmn"
 #: environment by tests/integration/conftest.py, so each one started inherits it): the
 #: whole suite runs on a protected tree (docs/security.md, "ZooKeeper").
 ZK_AUTH = f"squall:{secrets.token_urlsafe(24)}"
+#: And every telemetry port asks for this token on all but /metrics (services/telemetry.py).
+TELEMETRY_TOKEN = secrets.token_urlsafe(32)
 
 
 def zk_client(hosts: str, identity: str | None = ZK_AUTH, timeout_s: float = 30) -> Any:
@@ -34,9 +37,12 @@ def zk_client(hosts: str, identity: str | None = ZK_AUTH, timeout_s: float = 30)
 
 class ApiProcess:
     def __init__(self, zookeeper: str, bootstrap: str, log: Path, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, ca: Path | None = None) -> None:
+        """``ca``: the replica serves HTTPS (``extra`` names its certificate), checked
+        against this CA file."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if ca else 'http'}://127.0.0.1:{self.port}"
+        self.verify: Any = ssl.create_default_context(cafile=str(ca)) if ca else True
         self.log = log
         self.args = ["--zookeeper", zookeeper, "--bootstrap-servers", bootstrap,
                      "--port", str(self.port), "--session-timeout-s", "4", *extra]
@@ -61,27 +67,29 @@ class ApiProcess:
         try:
             auth = {"Authorization": f"Bearer {TOKEN}"}  # for a replica whose reads need it
             leader = httpx.get(f"{self.url}/api/v1/cluster/summary", headers=auth,
-                               timeout=2).json()["leader"]
+                               timeout=2, verify=self.verify).json()["leader"]
             return leader is not None and bool(httpx.get(
-                f"{leader}/api/v1/cluster/summary", headers=auth,
-                timeout=2).json()["thisReplicaLeads"])
+                f"{leader}/api/v1/cluster/summary", headers=auth, timeout=2,
+                verify=self.verify).json()["thisReplicaLeads"])
         except (httpx.HTTPError, ValueError, KeyError):
             return False
 
     def _up(self) -> bool:
         try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+            return httpx.get(f"{self.url}/healthz", timeout=1,
+                             verify=self.verify).status_code == 200
         except httpx.HTTPError:
             return False
 
     def client(self, token: str | None = TOKEN) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30,
+                            verify=self.verify)
 
     def leads(self) -> bool:
         try:
             body: dict[str, Any] = httpx.get(f"{self.url}/api/v1/cluster/summary",
-                                             timeout=2).json()
+                                             timeout=2, verify=self.verify).json()
         except httpx.HTTPError:
             return False
         return bool(body["thisReplicaLeads"])

@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
+from services.telemetry import TOKEN_ENV as TELEMETRY_TOKEN_ENV
 from squall.core.control.zookeeper_access import AUTH
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
-from tests.integration.cluster import ZK_AUTH, ApiProcess, namespace
+from tests.integration.cluster import TELEMETRY_TOKEN, ZK_AUTH, ApiProcess, namespace
 from tests.integration.helpers import ServiceProcess, wait_for
 
-# Every process the suite starts inherits it: Squall's tree is protected in every test.
+# Every process the suite starts inherits them: Squall's tree is protected in every test,
+# and the telemetry ports' answers but /metrics need their token.
 os.environ[AUTH] = ZK_AUTH
+os.environ[TELEMETRY_TOKEN_ENV] = TELEMETRY_TOKEN
 
 
 @pytest.fixture(scope="session")

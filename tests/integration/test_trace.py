@@ -17,6 +17,7 @@ from squall.endpoint_fetch import Endpoints
 from squall.kafka import ensure_topics
 from squall.kafka_clients import KafkaClients
 from squall.message_trace import trace
+from tests.integration.cluster import TELEMETRY_TOKEN
 from tests.integration.helpers import (
     clients,
     produce_source,
@@ -45,7 +46,7 @@ def test_trace_says_where_a_message_is_in_each_state(bootstrap: str, tmp_path: P
     acker, spout, bolts = topology_services(spec, bootstrap, tmp_path, (),
                                             f"sqlite://{tmp_path / 'state.db'}")
     kafka = KafkaClients(bootstrap)
-    fetch = Endpoints()
+    fetch = Endpoints(headers={"Authorization": f"Bearer {TELEMETRY_TOKEN}"})
     lines = [b'{"text": "a b c"}', b'{"text": "held"}', b'{"text": "poison pill"}',
              b"{not json"]
 

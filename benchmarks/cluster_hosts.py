@@ -28,6 +28,9 @@ from typing import Any
 
 from squall.client import ApiClient
 from squall.core.control.lease import Lease
+from squall.core.control.spark_security import SECRET_ENV as SPARK_SECRET
+from squall.core.control.spark_security import SPARK_SECRET_ENV as SPARK_DAEMON_SECRET
+from squall.core.control.spark_security import daemon_options
 from squall.core.errors import ConfigError, StackError
 from squall.dev import broker, postgres
 from squall.dev.ensemble import Ensemble
@@ -109,6 +112,9 @@ def say(msg: str) -> None:
 def host_cluster(home: Path, session_timeout_s: float = 6.0) -> Iterator[HostCluster]:
     if home.exists():
         shutil.rmtree(home)
+    # Every process started inherits it: the Spark cluster authenticates and encrypts
+    # (squall/core/control/spark_security.py), as off the laptop it must.
+    os.environ.setdefault(SPARK_SECRET, secrets.token_urlsafe(32))
     with Hosts(home / "hosts", 3, tag="sqc") as hosts:
         h1 = hosts.hosts[0]
         say(f"hosts {', '.join(f'{h.name} {h.address}' for h in hosts.hosts)}")
@@ -220,8 +226,9 @@ def _spark(hosts: Hosts, procs: dict[str, dict[str, subprocess.Popen[bytes]]], z
     spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
     py = {**CODE, "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1",
           "SPARK_HOME": str(Path(pyspark.__file__).parent)}
+    py[SPARK_DAEMON_SECRET] = os.environ[SPARK_SECRET]
     # A worker beats every quarter of its own spark.worker.timeout: the same on both sides.
-    timeout = "-Dspark.worker.timeout=10"
+    timeout = f"-Dspark.worker.timeout=10 {daemon_options()}"
     recovery = " ".join([timeout, *(f"-D{k}={v}" for k, v in {
         "spark.deploy.recoveryMode": "ZOOKEEPER", "spark.deploy.zookeeper.url": zk,
         "spark.deploy.zookeeper.dir": "/spark"}.items())])

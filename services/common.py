@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, NoDecode
 from services import heap_decay
 from services.telemetry import TelemetryAccess, serve_telemetry
 from squall.core.control.error_reports import ErrorReports
+from squall.core.control.spark_security import security_from
 from squall.core.control.zookeeper_access import access_from
 from squall.core.errors import ConfigError, SquallError
 from squall.core.topology.code_policy import DEFAULT as DEFAULT_MODULES
@@ -149,6 +150,8 @@ def load_settings(cls: type[S], parser: argparse.ArgumentParser,
             given["kafka"] = load_properties(os.environ)
         if "zookeeper_access" in cls.model_fields:
             given["zookeeper_access"] = access_from(os.environ)
+        if "spark_security" in cls.model_fields:
+            given["spark_security"] = security_from(os.environ)
         return cls(**given)
     except ValidationError as e:
         raise ConfigError(f"invalid {what} settings: " + "; ".join(

@@ -180,7 +180,7 @@ class BoltJob:
             spark = spark_session(self.s.master, f"squall-{self.spec.name}",
                                   self.s.checkpoint_fs == "no-fork", self.s.java_options,
                                   cluster_conf(self.s.master, self.spec, plan) | self.s.conf(),
-                                  fencing(self.s))
+                                  fencing(self.s), self.s.spark_security)
             log.info("Spark session started (%.1f s)", time.monotonic() - t0)
         if self.metrics:
             self.metrics.processes.attach(spark)

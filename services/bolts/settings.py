@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from services.common import load_settings, settings_parser
 from services.telemetry import TelemetryAccess
 from squall.core.control.client_properties import ClientProperties
+from squall.core.control.spark_security import SparkSecurity
 from squall.core.errors import ConfigError
 from squall.core.reliability.linger import Linger
 from squall.core.topology.model import TopologySpec
@@ -32,6 +33,8 @@ class SparkSettings(TelemetryAccess):
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
+    # Spark's authentication and encryption on a cluster (SQUALL_SPARK_*; load_settings).
+    spark_security: SparkSecurity = Field(default_factory=SparkSecurity, exclude=True)
     master: str = Field("local[*]", description="Spark master (or spark://host:7077)")
     metrics_port: int = Field(0, description="serve /metrics and /errors here (0: any free "
                               "port)")
@@ -81,6 +84,12 @@ class SparkSettings(TelemetryAccess):
     def clients(self) -> KafkaClients:
         """This service's Kafka clients: its brokers and the user's properties."""
         return KafkaClients(self.bootstrap_servers, self.kafka)
+
+
+    @model_validator(mode="after")
+    def _secured(self) -> SparkSettings:
+        self.spark_security.session(self.master)  # a cluster without its secret: refused
+        return self
 
 
 class BoltSettings(SparkSettings):

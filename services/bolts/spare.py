@@ -45,7 +45,8 @@ class SpareJob:
     def run(self, stop: threading.Event) -> None:
         t0 = time.monotonic()
         spark = spark_session(self.s.master, "squall-bolts", self.s.checkpoint_fs == "no-fork",
-                              self.s.java_options, self.s.conf(), fencing(self.s))
+                              self.s.java_options, self.s.conf(), fencing(self.s),
+                              self.s.spark_security)
         log.info("spare: Spark session started (%.1f s)", time.monotonic() - t0)
         t1 = time.monotonic()
         warm_planning(spark)

@@ -15,7 +15,9 @@ from services.telemetry import TelemetryAccess
 from squall.core.control.assignment import Kind
 from squall.core.control.client_properties import ClientProperties
 from squall.core.control.fencing import check_grace
+from squall.core.control.spark_security import SparkSecurity
 from squall.core.control.zookeeper_access import ZooKeeperAccess
+from squall.core.errors import ConfigError
 from squall.kafka_clients import KafkaClients
 from squall.processes import free_port
 
@@ -31,6 +33,8 @@ class WorkerSettings(CodePolicy, TelemetryAccess):
                            "chroot after the hosts: several clusters on one ZooKeeper)")
     # Who may use Squall's tree in ZooKeeper (SQUALL_ZOOKEEPER_*; load_settings fills it).
     zookeeper_access: ZooKeeperAccess = Field(default_factory=ZooKeeperAccess, exclude=True)
+    # What its bolts jobs' Spark sessions need on a cluster (SQUALL_SPARK_*; load_settings).
+    spark_security: SparkSecurity = Field(default_factory=SparkSecurity, exclude=True)
     bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka brokers")
     # The user's Kafka client properties (SQUALL_KAFKA_*; load_settings fills it).
     kafka: ClientProperties = Field(default_factory=ClientProperties, exclude=True)
@@ -114,6 +118,11 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
         "can also be set as SQUALL_WORKER_<NAME> in the environment.")
     s = load_settings(WorkerSettings, p, argv, "worker")
     check_grace(s.fence_after_s, s.session_timeout_s)
+    if s.kind is Kind.BOLTS:  # its jobs would fail one by one: say it once, at start
+        try:
+            s.spark_security.session(s.master)
+        except ConfigError as e:
+            raise ConfigError(f"invalid worker settings: {e}") from None
     if s.metrics_port is None:
         s = s.model_copy(update={"metrics_port": free_port()})
     return s

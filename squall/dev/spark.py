@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from squall.core.control.spark_security import SPARK_SECRET_ENV, daemon_options
 from squall.core.errors import StackError
 from squall.processes import HOST, die_with_parent, free_port, stop_pid
 
@@ -30,6 +31,9 @@ class SparkCluster:
     cores: int = 1
     memory: str = "1g"
     start_timeout_s: float = 120.0
+    #: Spark's shared secret: with one, the master and workers authenticate every party and
+    #: encrypt its RPC (squall/core/control/spark_security.py), and so must each driver
+    secret: str | None = field(default=None, repr=False)
     master_url: str = ""
     _pids: list[int] = field(default_factory=list)
 
@@ -41,6 +45,9 @@ class SparkCluster:
         env = {**os.environ, "SPARK_HOME": str(spark_home),
                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
                "SPARK_LOCAL_IP": HOST, "SPARK_NO_DAEMONIZE": "1"}
+        if self.secret is not None:
+            env |= {SPARK_SECRET_ENV: self.secret, "SPARK_MASTER_OPTS": daemon_options(),
+                    "SPARK_WORKER_OPTS": daemon_options()}
         port, ui = free_port(), free_port()
         self.master_url = f"spark://{HOST}:{port}"
         cls = str(spark_home / "bin" / "spark-class")

@@ -43,7 +43,8 @@ PORTS = {"SQUALL_API_PORT": "18080", "SQUALL_PROMETHEUS_PORT": "19090",
          "SQUALL_TEST_POSTGRES_PORT": "15432"}
 SECRETS = {"SQUALL_API_TOKEN": "compose-test-token-0123456789-abcdef",
            "SQUALL_POSTGRES_PASSWORD": "compose-pw",
-           "SQUALL_GRAFANA_PASSWORD": "compose-grafana"}
+           "SQUALL_GRAFANA_PASSWORD": "compose-grafana",
+           "SQUALL_SPARK_SECRET": "compose-spark-secret-0123456789-abcdef"}
 #: Services with a healthcheck, all of which must report healthy.
 HEALTHY = ("zookeeper", "kafka", "postgres", "spark-master", "spark-worker", "api", "spout",
            "acker", "bolts", "prometheus")

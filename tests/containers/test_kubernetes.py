@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = "1.30"
 #: What a Squall container runs (its first argument), and the settings it reads.
 SETTINGS: dict[str, type[BaseSettings]] = {"api": ApiSettings, "worker": WorkerSettings}
-#: Read by every service besides its own prefix: the Kafka client properties.
-SHARED_PREFIXES = ("SQUALL_KAFKA_",)
+#: Read by every service besides its own prefix: the Kafka client properties and the
+#: Spark cluster's secret.
+SHARED_PREFIXES = ("SQUALL_KAFKA_", "SQUALL_SPARK_")
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,8 @@ TOKEN = "test-token-0123456789-abcdefghijklmn"
 ZK_AUTH = f"squall:{secrets.token_urlsafe(24)}"
 #: And every telemetry port asks for this token on all but /metrics (services/telemetry.py).
 TELEMETRY_TOKEN = secrets.token_urlsafe(32)
+#: And the Spark clusters the suite starts share this secret with every bolts job.
+SPARK_SECRET = secrets.token_urlsafe(32)
 
 
 def zk_client(hosts: str, identity: str | None = ZK_AUTH, timeout_s: float = 30) -> Any:

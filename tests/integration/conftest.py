@@ -12,15 +12,24 @@ from typing import Any
 import pytest
 
 from services.telemetry import TOKEN_ENV as TELEMETRY_TOKEN_ENV
+from squall.core.control.spark_security import SECRET_ENV as SPARK_SECRET_ENV
 from squall.core.control.zookeeper_access import AUTH
 from squall.dev.stack import EmbeddedStack, StackInfo, StackSettings
-from tests.integration.cluster import TELEMETRY_TOKEN, ZK_AUTH, ApiProcess, namespace
+from tests.integration.cluster import (
+    SPARK_SECRET,
+    TELEMETRY_TOKEN,
+    ZK_AUTH,
+    ApiProcess,
+    namespace,
+)
 from tests.integration.helpers import ServiceProcess, wait_for
 
 # Every process the suite starts inherits them: Squall's tree is protected in every test,
-# and the telemetry ports' answers but /metrics need their token.
+# the telemetry ports' answers but /metrics need their token, and a bolts job on a Spark
+# cluster authenticates to it and encrypts its RPC.
 os.environ[AUTH] = ZK_AUTH
 os.environ[TELEMETRY_TOKEN_ENV] = TELEMETRY_TOKEN
+os.environ[SPARK_SECRET_ENV] = SPARK_SECRET
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ from squall.core.topology.model import TopologySpec
 from squall.core.trident.codec import MapKind
 from squall.dev.spark import SparkCluster
 from squall.kafka import ensure_topics
+from tests.integration.cluster import SPARK_SECRET
 from tests.integration.helpers import (
     clients,
     committed_offsets,
@@ -66,7 +67,7 @@ def counts(url: str, spec: TopologySpec, kind: MapKind) -> Counter[str]:
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Spark standalone master and two workers (one core each), from PySpark's jars."""
-    with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2) as c:
+    with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2, secret=SPARK_SECRET) as c:
         yield c.master_url
 
 

@@ -15,6 +15,7 @@ import pytest
 from services.bolts.runtime.session import FENCES, Fencing, spark_session
 from squall.dev.spark import SparkCluster
 from squall.processes import free_port
+from tests.integration.cluster import SPARK_SECRET
 from tests.integration.helpers import wait_for
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,7 @@ def _fails_once() -> Any:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2) as c:
+    with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2, secret=SPARK_SECRET) as c:
         spark = spark_session(c.master_url, "squall-fence-test", java_options="-Xss4m",
                               fence=Fencing(grace_s=15.0, rejoin_s=REJOIN_S))
         try:

@@ -225,6 +225,7 @@ def test_compose_requires_its_secrets_from_the_environment() -> None:
     text = (ROOT / "docker-compose.yml").read_text()
     assert "${SQUALL_API_TOKEN:?" in text and "${SQUALL_GRAFANA_PASSWORD:?" in text
     assert "${SQUALL_POSTGRES_PASSWORD:?" in text and "${SQUALL_POSTGRES_PASSWORD:-" not in text
+    assert "${SQUALL_SPARK_SECRET:?" in text and "${SQUALL_SPARK_SECRET:-" not in text
 
 
 def test_compose_mounts_the_deploy_folders(compose: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from services.bolts.runtime.archive import with_archive
 from services.bolts.runtime.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.runtime.spark_python import launching_env, with_site
 from services.bolts.settings import JAVA_OPTIONS, SparkSettings
+from squall.core.control.spark_security import SparkSecurity, security_from
 from squall.kafka_clients import property_environment
 
 
@@ -40,9 +41,13 @@ FENCES: dict[str, Any] = {}
 def spark_session(master: str, app: str, no_fork: bool = True,
                   java_options: str = JAVA_OPTIONS,
                   extra_conf: Mapping[str, str] | None = None,
-                  fence: Fencing | None = None) -> Any:
+                  fence: Fencing | None = None,
+                  security: SparkSecurity | None = None) -> Any:
     """The bolts' Spark session. With ``fence``, on a cluster with the driver's classes, an
-    executor cut off from Kafka is removed from the application (ExecutorFence.java)."""
+    executor cut off from Kafka is removed from the application (ExecutorFence.java). On a
+    cluster, Spark's authentication and RPC encryption as ``security`` says (default: as
+    this process's environment does; squall/core/control/spark_security.py)."""
+    secured = (security or security_from(os.environ)).session(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # else workers hang, then fail
     from pyspark.sql import SparkSession
 
@@ -76,6 +81,7 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              # environment; Spark hides those values wherever it shows its settings.
              **{f"spark.executorEnv.{k}": v for k, v in property_environment(os.environ).items()},
              "spark.redaction.regex": "(?i)secret|password|token|access[.]key|SQUALL_KAFKA_"}
+    conf |= secured
     fenced = fence is not None and classes is not None and not _LOCAL.fullmatch(master.strip())
     if fenced and fence is not None:
         conf[f"spark.executorEnv.{GRACE_ENV}"] = f"{fence.grace_s:g}"

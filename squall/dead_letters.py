@@ -12,8 +12,9 @@ could not decode) is not a source message and is not replayed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,18 +60,28 @@ class Letter:
                 "headers": {k: v.decode(errors="replace") for k, v in self.headers}}
 
 
-def read_all(kafka: KafkaClients, topic: str, timeout_s: float = 10.0) -> list[Any]:
-    """Every record of ``topic`` (none if it does not exist), start to end."""
+@contextlib.contextmanager
+def _reading(kafka: KafkaClients, topic: str, timeout_s: float
+             ) -> Iterator[tuple[Any, list[int]] | None]:
+    """A consumer of its own for reading ``topic``, and the topic's partitions (None if the
+    topic does not exist)."""
     c = kafka.consumer({"group.id": f"squall-read-{time.monotonic_ns()}",
                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
                         "logger": quiet_logger("dead-letters")})
     try:
         md = c.list_topics(topic, timeout_s).topics.get(topic)
-        if md is None or md.error is not None:
-            return []
-        return list(scan(c, {(topic, p): 0 for p in sorted(md.partitions)}, timeout_s))
+        yield None if md is None or md.error is not None else (c, sorted(md.partitions))
     finally:
         c.close()
+
+
+def read_all(kafka: KafkaClients, topic: str, timeout_s: float = 10.0) -> list[Any]:
+    """Every record of ``topic`` (none if it does not exist), start to end."""
+    with _reading(kafka, topic, timeout_s) as found:
+        if found is None:
+            return []
+        c, parts = found
+        return list(scan(c, {(topic, p): 0 for p in parts}, timeout_s))
 
 
 #: The most letters one call reads: a listing and a bulk replay take the newest so many
@@ -104,13 +115,10 @@ def _read(kafka: KafkaClients, tid: str, first: int | None, end: int | None,
     from confluent_kafka import TopicPartition
 
     topic = dlq_topic(tid)
-    c = kafka.consumer({"group.id": f"squall-read-{time.monotonic_ns()}",
-                        "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                        "logger": quiet_logger("dead-letters")})
-    try:
-        md = c.list_topics(topic, timeout_s).topics.get(topic)
-        if md is None or md.error is not None:
+    with _reading(kafka, topic, timeout_s) as found:
+        if found is None:
             return [], Window(0, 0, 0)
+        c = found[0]
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout_s)
         stop = high if end is None else max(low, min(end, high))
         start = max(low, stop - SCAN_LETTERS if first is None else first)
@@ -118,8 +126,6 @@ def _read(kafka: KafkaClients, tid: str, first: int | None, end: int | None,
             return [], Window(start, stop, low)
         got = [_decoded(m) for m in scan(c, {(topic, 0): start}, timeout_s, {(topic, 0): stop})]
         return got, Window(start, stop, low)
-    finally:
-        c.close()
 
 
 def letters(kafka: KafkaClients, tid: str, timeout_s: float = 10.0,

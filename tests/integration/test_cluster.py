@@ -4,7 +4,7 @@ of this machine, the exact word count at a steady rate, and h1 killed whole whil
 worker of each kind). Nothing is lost, every count is exact, h1's units run on the other
 hosts and the commits move again, no unit runs on two hosts at once and no committed offset
 moves backwards; and h3 cut off ZooKeeper alone. How soon is the benchmark's figure
-(measured alone); these run with no other test process beside them (scripts/test.sh)."""
+(measured alone); the kill runs with no other test process beside it (scripts/test.sh)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.cluster import run_fault
 
-pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.alone]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 
 def _survived(got: dict[str, Any], moved: int) -> None:
@@ -30,6 +30,7 @@ def _survived(got: dict[str, Any], moved: int) -> None:
     assert got["double_runs"] == 0 and got["offset_regressions"] == 0, got
 
 
+@pytest.mark.alone  # its recovery is the standby Spark master's take-over: CPU-bound
 def test_the_first_host_killed_whole_loses_nothing_and_its_units_move(tmp_path: Path
                                                                      ) -> None:
     got = run_fault("kill:h1", tmp_path / "cluster", sentences=9_000, rate=500, cut_s=0)

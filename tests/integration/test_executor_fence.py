@@ -6,6 +6,9 @@ any other reason removes nothing."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +16,9 @@ from typing import Any
 import pytest
 
 from services.bolts.runtime.session import FENCES, Fencing, spark_session
+from squall.core.control.spark_security import SECRET_ENV as SPARK_SECRET_ENV
 from squall.dev.spark import SparkCluster
-from squall.processes import free_port
+from squall.processes import die_with_parent, free_port
 from tests.integration.cluster import SPARK_SECRET
 from tests.integration.helpers import wait_for
 
@@ -56,14 +60,50 @@ def _fails_once() -> Any:
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     with SparkCluster(tmp_path_factory.mktemp("spark"), workers=2, secret=SPARK_SECRET) as c:
-        spark = spark_session(c.master_url, "squall-fence-test", java_options="-Xss4m",
-                              fence=Fencing(grace_s=15.0, rejoin_s=REJOIN_S))
-        try:
-            yield spark
-        finally:
-            spark.stop()
+        yield c
+
+
+@pytest.fixture(scope="module")
+def session(cluster: SparkCluster) -> Iterator[Any]:
+    spark = spark_session(cluster.master_url, "squall-fence-test", java_options="-Xss4m",
+                          fence=Fencing(grace_s=15.0, rejoin_s=REJOIN_S))
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+INTRUDER = """
+from pyspark.sql import SparkSession
+SparkSession.builder.master({master!r}).appName("intruder").getOrCreate()
+"""
+
+
+def test_a_driver_without_the_secret_is_refused_and_nothing_takes_submissions(
+        cluster: SparkCluster, tmp_path: Path) -> None:
+    """The cluster authenticates every party (squall/core/control/spark_security.py): a
+    driver that does not hold the secret is refused at its first message and registers no
+    application; and the master's REST submission server, which would take a driver from
+    anyone, is not listening."""
+    env = {k: v for k, v in os.environ.items() if k != SPARK_SECRET_ENV}
+    log = tmp_path / "intruder.log"
+    with open(log, "wb") as out:
+        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER.format(
+            master=cluster.master_url)], stdout=out, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=die_with_parent)
+    try:
+        wait_for(lambda: "does not have SASL enabled" in log.read_text(errors="replace")
+                 or intruder.poll() is not None, 120, "the intruder to be refused",
+                 explain=lambda: log.read_text(errors="replace")[-2000:])
+        assert "does not have SASL enabled" in log.read_text(errors="replace")
+    finally:
+        intruder.kill()
+        intruder.wait(30)
+    master = (cluster.home / "master.log").read_text(errors="replace")
+    assert "Registering app intruder" not in master
+    assert "REST server" not in master and "authentication enabled" in master
 
 
 def _executors(sc: Any) -> int:

@@ -38,9 +38,9 @@ def test_a_cluster_without_the_secret_is_refused_naming_both_ways_out() -> None:
     assert SparkSecurity(insecure=True).session("spark://m:7077") == {}
 
 
-def test_the_daemons_are_told_the_same_settings() -> None:
-    assert daemon_options() == ("-Dspark.authenticate=true "
-                                "-Dspark.network.crypto.enabled=true")
+def test_the_daemons_are_told_the_same_settings_and_no_rest_submission() -> None:
+    assert daemon_options() == ("-Dspark.authenticate=true -Dspark.network.crypto.enabled=true "
+                                "-Dspark.master.rest.enabled=false")
 
 
 @given(st.text(min_size=1, max_size=MIN_SECRET - 1).filter(lambda t: t.strip() == t))

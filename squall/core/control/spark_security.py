@@ -31,10 +31,15 @@ CONF = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
 _LOCAL = re.compile(r"local(\[[^\]]*\])?")
 
 
+#: And the master's REST submission server off: it takes a driver to run from anyone who
+#: reaches its port, with no regard for the secret.
+DAEMON_CONF = {**CONF, "spark.master.rest.enabled": "false"}
+
+
 def daemon_options() -> str:
     """The JVM flags a master's and a worker's ``SPARK_MASTER_OPTS`` / ``SPARK_WORKER_OPTS``
     need (the secret goes in their environment, as :data:`SPARK_SECRET_ENV`)."""
-    return " ".join(f"-D{k}={v}" for k, v in CONF.items())
+    return " ".join(f"-D{k}={v}" for k, v in DAEMON_CONF.items())
 
 
 def local(master: str) -> bool:

@@ -4,6 +4,8 @@
                               make concurrent edits safe: the loser gets ConflictError
 ``/squall/workers/<id>``      ephemeral: a live worker, its kind, capacity and endpoints
 ``/squall/assignments/<id>``  what a worker runs (written by the leader)
+``/squall/kafka-reach/<id>``  ephemeral: a worker's Kafka probes, one write each that Kafka
+                              acknowledged (its version counts them)
 ``/squall/election``          the API replicas' leader election (kazoo Election)
 
 A topology's id is its name: names are unique among the running topologies,
@@ -34,6 +36,7 @@ TOPOLOGIES = f"{ROOT}/topologies"
 MAX_RECORD_BYTES = 768 * 1024
 WORKERS = f"{ROOT}/workers"
 ASSIGNMENTS = f"{ROOT}/assignments"
+KAFKA_REACH = f"{ROOT}/kafka-reach"
 ELECTION = f"{ROOT}/election"
 #: ``names/<name>`` holds the id of the live topology submitted under that name.
 NAMES = f"{ROOT}/names"
@@ -125,7 +128,8 @@ def connect(hosts: str, timeout_s: float = 15.0, session_timeout_s: float = 10.0
 
 
 #: The nodes every Squall process makes sure of; their ACL is Squall's own.
-FIXED = (ROOT, TOPOLOGIES, WORKERS, ASSIGNMENTS, ELECTION, NAMES, SUBMISSIONS, TEARDOWNS)
+FIXED = (ROOT, TOPOLOGIES, WORKERS, ASSIGNMENTS, KAFKA_REACH, ELECTION, NAMES, SUBMISSIONS,
+         TEARDOWNS)
 
 
 def kazoo_acl(access: ZooKeeperAccess) -> list[Any]:

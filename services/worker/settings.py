@@ -67,6 +67,10 @@ class WorkerSettings(CodePolicy, TelemetryAccess):
         "holds every write it replicates until Kafka fences it, broker.session.timeout.ms "
         "9 s, after electing a controller if it was the active one; default: the tasks wait "
         "for Kafka, as suits a single broker)"))
+    # squall/core/control/fencing.py: no broker's failover holds one worker's writes alone.
+    kafka_fence_alone_s: float = Field(8.0, ge=4, le=600, description=(
+        "with --kafka-fence-after-s: unable to get a write acknowledged this long while other "
+        "workers' writes are, give the tasks up (the cut is this worker's alone)"))
     metrics_host: str = Field("127.0.0.1", description=(
         "the host others reach its processes' /metrics at"))
     # Published in ZooKeeper with its processes' endpoints, so the API's service discovery
@@ -118,6 +122,10 @@ def parse_args(argv: Sequence[str] | None = None) -> WorkerSettings:
         "can also be set as SQUALL_WORKER_<NAME> in the environment.")
     s = load_settings(WorkerSettings, p, argv, "worker")
     check_grace(s.fence_after_s, s.session_timeout_s)
+    if s.kafka_fence_after_s is not None and s.kafka_fence_alone_s > s.kafka_fence_after_s:
+        raise ConfigError(f"invalid worker settings: kafka_fence_alone_s "
+                          f"{s.kafka_fence_alone_s} must not exceed kafka_fence_after_s "
+                          f"{s.kafka_fence_after_s}")
     if s.kind is Kind.BOLTS:  # its jobs would fail one by one: say it once, at start
         try:
             s.spark_security.session(s.master)

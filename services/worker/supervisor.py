@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.loop_queries import Handler
 from services.worker.cleanup import clean_killed
+from services.worker.kafka_peers import KafkaPeers
 from services.worker.kafka_watch import KafkaWatch
 from services.worker.lease_renewal import LeaseRenewal
 from services.worker.logs import log_route
@@ -95,7 +96,8 @@ class WorkerService:
         # worker leaves the cluster, so that the leader gives its units to the others.
         self.fences = WorkerFences(None if grace is None else int(grace * 1000),
                                    None if kgrace is None else int(kgrace * 1000),
-                                   int(settings.session_timeout_s * 1000))
+                                   int(settings.session_timeout_s * 1000),
+                                   int(settings.kafka_fence_alone_s * 1000))
         self._withdrawn = False
         self._registrations = 0
         # With a fence, the tasks' lease (squall/core/control/lease.py), renewed only for the
@@ -125,11 +127,11 @@ class WorkerService:
             self.fences.zookeeper(str(state), self.clock.now_ms())
         self.wake.set()
 
-    def _kafka(self, reachable: bool, sent_ms: int) -> None:
+    def _kafka(self, reachable: bool, sent_ms: int, others: bool) -> None:
         """The Kafka watch's word after each of its rounds (its writes sent at ``sent_ms``:
-        unacknowledged since then)."""
+        unacknowledged since then; ``others``: peers' writes acknowledged meanwhile)."""
         with self._lock:
-            self.fences.kafka_reachable(reachable, sent_ms)
+            self.fences.kafka_reachable(reachable, sent_ms, others)
         self.wake.set()
 
     def _lease_zk(self) -> Any:
@@ -166,9 +168,10 @@ class WorkerService:
                         len(tasks))
         if d.withdraw:
             self._withdraw()
-            log.error("no write acknowledged by Kafka for %.1f s: left the cluster, so that "
-                      "its units run on workers that reach the brokers; back once Kafka "
-                      "acknowledges again", d.lost_for_ms / 1000)
+            log.error("no write acknowledged by Kafka for %.1f s%s: left the cluster, so "
+                      "that its units run on workers that reach the brokers; back once Kafka "
+                      "acknowledges again", d.lost_for_ms / 1000,
+                      ", while other workers' were" if d.alone else "")
         if d.kill is not None:
             gone = self.sup.remove([k for k in self.sup.children if k != SPARE])
             kill_children(gone)
@@ -370,7 +373,8 @@ class WorkerService:
             self.lease.start()
         watch = None
         if self.s.kafka_fence_after_s is not None:
-            watch = KafkaWatch(self.s.clients, self._kafka, self.clock.now_ms)
+            watch = KafkaWatch(self.s.clients, self._kafka, self.clock.now_ms,
+                               KafkaPeers(lambda: self.zk, self.s.worker_id))
             watch.start()
         try:
             self._publish(zk)

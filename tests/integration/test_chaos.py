@@ -113,7 +113,7 @@ def test_a_killed_broker_of_three_replicated_loses_nothing_and_counts_and_writes
         tmp_path: Path) -> None:
     """Three Apache Kafka brokers, every topic at RF 3 with min.insync.replicas 2: the broker
     leading most partitions killed under the exact word count, whose every word the Kafka
-    bolt also writes to a topic exactly once (a transactional producer riding the leader
+    bolt also writes to a topic exactly once (its idempotent producer riding the leader
     change). Nothing lost or dead-lettered, every count exact, every word written once, no
     committed offset ever moves back. (The rolling restart and the freeze are the long
     run's, ``--broker-faults``; how fast commits move again is the benchmark's figure, not

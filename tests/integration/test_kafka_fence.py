@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from squall.coord import WORKERS
+from services.worker.kafka_peers import KafkaPeers
+from squall.coord import KAFKA_REACH, WORKERS, connect
+from squall.core.control.fencing import others_acknowledged
+from squall.core.control.zookeeper_access import access_from
 from squall.dev.stack import StackInfo
-from tests.integration.cluster import ApiProcess, zk_client
+from tests.integration.cluster import ApiProcess, namespace, zk_client
 from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
 pytestmark = pytest.mark.integration
@@ -62,3 +65,42 @@ def test_a_worker_no_broker_answers_leaves_the_cluster_and_comes_back_once_one_d
         zk.close()
         worker.stop()
         api.stop()
+
+
+def test_workers_see_each_others_acknowledged_kafka_rounds_in_zookeeper(
+        zookeeper: str) -> None:
+    """What a worker cut off from Kafka alone reads (services/worker/kafka_peers.py), on a
+    real ZooKeeper: a peer's rounds counted since a reading are seen; a peer that restarted
+    (a new session: a node made anew) is no evidence; and a worker that lost ZooKeeper's
+    connection reads nothing and counts nothing, without waiting on it."""
+    ns = namespace(zookeeper)
+    clients = {w: connect(ns, timeout_s=10, access=access_from(os.environ))
+               for w in ("w1", "w2", "w3")}
+    peers = {w: KafkaPeers(lambda w=w: clients[w], w) for w in clients}  # type: ignore[misc]
+    try:
+        for p in peers.values():
+            p.acknowledged()
+        before = peers["w1"].sample()
+        assert set(before) == {"w2", "w3"}  # not itself
+        peers["w2"].acknowledged()
+        assert not others_acknowledged(before, peers["w1"].sample())  # may predate w1's
+        peers["w2"].acknowledged()
+        assert others_acknowledged(before, peers["w1"].sample())
+        # w3 restarts: its node goes with its session and comes back as another incarnation
+        clients["w3"].stop()
+        clients["w3"].close()
+        clients["w3"] = connect(ns, timeout_s=10, access=access_from(os.environ))
+        for _ in range(3):
+            peers["w3"].acknowledged()
+        again = peers["w1"].sample()
+        assert again["w3"][0] != before["w3"][0]
+        assert not others_acknowledged({"w3": before["w3"]}, again)
+        acls = clients["w1"].get_acls(f"{KAFKA_REACH}/w1")[0]
+        assert acls == clients["w1"].get_acls(KAFKA_REACH)[0]  # Squall's own ACL
+        clients["w1"].stop()  # no connection: nothing read, nothing counted, no wait
+        assert peers["w1"].sample() == {}
+        peers["w1"].acknowledged()
+    finally:
+        for zk in clients.values():
+            zk.stop()
+            zk.close()

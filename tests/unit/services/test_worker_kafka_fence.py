@@ -29,3 +29,17 @@ def test_a_grace_a_broker_loss_would_outlast_is_refused_and_named(bad: str) -> N
     ("NOT_ENOUGH_REPLICAS", False), ("_TRANSPORT", False)])
 def test_a_refusal_is_an_answer_and_silence_is_not(error: str, answered: bool) -> None:
     assert said(error) is answered
+
+
+def test_the_alone_grace_is_bounded_and_never_longer_than_the_fence() -> None:
+    s = parse_args([*BASE, "--kafka-fence-after-s", "20"])
+    assert s.kafka_fence_alone_s == 8
+    assert parse_args([*BASE, "--kafka-fence-after-s", "20",
+                       "--kafka-fence-alone-s", "4"]).kafka_fence_alone_s == 4
+    with pytest.raises(ConfigError, match=r"kafka_fence_alone_s 30.0 .* kafka_fence_after_s 20"):
+        parse_args([*BASE, "--kafka-fence-after-s", "20", "--kafka-fence-alone-s", "30"])
+    for bad in ("3", "0", "soon"):
+        with pytest.raises((ConfigError, SystemExit)) as got:
+            parse_args([*BASE, "--kafka-fence-alone-s", bad])
+        if got.type is ConfigError:
+            assert "kafka_fence_alone_s" in str(got.value)

@@ -17,7 +17,7 @@ from services.bolts.runtime.archive import with_archive
 from services.bolts.runtime.driver_classes import classes_loaded, driver_classes, spark_conf
 from services.bolts.runtime.spark_python import launching_env, with_site
 from services.bolts.settings import JAVA_OPTIONS, SparkSettings
-from squall.core.control.spark_security import SparkSecurity, security_from
+from squall.core.control.spark_security import SparkSecurity, local, security_from
 from squall.kafka_clients import property_environment
 
 
@@ -82,7 +82,7 @@ def spark_session(master: str, app: str, no_fork: bool = True,
              **{f"spark.executorEnv.{k}": v for k, v in property_environment(os.environ).items()},
              "spark.redaction.regex": "(?i)secret|password|token|access[.]key|SQUALL_KAFKA_"}
     conf |= secured
-    fenced = fence is not None and classes is not None and not _LOCAL.fullmatch(master.strip())
+    fenced = fence is not None and classes is not None and not local(master)
     if fenced and fence is not None:
         conf[f"spark.executorEnv.{GRACE_ENV}"] = f"{fence.grace_s:g}"
     conf |= dict(extra_conf or {})
@@ -105,12 +105,13 @@ def spark_session(master: str, app: str, no_fork: bool = True,
 #: Attempts at a task in local mode, as a cluster's ``spark.task.maxFailures`` default: a
 #: task whose Python worker died runs again, its records isolated (services/bolts/isolation.py).
 LOCAL_TASK_ATTEMPTS = 4
-_LOCAL = re.compile(r"local\[(\*|\d+)\]")
+#: A local master without its own count of attempts.
+_LOCAL_THREADS = re.compile(r"local\[(\*|\d+)\]")
 
 
 def with_task_retries(master: str) -> str:
     """``local[N]`` as ``local[N,F]``: local mode tries a task once unless told otherwise."""
-    m = _LOCAL.fullmatch(master.strip())
+    m = _LOCAL_THREADS.fullmatch(master.strip())
     return f"local[{m.group(1)},{LOCAL_TASK_ATTEMPTS}]" if m else master
 
 

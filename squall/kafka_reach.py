@@ -14,6 +14,7 @@ counts as reachable, and the refusal is logged once per process."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from squall.core.topology.topics import HEALTH_PARTITIONS, HEALTH_TOPIC
@@ -41,8 +42,36 @@ def answered(error: str) -> bool:
     return said
 
 
+class Round:
+    """One probe's writes: :meth:`wait` says whether any was acknowledged (or refused)."""
+
+    def __init__(self, producer: Any, writes: int, settled: bool | None = None) -> None:
+        self.producer, self.writes = producer, writes
+        self.outcomes: list[str | None] = []
+        self.settled = settled
+
+    def done(self, err: Any, _msg: Any) -> None:
+        self.outcomes.append(None if err is None else err.name())
+
+    def wait(self, timeout_s: float) -> bool | None:
+        """True once a write is acknowledged (or refused), False once every write failed
+        (each fails at the producer's message timeout), None while neither after
+        ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.settled is None:
+            if any(o is None or answered(o) for o in self.outcomes):
+                self.settled = True
+            elif len(self.outcomes) >= self.writes:
+                self.settled = False
+            elif (left := deadline - time.monotonic()) <= 0:
+                return None
+            else:
+                self.producer.poll(min(left, 0.1))
+        return self.settled
+
+
 class Reach:
-    """One process's probe: :meth:`probe` makes the health topic and its producer on first
+    """One process's probe: :meth:`send` makes the health topic and its producer on first
     use, then writes one round."""
 
     def __init__(self, clients: KafkaClients, timeout_s: float = 5.0) -> None:
@@ -50,8 +79,8 @@ class Reach:
         self.partitions = HEALTH_PARTITIONS
         self._producer: Any = None
 
-    def probe(self) -> bool:
-        """One write to each health partition: whether any was acknowledged (or refused)."""
+    def send(self) -> Round:
+        """One write to each health partition, not waited for."""
         try:
             if self._producer is None:
                 ensure_topics(self.clients, {HEALTH_TOPIC: HEALTH_PARTITIONS},
@@ -65,13 +94,12 @@ class Reach:
                     "request.timeout.ms": ms, "logger": quiet_logger("kafka-reach")})
         except Exception as e:  # the brokers unreachable at the start, or a denial
             log.debug("Kafka reach: %s", e)
-            return answered(str(e))
-        outcomes: list[str | None] = []
-
-        def done(err: Any, _msg: Any) -> None:
-            outcomes.append(None if err is None else err.name())
-
+            return Round(None, 0, settled=answered(str(e)))
+        r = Round(self._producer, self.partitions)
         for p in range(self.partitions):
-            self._producer.produce(HEALTH_TOPIC, b"", partition=p, on_delivery=done)
-        self._producer.flush(self.timeout_s + 1)
-        return any(o is None or answered(o) for o in outcomes)
+            self._producer.produce(HEALTH_TOPIC, b"", partition=p, on_delivery=r.done)
+        return r
+
+    def probe(self) -> bool:
+        """One round, waited for: whether any write was acknowledged (or refused)."""
+        return bool(self.send().wait(self.timeout_s + 1))

@@ -5,23 +5,25 @@ own probe goes unacknowledged while a peer's rounds keep being acknowledged is c
 Kafka alone (squall/core/control/fencing.py, :func:`others_acknowledged`), not watching a
 broker's failover.
 
-A worker reads a few peers, not all: the ones after it in the sorted list of ids, so that
-the reads stay a handful per round however large the cluster. Every call is bounded in
+A worker reads peers only while its own writes go unacknowledged, and a few of them, not
+all, so that the reads stay a handful however large the cluster. Every call is bounded in
 time and says nothing on failure: a worker cut off from ZooKeeper too has the ZooKeeper
 fence for that."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Collection
 from typing import Any
 
 from squall.coord import KAFKA_REACH
 
 log = logging.getLogger("squall.worker")
 
-#: Peers read per round.
-SAMPLE = 3
+#: Peers read while in doubt.
+SAMPLE = 8
+_pick = random.SystemRandom()
 #: How long one ZooKeeper call may take.
 CALL_S = 1.0
 
@@ -48,17 +50,21 @@ class KafkaPeers:
         except Exception as e:  # counted next round; a peer waits its full grace meanwhile
             log.debug("could not count a Kafka round in %s: %s", self.path, e)
 
-    def sample(self) -> dict[str, tuple[int, int]]:
-        """Up to :data:`SAMPLE` peers' ``(incarnation, acknowledged rounds)``: the node's
-        creation (its ``czxid``) and its version."""
+    def sample(self, among: Collection[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Peers' ``(incarnation, acknowledged rounds)``: the node's creation (its ``czxid``)
+        and its version. Those ``among`` the given ids, else up to :data:`SAMPLE` others
+        chosen at random (at random, not by id: ids often begin with their host's name,
+        and a cut host's own peers are cut too)."""
         zk = self.zk()
         if zk is None or not zk.connected:
             return {}
         out: dict[str, tuple[int, int]] = {}
         try:
-            ids = sorted(zk.get_children_async(KAFKA_REACH).get(timeout=CALL_S))
-            after = [w for w in ids if w > self.worker_id] + [w for w in ids if w < self.worker_id]
-            for peer in after[:SAMPLE]:
+            if among is None:
+                ids = [w for w in zk.get_children_async(KAFKA_REACH).get(timeout=CALL_S)
+                       if w != self.worker_id]
+                among = _pick.sample(ids, min(SAMPLE, len(ids)))
+            for peer in among:
                 try:
                     _, stat = zk.get_async(f"{KAFKA_REACH}/{peer}").get(timeout=CALL_S)
                 except Exception as e:  # gone meanwhile, or slow: that peer says nothing

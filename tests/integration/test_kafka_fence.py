@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 
 from services.worker.kafka_peers import KafkaPeers
+from services.worker.kafka_watch import KafkaWatch
 from squall.coord import KAFKA_REACH, WORKERS, connect
 from squall.core.control.fencing import others_acknowledged
 from squall.core.control.zookeeper_access import access_from
 from squall.dev.stack import StackInfo
+from squall.kafka_clients import KafkaClients
+from squall.processes import free_port
 from tests.integration.cluster import ApiProcess, namespace, zk_client
 from tests.integration.helpers import acker_worker, run_ackers_only, wait_for
 
@@ -71,7 +74,8 @@ def test_workers_see_each_others_acknowledged_kafka_rounds_in_zookeeper(
         zookeeper: str) -> None:
     """What a worker cut off from Kafka alone reads (services/worker/kafka_peers.py), on a
     real ZooKeeper: a peer's rounds counted since a reading are seen; a peer that restarted
-    (a new session: a node made anew) is no evidence; and a worker that lost ZooKeeper's
+    (a new session: a node made anew) is no evidence; a worker whose own writes go
+    unanswered reports a peer's rounds as they go on; and a worker that lost ZooKeeper's
     connection reads nothing and counts nothing, without waiting on it."""
     ns = namespace(zookeeper)
     clients = {w: connect(ns, timeout_s=10, access=access_from(os.environ))
@@ -95,6 +99,24 @@ def test_workers_see_each_others_acknowledged_kafka_rounds_in_zookeeper(
         again = peers["w1"].sample()
         assert again["w3"][0] != before["w3"][0]
         assert not others_acknowledged({"w3": before["w3"]}, again)
+        # w1's own watch, no broker answering it: it reports, while its round is still
+        # unanswered, that a peer's rounds go on
+        reports: list[tuple[bool, int, bool]] = []
+        watch = KafkaWatch(KafkaClients(f"127.0.0.1:{free_port()}"),
+                           lambda *r: reports.append(r), lambda: 0, peers["w1"],
+                           interval_s=60.0, timeout_s=1.0, check_s=0.1)
+        watch.start()
+        try:
+            wait_for(lambda: bool(reports), 30, "the first round's word")
+            assert reports[0][:2] == (False, 0) and not reports[0][2]
+
+            def others_seen() -> bool:
+                peers["w2"].acknowledged()
+                return any(r[2] for r in reports)
+            wait_for(others_seen, 30, "the peer's rounds seen", every_s=0.2)
+            assert all(not r[0] for r in reports)
+        finally:
+            watch.stop.set()
         acls = clients["w1"].get_acls(f"{KAFKA_REACH}/w1")[0]
         assert acls == clients["w1"].get_acls(KAFKA_REACH)[0]  # Squall's own ACL
         clients["w1"].stop()  # no connection: nothing read, nothing counted, no wait

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,19 +56,18 @@ def fully_replicated(info: StackInfo) -> bool:
 
 def finish(p: Producer, commit: bool) -> bool:
     """Commit (or abort) the open transaction, retrying what Kafka calls retriable (its
-    coordinator moving); whether it committed (an abortable error aborts it)."""
+    coordinator moving) for up to two minutes; whether it committed (an abortable error
+    aborts it)."""
+    deadline = time.monotonic() + 120
     while True:
         try:
             (p.commit_transaction if commit else p.abort_transaction)(60)
             return commit
         except KafkaException as e:
             err = e.args[0]
-            if err.retriable():
-                continue
-            if err.txn_requires_abort():
-                commit = False
-                continue
-            raise
+            if time.monotonic() > deadline or not (err.retriable() or err.txn_requires_abort()):
+                raise
+            commit = commit and not err.txn_requires_abort()
 
 
 def test_a_transactional_source_whose_coordinator_dies_is_read_once_and_committed_through(

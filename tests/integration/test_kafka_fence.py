@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from kazoo.exceptions import NoAuthError
 
 from services.worker.kafka_peers import KafkaPeers
 from services.worker.kafka_watch import KafkaWatch
@@ -74,7 +75,8 @@ def test_workers_see_each_others_acknowledged_kafka_rounds_in_zookeeper(
         zookeeper: str) -> None:
     """What a worker cut off from Kafka alone reads (services/worker/kafka_peers.py), on a
     real ZooKeeper: a peer's rounds counted since a reading are seen; a peer that restarted
-    (a new session: a node made anew) is no evidence; a worker whose own writes go
+    (a new session: a node made anew) is no evidence; one without Squall's identity can
+    neither forge a count nor add a peer; a worker whose own writes go
     unanswered reports a peer's rounds as they go on; and a worker that lost ZooKeeper's
     connection reads nothing and counts nothing, without waiting on it."""
     ns = namespace(zookeeper)
@@ -119,6 +121,15 @@ def test_workers_see_each_others_acknowledged_kafka_rounds_in_zookeeper(
             watch.stop.set()
         acls = clients["w1"].get_acls(f"{KAFKA_REACH}/w1")[0]
         assert acls == clients["w1"].get_acls(KAFKA_REACH)[0]  # Squall's own ACL
+        outsider = zk_client(ns, identity=None)  # no count forged, none made
+        try:
+            with pytest.raises(NoAuthError):
+                outsider.set(f"{KAFKA_REACH}/w2", b"")
+            with pytest.raises(NoAuthError):
+                outsider.create(f"{KAFKA_REACH}/forged", b"", ephemeral=True)
+        finally:
+            outsider.stop()
+            outsider.close()
         clients["w1"].stop()  # no connection: nothing read, nothing counted, no wait
         assert peers["w1"].sample() == {}
         peers["w1"].acknowledged()
